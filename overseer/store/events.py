@@ -1,0 +1,291 @@
+"""The append-only event log and the read models projected from it in the same transaction.
+
+Every event has a deterministic id, ``uuid5(run_id, key)``, where ``key`` names the
+logical step (never the attempt), so an activity retried after a crash appends
+nothing twice: the insert is ``ON CONFLICT DO NOTHING`` and only newly inserted
+events are projected.
+
+Event types are wire names (``<noun>.<past-tense verb>``); add, never rename.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+
+EVENT_NAMESPACE = uuid.UUID("6d1f3c0e-9a53-4c51-9a3e-4f0c2d7b8e11")
+
+RUN_SUBMITTED = "run.submitted"
+RUN_SPLIT = "run.split"
+RUN_COMPLETED = "run.completed"
+RUN_FAILED = "run.failed"
+RUN_CANCELLED = "run.cancelled"
+NODE_COMPLETED = "node.completed"
+ROUTE_DECIDED = "route.decided"
+REVIEW_SUGGESTED = "review.suggested"
+APPROVAL_REQUESTED = "approval.requested"
+APPROVAL_SLA_BREACHED = "approval.sla_breached"
+APPROVAL_DECIDED = "approval.decided"
+
+TERMINAL_STATUSES = frozenset({"completed", "rejected", "failed", "cancelled"})
+
+
+@dataclass
+class NewEvent:
+    """An event to append.
+
+    Attributes:
+        run_id: the run (UUID string) the event belongs to.
+        key: attempt-independent logical step key, unique within the run
+            (e.g. ``"node.completed:run_pipeline:1"``); the event id derives from it.
+        type: wire name, e.g. ``approval.decided``.
+        data: JSON-serialisable payload; never raw document text.
+        actor: who caused it: ``api:<subject>``, ``workflow``, ``activity:<node>``, ``reviewer:<subject>``.
+        trace_id: 32-hex OpenTelemetry trace id, when known.
+        occurred_at: ISO-8601 time; defaults to the insert time.
+    """
+
+    run_id: str
+    key: str
+    type: str
+    data: dict[str, Any] = field(default_factory=dict)
+    actor: str = "workflow"
+    trace_id: str | None = None
+    occurred_at: str | None = None
+
+    @property
+    def event_id(self) -> uuid.UUID:
+        """Deterministic id: the same run and key always give the same id."""
+        return uuid.uuid5(EVENT_NAMESPACE, f"{self.run_id}:{self.key}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for Temporal payloads."""
+        return asdict(self)
+
+
+async def append_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> list[NewEvent]:
+    """Append events and project the new ones into the read models, atomically.
+
+    Args:
+        conn: a connection; a transaction is opened (or nested as a savepoint).
+        events: events in the order they happened.
+
+    Returns:
+        The events that were new (already-recorded ones are skipped silently).
+
+    Raises:
+        asyncpg.PostgresError: database failures (transient: the caller's retry policy applies).
+    """
+    inserted: list[NewEvent] = []
+    async with conn.transaction():
+        for event in events:
+            occurred = (
+                datetime.fromisoformat(event.occurred_at) if event.occurred_at else datetime.now(UTC)
+            )
+            row = await conn.fetchrow(
+                """INSERT INTO events (event_id, run_id, type, data, actor, occurred_at, trace_id)
+                   VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
+                   ON CONFLICT (event_id) DO NOTHING RETURNING seq""",
+                event.event_id,
+                uuid.UUID(event.run_id),
+                event.type,
+                json.dumps(event.data),
+                event.actor,
+                occurred,
+                event.trace_id,
+            )
+            if row is None:
+                continue
+            projector = PROJECTORS.get(event.type)
+            if projector is not None:
+                await projector(conn, event, occurred)
+            inserted.append(event)
+    return inserted
+
+
+async def fetch_events(conn: asyncpg.Connection, run_id: str) -> list[dict[str, Any]]:
+    """All events of a run in append order: ``[{seq, event_id, type, data, actor, occurred_at, trace_id}]``."""
+    rows = await conn.fetch(
+        """SELECT seq, event_id, type, data, actor, occurred_at, trace_id
+           FROM events WHERE run_id = $1 ORDER BY seq""",
+        uuid.UUID(run_id),
+    )
+    return [
+        {
+            "seq": r["seq"],
+            "event_id": str(r["event_id"]),
+            "type": r["type"],
+            "data": json.loads(r["data"]),
+            "actor": r["actor"],
+            "occurred_at": r["occurred_at"].isoformat(),
+            "trace_id": r["trace_id"],
+        }
+        for r in rows
+    ]
+
+
+# --- projections -----------------------------------------------------------------------------
+
+Projector = Callable[[asyncpg.Connection, NewEvent, datetime], Awaitable[None]]
+
+
+async def _run_submitted(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    d = e.data
+    await conn.execute(
+        """INSERT INTO runs (run_id, pipeline, workflow_id, status, parent_run_id, submitted_by,
+                             idempotency_key, input, trace_id, created_at, updated_at)
+           VALUES ($1, $2, $3, 'running', $4, $5, $6, $7::jsonb, $8, $9, $9)
+           ON CONFLICT (run_id) DO NOTHING""",
+        uuid.UUID(e.run_id),
+        d["pipeline"],
+        d["workflow_id"],
+        uuid.UUID(d["parent_run_id"]) if d.get("parent_run_id") else None,
+        d.get("submitted_by"),
+        d.get("idempotency_key"),
+        json.dumps(d.get("input", {})),
+        e.trace_id,
+        at,
+    )
+
+
+async def _merge_result(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    snapshot = e.data.get("snapshot")
+    if snapshot:
+        await conn.execute(
+            """UPDATE runs SET result = coalesce(result, '{}'::jsonb) || $2::jsonb, updated_at = $3
+               WHERE run_id = $1""",
+            uuid.UUID(e.run_id),
+            json.dumps(snapshot),
+            at,
+        )
+
+
+async def _review_suggested(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    d = e.data
+    await conn.execute(
+        """INSERT INTO review_suggestions (suggestion_id, run_id, current_values, proposed_updates,
+                                           evidence, strength, strategy, status, created_at,
+                                           resolved_at, resolved_by)
+           VALUES ($1, $2, $3::jsonb, $4::jsonb, $5::jsonb, $6, $7, $8, $9, $10, $11)
+           ON CONFLICT (suggestion_id) DO NOTHING""",
+        uuid.UUID(d["suggestion_id"]),
+        uuid.UUID(e.run_id),
+        json.dumps(d["current_values"]),
+        json.dumps(d["proposed_updates"]),
+        json.dumps(d["evidence"]),
+        float(d["strength"]),
+        d["strategy"],
+        "auto_applied" if d.get("auto_applied") else "pending",
+        at,
+        at if d.get("auto_applied") else None,
+        "review_agent" if d.get("auto_applied") else None,
+    )
+    await _merge_result(conn, e, at)
+
+
+async def _approval_requested(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    d = e.data
+    deadline = datetime.fromisoformat(d["sla_deadline"]) if d.get("sla_deadline") else None
+    await conn.execute(
+        """INSERT INTO approvals (run_id, pipeline, status, reason_codes, payload, requested_at,
+                                  sla_deadline)
+           VALUES ($1, $2, 'pending', $3::jsonb, $4::jsonb, $5, $6)
+           ON CONFLICT (run_id) DO UPDATE SET status = 'pending', reason_codes = excluded.reason_codes,
+               payload = excluded.payload, requested_at = excluded.requested_at,
+               sla_deadline = excluded.sla_deadline, sla_breached_at = NULL, decision = NULL,
+               decided_by = NULL, decided_at = NULL, note = NULL, updates = NULL""",
+        uuid.UUID(e.run_id),
+        d["pipeline"],
+        json.dumps(d.get("reason_codes", [])),
+        json.dumps(d.get("payload", {})),
+        at,
+        deadline,
+    )
+    await conn.execute(
+        "UPDATE runs SET status = 'awaiting_approval', updated_at = $2 WHERE run_id = $1",
+        uuid.UUID(e.run_id),
+        at,
+    )
+
+
+async def _approval_sla_breached(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    await conn.execute(
+        "UPDATE approvals SET sla_breached_at = $2 WHERE run_id = $1 AND sla_breached_at IS NULL",
+        uuid.UUID(e.run_id),
+        at,
+    )
+
+
+async def _approval_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    d = e.data
+    await conn.execute(
+        """UPDATE approvals SET status = 'decided', decision = $2, decided_by = $3, decided_at = $4,
+                                note = $5, updates = $6::jsonb
+           WHERE run_id = $1""",
+        uuid.UUID(e.run_id),
+        d["decision"],
+        d.get("decided_by"),
+        at,
+        d.get("note"),
+        json.dumps(d.get("updates") or {}),
+    )
+    await conn.execute(
+        """UPDATE review_suggestions SET status = $2, resolved_at = $3, resolved_by = $4
+           WHERE run_id = $1 AND status = 'pending'""",
+        uuid.UUID(e.run_id),
+        "approved" if d["decision"] == "approve" else "rejected",
+        at,
+        d.get("decided_by"),
+    )
+    await conn.execute(
+        "UPDATE runs SET status = 'running', updated_at = $2 WHERE run_id = $1",
+        uuid.UUID(e.run_id),
+        at,
+    )
+
+
+async def _run_finished(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    status = e.data["status"]
+    await conn.execute(
+        """UPDATE runs SET status = $2, result = coalesce(result, '{}'::jsonb) || $3::jsonb,
+                           error = $4::jsonb, updated_at = $5
+           WHERE run_id = $1""",
+        uuid.UUID(e.run_id),
+        status,
+        json.dumps(e.data.get("snapshot") or {}),
+        json.dumps(e.data["error"]) if e.data.get("error") else None,
+        at,
+    )
+    await conn.execute(
+        "UPDATE approvals SET status = 'cancelled' WHERE run_id = $1 AND status = 'pending'",
+        uuid.UUID(e.run_id),
+    )
+
+
+PROJECTORS: dict[str, Projector] = {
+    RUN_SUBMITTED: _run_submitted,
+    NODE_COMPLETED: _merge_result,
+    RUN_SPLIT: _merge_result,
+    REVIEW_SUGGESTED: _review_suggested,
+    APPROVAL_REQUESTED: _approval_requested,
+    APPROVAL_SLA_BREACHED: _approval_sla_breached,
+    APPROVAL_DECIDED: _approval_decided,
+    RUN_COMPLETED: _run_finished,
+    RUN_FAILED: _run_finished,
+    RUN_CANCELLED: _run_finished,
+}
+
+
+def event_types() -> Iterable[str]:
+    """Every event type this version writes (for docs and the consistency check)."""
+    return [
+        RUN_SUBMITTED, RUN_SPLIT, NODE_COMPLETED, ROUTE_DECIDED, REVIEW_SUGGESTED,
+        APPROVAL_REQUESTED, APPROVAL_SLA_BREACHED, APPROVAL_DECIDED, RUN_COMPLETED, RUN_FAILED,
+        RUN_CANCELLED,
+    ]

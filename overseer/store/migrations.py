@@ -1,0 +1,145 @@
+"""Schema migrations as an ordered list, each applied once and recorded (langgraph checkpoint-postgres style).
+
+Never edit a shipped migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "event_log",
+        """
+        CREATE TABLE events (
+            seq          bigserial PRIMARY KEY,
+            event_id     uuid NOT NULL UNIQUE,
+            run_id       uuid NOT NULL,
+            type         text NOT NULL,
+            data         jsonb NOT NULL DEFAULT '{}'::jsonb,
+            actor        text NOT NULL,
+            occurred_at  timestamptz NOT NULL DEFAULT now(),
+            trace_id     text
+        );
+        CREATE INDEX events_run_seq ON events (run_id, seq);
+        CREATE INDEX events_type ON events (type, occurred_at);
+        CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'events is append-only (% refused)', TG_OP;
+        END $$;
+        CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON events
+            FOR EACH ROW EXECUTE FUNCTION events_append_only();
+        """,
+    ),
+    (
+        "artifacts_and_page_cache",
+        """
+        CREATE TABLE artifacts (
+            sha256        text PRIMARY KEY,
+            content       bytea NOT NULL,
+            size_bytes    bigint NOT NULL,
+            content_type  text,
+            filename      text,
+            kind          text NOT NULL,
+            page_count    integer NOT NULL,
+            created_at    timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE page_texts (
+            sha256       text NOT NULL REFERENCES artifacts (sha256),
+            page_number  integer NOT NULL,
+            variant      text NOT NULL,
+            data         jsonb NOT NULL,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (sha256, page_number, variant)
+        );
+        """,
+    ),
+    (
+        "read_models",
+        """
+        CREATE TABLE runs (
+            run_id           uuid PRIMARY KEY,
+            pipeline         text NOT NULL,
+            workflow_id      text NOT NULL,
+            status           text NOT NULL,
+            parent_run_id    uuid,
+            submitted_by     text,
+            idempotency_key  text,
+            input            jsonb NOT NULL DEFAULT '{}'::jsonb,
+            result           jsonb,
+            error            jsonb,
+            trace_id         text,
+            created_at       timestamptz NOT NULL DEFAULT now(),
+            updated_at       timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX runs_pipeline_status ON runs (pipeline, status, created_at DESC);
+        CREATE INDEX runs_parent ON runs (parent_run_id);
+        CREATE TABLE approvals (
+            run_id           uuid PRIMARY KEY REFERENCES runs (run_id),
+            pipeline         text NOT NULL,
+            status           text NOT NULL,
+            reason_codes     jsonb NOT NULL DEFAULT '[]'::jsonb,
+            payload          jsonb NOT NULL DEFAULT '{}'::jsonb,
+            requested_at     timestamptz NOT NULL,
+            sla_deadline     timestamptz,
+            sla_breached_at  timestamptz,
+            decision         text,
+            decided_by       text,
+            decided_at       timestamptz,
+            note             text,
+            updates          jsonb
+        );
+        CREATE INDEX approvals_status ON approvals (status, requested_at);
+        CREATE TABLE review_suggestions (
+            suggestion_id     uuid PRIMARY KEY,
+            run_id            uuid NOT NULL REFERENCES runs (run_id),
+            current_values    jsonb NOT NULL,
+            proposed_updates  jsonb NOT NULL,
+            evidence          jsonb NOT NULL,
+            strength          double precision NOT NULL,
+            strategy          text NOT NULL,
+            status            text NOT NULL,
+            created_at        timestamptz NOT NULL,
+            resolved_at       timestamptz,
+            resolved_by       text
+        );
+        CREATE INDEX review_suggestions_run ON review_suggestions (run_id);
+        """,
+    ),
+]
+
+
+async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction.
+
+    Concurrent callers (API and worker starting together) serialise on an
+    advisory lock, so each migration runs exactly once.
+
+    Args:
+        conn: an open connection with DDL rights.
+
+    Returns:
+        Names of the migrations applied by this call (empty when up to date).
+    """
+    applied: list[str] = []
+    await conn.execute("SELECT pg_advisory_lock(727274)")
+    try:
+        await conn.execute(
+            """CREATE TABLE IF NOT EXISTS schema_migrations (
+                   version integer PRIMARY KEY,
+                   name text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now())"""
+        )
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+            if version in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                )
+            applied.append(name)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(727274)")
+    return applied
