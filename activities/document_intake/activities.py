@@ -1,0 +1,45 @@
+"""Plain activities of document_intake that are not graph nodes (batch splitting)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.document_intake.batch import split_entries
+from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.schema import FieldSchema
+from overseer.errors import OverseerError
+
+
+@activity.defn(name="split_document")
+async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
+                         options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Find the entries in a possibly multi-entry file (seed 000 batch → one run per chunk).
+
+    Args:
+        document: ``{sha256, kind, page_count, …}``.
+        field_schema: the run's schema snapshot (entry start patterns live there).
+        options: the run's options (dpi, limits).
+
+    Returns:
+        ``EntrySpan`` dicts; one span for a single-entry document.
+
+    Raises:
+        ApplicationError: non-retryable ``unreadable_document`` for poison documents.
+    """
+    try:
+        pages = await load_pages(document, dpi=int(options["ocr_dpi"]),
+                                 limits=limits_from_options(options))
+        spans = split_entries(pages, FieldSchema.model_validate(field_schema))
+    except OverseerError as err:
+        if err.retryable:
+            raise
+        raise ApplicationError(err.message, {"code": err.code, **err.details},
+                               type=err.code, non_retryable=True) from err
+    return [
+        {"index": s.index, "start_page": s.start_page, "start_offset": s.start_offset,
+         "end_page": s.end_page, "end_offset": s.end_offset}
+        for s in spans
+    ]

@@ -1,0 +1,72 @@
+"""Score a record: validation, completeness and confidence in one pure step.
+
+Pure and stdlib-only (through ``validate``/``confidence``), so the workflow's
+escalate node and the approval validator can call it deterministically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.document_intake.confidence import calculate_confidence, field_completeness
+from activities.document_intake.schema import FieldSchema
+from activities.document_intake.validate import can_approve_record, validate_record
+
+LOW_OCR_CONFIDENCE = 0.75
+"""Below this OCR confidence a record gets the ``low_ocr_confidence`` reason code."""
+
+
+def assess_record(
+    record: dict[str, str | None],
+    schema: FieldSchema,
+    *,
+    ocr_confidence_avg: float | None,
+    exact_text: bool,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Validate and score a record (seed 000 §1.1 confidence, §1.2 can_approve_record).
+
+    Args:
+        record: field name → value (None when absent).
+        schema: the run's field schema snapshot.
+        ocr_confidence_avg: 0..1, None when no page was OCR'd.
+        exact_text: every page came from a text layer or a plain-text upload.
+        options: the run's options (``exact_text_ocr_score``, ``unknown_ocr_score``,
+            ``low_ocr_confidence``).
+
+    Returns:
+        ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes}``.
+    """
+    report = validate_record(record, schema)
+    _, missing = can_approve_record(record, schema)
+    confidence = calculate_confidence(
+        ocr_confidence_avg,
+        field_completeness(record, schema),
+        exact_text=exact_text,
+        exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
+        unknown_ocr_score=float(options.get("unknown_ocr_score", 0.5)),
+    )
+    reasons = set(report.reason_codes)
+    low = float(options.get("low_ocr_confidence", LOW_OCR_CONFIDENCE))
+    if ocr_confidence_avg is not None and ocr_confidence_avg < low:
+        reasons.add("low_ocr_confidence")
+    return {
+        "confidence": round(confidence, 4),
+        "missing_fields": list(missing),
+        "invalid_fields": dict(report.errors),
+        "needs_review": bool(report.needs_review or missing or "low_ocr_confidence" in reasons),
+        "review_reason_codes": sorted(reasons),
+    }
+
+
+def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
+    """The part of the graph state a run view shows (``runs.result``); no page text."""
+    keys = (
+        "record", "confidence", "missing_fields", "invalid_fields", "needs_review",
+        "review_reason_codes", "tools_used", "tries", "strategy", "ocr_confidence_avg",
+        "outcome", "evidence",
+    )
+    snap = {k: state[k] for k in keys if k in state}
+    if "report" in state:
+        snap["text_source"] = state["report"].get("text_source")
+    return snap

@@ -1,0 +1,150 @@
+"""The document_intake graph (seed 000 §1.4, with Phase 2's review agent and a human gate).
+
+    START → run_pipeline → route_after_pipeline ─┬─ retry    → retry_extraction → route_after_pipeline …
+                                                 ├─ review   → review_agent → complete | escalate
+                                                 ├─ complete → complete → END
+                                                 └─ escalate → escalate (interrupt → human) → END
+
+``run_pipeline``, ``retry_extraction`` and ``review_agent`` run as Temporal activities
+(I/O and CPU); routing, ``complete`` and ``escalate`` run in the workflow (cheap and
+deterministic). Routers and workflow nodes are ``async`` and module-level (a sync edge
+function would hit ``run_in_executor`` inside the workflow). Build a fresh graph for
+every registration: the plugin rewrites the graph it is given.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from temporalio.common import RetryPolicy
+
+from activities.document_intake.assess import assess_record
+from activities.document_intake.routing import RoutingThresholds
+from activities.document_intake.routing import route_after_pipeline as _route
+from activities.document_intake.schema import FieldSchema
+from activities.document_intake.state import DocumentIntakeState
+
+GRAPH_NAME = "document_intake"
+
+NON_RETRYABLE = ["unreadable_document", "unsupported_media_type", "not_found",
+                 "llm_malformed_response"]
+
+NODE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=NON_RETRYABLE,
+)
+
+
+def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
+    """Build (not compile) the document_intake graph.
+
+    Args:
+        for_temporal: attach ``execute_in``/timeouts/retry metadata for the Temporal plugin;
+            False gives a plain LangGraph graph (baselines, unit tests).
+
+    Returns:
+        A fresh ``StateGraph`` over :class:`DocumentIntakeState`.
+    """
+    from activities.document_intake import nodes
+
+    def activity_meta(summary: str, *, minutes: float) -> dict[str, Any] | None:
+        if not for_temporal:
+            return None
+        return {
+            "execute_in": "activity",
+            "start_to_close_timeout": timedelta(minutes=minutes),
+            "heartbeat_timeout": timedelta(seconds=20),
+            "retry_policy": NODE_RETRY,
+            "summary": summary,
+        }
+
+    in_workflow = {"execute_in": "workflow"} if for_temporal else None
+    graph = StateGraph(DocumentIntakeState)
+    graph.add_node("run_pipeline", nodes.run_pipeline,
+                   metadata=activity_meta("read, extract, validate, score", minutes=15))
+    graph.add_node("retry_extraction", nodes.retry_extraction,
+                   metadata=activity_meta("extract missing fields again", minutes=15))
+    graph.add_node("review_agent", nodes.review_agent,
+                   metadata=activity_meta("review agent: propose updates", minutes=10))
+    graph.add_node("complete", complete, metadata=in_workflow)
+    graph.add_node("escalate", escalate, metadata=in_workflow)
+    routes = {"retry": "retry_extraction", "review": "review_agent",
+              "complete": "complete", "escalate": "escalate"}
+    graph.add_edge(START, "run_pipeline")
+    graph.add_conditional_edges("run_pipeline", route_after_pipeline, routes)
+    graph.add_conditional_edges("retry_extraction", route_after_pipeline, routes)
+    graph.add_conditional_edges("review_agent", route_after_review,
+                                {"complete": "complete", "escalate": "escalate"})
+    graph.add_edge("complete", END)
+    graph.add_edge("escalate", END)
+    return graph
+
+
+async def route_after_pipeline(state: DocumentIntakeState) -> str:
+    """Conditional edge after run_pipeline / retry_extraction (seed 000 §1.3, thresholds from options)."""
+    thresholds = RoutingThresholds.from_dict(state.get("options", {}).get("thresholds", {}))
+    return _route(state, thresholds)
+
+
+async def route_after_review(state: DocumentIntakeState) -> str:
+    """Conditional edge after review_agent: complete only when its proposal was applied."""
+    from activities.document_intake.nodes import route_after_review as decide
+
+    return decide(dict(state))
+
+
+async def complete(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``complete`` (seed save_complete_node): the record is final."""
+    applied = bool((state.get("proposal") or {}).get("acceptable"))
+    return {"status": "completed", "outcome": "auto_reviewed" if applied else "completed"}
+
+
+async def escalate(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``escalate`` (seed mark_human_node): ask a human through ``interrupt()``.
+
+    The interrupt payload is what a reviewer sees; the workflow resumes the graph with
+    ``{"decision": "approve"|"reject", "updates": {...}, "decided_by", "note"}`` where
+    ``updates`` already merges the proposal with the reviewer's validated edits.
+
+    Returns:
+        On approve: the updated, re-assessed record with ``status`` completed and
+        ``outcome`` approved; on reject: ``status``/``outcome`` rejected.
+    """
+    decision = interrupt(approval_payload(state))
+    if decision["decision"] != "approve":
+        return {"status": "rejected", "outcome": "rejected", "decision": decision}
+    schema = FieldSchema.model_validate(state["field_schema"])
+    record = {**state.get("record", {}), **(decision.get("updates") or {})}
+    report = state.get("report", {})
+    assessment = assess_record(
+        record, schema, ocr_confidence_avg=state.get("ocr_confidence_avg"),
+        exact_text=report.get("text_source") in ("text_layer", "plain_text"),
+        options=state["options"],
+    )
+    return {"record": record, **assessment, "needs_review": False, "status": "completed",
+            "outcome": "approved", "decision": decision}
+
+
+def approval_payload(state: DocumentIntakeState) -> dict[str, Any]:
+    """What the approval request shows: current record, gaps, reasons and any proposal."""
+    proposal = state.get("proposal") or None
+    reasons = list(state.get("review_reason_codes", []))
+    if state.get("last_route") == "escalate" and not proposal:
+        reasons.append("escalated_by_router")
+    if proposal and not proposal.get("acceptable"):
+        reasons.append(f"proposal_{proposal.get('reason') or 'not_acceptable'}")
+    return {
+        "record": state.get("record", {}),
+        "missing_fields": state.get("missing_fields", []),
+        "invalid_fields": state.get("invalid_fields", {}),
+        "confidence": state.get("confidence"),
+        "review_reason_codes": sorted(set(reasons)),
+        "proposal": proposal,
+        "evidence": state.get("evidence", {}),
+    }

@@ -1,0 +1,459 @@
+"""Activity-side nodes of the document_intake graph and their inner subgraphs.
+
+Each node here runs as one Temporal activity (the LangGraph plugin wraps it):
+``run_pipeline`` and ``review_agent`` each invoke a plain LangGraph subgraph with
+``ainvoke`` because their inner steps need no separate durability (DESIGN §2).
+Each node appends its own ``node.completed`` and ``route.decided`` events with
+step-derived ids, so a retried activity never duplicates them.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from temporalio.exceptions import ApplicationError
+from typing_extensions import TypedDict
+
+from activities.document_intake.assess import assess_record, public_snapshot
+from activities.document_intake.batch import slice_pages
+from activities.document_intake.confidence import aggregate_ocr_confidence
+from activities.document_intake.documents import PageText
+from activities.document_intake.extract import extract_fields
+from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.review import proposal_is_acceptable, propose_updates
+from activities.document_intake.routing import (
+    RoutingThresholds,
+    explain_route,
+    route_after_pipeline,
+)
+from activities.document_intake.schema import FieldSchema
+from activities.document_intake.state import DocumentIntakeState
+from activities.events import append_from_activity
+from activities.llm import chat_model, extract_fields_with_llm, model_name
+from activities.runtime import get_runtime
+from overseer.errors import OverseerError
+from overseer.store.events import NODE_COMPLETED, REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
+
+NodeFn = Callable[[DocumentIntakeState], Awaitable[dict[str, Any]]]
+
+
+def permanent_errors_fail_fast(fn: NodeFn) -> NodeFn:
+    """Turn a permanent :class:`OverseerError` into a non-retryable ``ApplicationError``.
+
+    A poison document must fail its step once with a reason, never retry forever;
+    transient errors (database, network) propagate unchanged so the retry policy applies.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(state: DocumentIntakeState) -> dict[str, Any]:
+        try:
+            return await fn(state)
+        except OverseerError as err:
+            if err.retryable:
+                raise
+            raise ApplicationError(
+                err.message, {"code": err.code, **err.details}, type=err.code, non_retryable=True
+            ) from err
+
+    return wrapper
+
+
+# --- run_pipeline -------------------------------------------------------------------------------
+
+
+class PipelineState(TypedDict, total=False):
+    """Inner state of the run_pipeline subgraph (load → text → extract → validate → score)."""
+
+    document: dict[str, Any]
+    span: dict[str, Any] | None
+    field_schema: dict[str, Any]
+    options: dict[str, Any]
+    pages: list[dict[str, Any]]
+    record: dict[str, str | None]
+    evidence: dict[str, dict[str, Any]]
+    rejected: dict[str, str]
+    report: dict[str, Any]
+    ocr_confidence_avg: float | None
+    assessment: dict[str, Any]
+
+
+async def read_text(state: PipelineState) -> dict[str, Any]:
+    """Text layer where present, Tesseract OCR where not (cached per page)."""
+    options = state["options"]
+    pages = await load_pages(
+        state["document"], dpi=int(options["ocr_dpi"]), limits=limits_from_options(options)
+    )
+    entry = _entry_pages(pages, state.get("span"))
+    return {"pages": [p.to_dict() for p in entry], "report": text_report(entry)}
+
+
+async def extract_record(state: PipelineState) -> dict[str, Any]:
+    """Label-based field extraction (strict label matching first)."""
+    schema = FieldSchema.model_validate(state["field_schema"])
+    result = extract_fields(_pages(state["pages"]), schema)
+    return {
+        "record": dict(result.values),
+        "evidence": {k: _evidence_dict(v) for k, v in result.evidence.items()},
+        "rejected": dict(result.rejected),
+    }
+
+
+async def validate_and_score(state: PipelineState) -> dict[str, Any]:
+    """Validation and seed §1.1 confidence."""
+    schema = FieldSchema.model_validate(state["field_schema"])
+    report = state["report"]
+    assessment = assess_record(
+        state["record"],
+        schema,
+        ocr_confidence_avg=report["ocr_confidence_avg"],
+        exact_text=report["text_source"] in ("text_layer", "plain_text"),
+        options=state["options"],
+    )
+    return {"assessment": assessment, "ocr_confidence_avg": report["ocr_confidence_avg"]}
+
+
+def build_run_pipeline_graph() -> StateGraph:
+    """The run_pipeline subgraph: read_text → extract_record → validate_and_score (seed §1.2)."""
+    graph = StateGraph(PipelineState)
+    graph.add_node("read_text", read_text)
+    graph.add_node("extract_record", extract_record)
+    graph.add_node("validate_and_score", validate_and_score)
+    graph.add_edge(START, "read_text")
+    graph.add_edge("read_text", "extract_record")
+    graph.add_edge("extract_record", "validate_and_score")
+    graph.add_edge("validate_and_score", END)
+    return graph
+
+
+@permanent_errors_fail_fast
+async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``run_pipeline`` (seed 000 §1.2 run_pipeline_node): read, extract, validate, score.
+
+    Returns:
+        State updates: record, evidence, report, confidence, missing/invalid fields,
+        needs_review, review_reason_codes, tries + 1, tools_used + run_pipeline, strategy.
+
+    Raises:
+        ApplicationError: non-retryable ``unreadable_document`` for poison documents.
+    """
+    inner = build_run_pipeline_graph().compile()
+    out = await inner.ainvoke(
+        {k: state.get(k) for k in ("document", "span", "field_schema", "options")}
+    )
+    update: dict[str, Any] = {
+        "record": out["record"],
+        "evidence": out["evidence"],
+        "report": out["report"],
+        "ocr_confidence_avg": out["ocr_confidence_avg"],
+        **out["assessment"],
+        "tries": state.get("tries", 0) + 1,
+        "tools_used": [*state.get("tools_used", []), "run_pipeline"],
+        "strategy": "rules",
+    }
+    return await _finish_step(state, "run_pipeline", update)
+
+
+# --- retry_extraction ---------------------------------------------------------------------------
+
+
+@permanent_errors_fail_fast
+async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``retry_extraction`` (seed 000 §1.2 retry_llm_node): extract only the missing fields.
+
+    With an LLM configured it asks the model for the missing fields (JSON-validated);
+    without one it runs a stronger deterministic pass: the OCR'd pages again at a higher
+    dpi, then relaxed label matching, and records ``strategy: rules``. A value is only
+    taken when it validates; present fields are never overwritten.
+
+    Raises:
+        ApplicationError: non-retryable ``llm_malformed_response`` / ``unreadable_document``.
+    """
+    schema = FieldSchema.model_validate(state["field_schema"])
+    options = state["options"]
+    wanted = sorted(set(state.get("missing_fields", [])) | set(state.get("invalid_fields", {})))
+    report = dict(state["report"])
+    ocr_avg = state.get("ocr_confidence_avg")
+    model = chat_model(get_runtime().settings)
+    found: dict[str, str | None]
+    evidence: dict[str, dict[str, Any]] = {}
+    if model is not None:
+        pages = await load_pages(state["document"], dpi=int(options["ocr_dpi"]))
+        entry = _entry_pages(pages, state.get("span"))
+        text = "\n\n".join(p.text for p in entry)
+        raw = await extract_fields_with_llm(model, text, wanted)
+        found = {}
+        for name, value in raw.items():
+            checked = _validated(schema, name, value)
+            if checked is not None:
+                found[name] = checked
+                evidence[name] = {"page_number": None, "snippet": "", "label": name,
+                                  "method": "llm", "score": 0.5}
+        strategy = f"llm:{model_name(model)}"
+    else:
+        force = report.get("ocr_pages", 0) > 0
+        pages = await load_pages(
+            state["document"],
+            dpi=int(options["retry_ocr_dpi"] if force else options["ocr_dpi"]),
+            force_ocr=force,
+            limits=limits_from_options(options),
+        )
+        entry = _entry_pages(pages, state.get("span"))
+        result = extract_fields(entry, schema, relaxed=True, only=wanted)
+        found = {k: v for k, v in result.values.items() if v is not None}
+        evidence = {k: _evidence_dict(v) for k, v in result.evidence.items() if k in found}
+        if force:
+            new_report = text_report(entry)
+            report = {**report, "retry_ocr_confidence_avg": new_report["ocr_confidence_avg"]}
+            if new_report["ocr_confidence_avg"] is not None:
+                ocr_avg = max(ocr_avg or 0.0, new_report["ocr_confidence_avg"])
+        strategy = "rules"
+    record = {**state["record"], **found}
+    assessment = assess_record(
+        record, schema, ocr_confidence_avg=ocr_avg,
+        exact_text=report["text_source"] in ("text_layer", "plain_text"), options=options,
+    )
+    update = {
+        "record": record,
+        "evidence": {**state.get("evidence", {}), **evidence},
+        "report": report,
+        "ocr_confidence_avg": ocr_avg,
+        **assessment,
+        "tries": state.get("tries", 0) + 1,
+        "tools_used": [*state.get("tools_used", []), "retry_extraction"],
+        "strategy": strategy,
+    }
+    return await _finish_step(state, "retry_extraction", update)
+
+
+# --- review_agent -------------------------------------------------------------------------------
+
+
+class ReviewAgentState(TypedDict, total=False):
+    """Inner state of the review agent subgraph (seed 000 §2.1 ReviewAgentState)."""
+
+    run_id: str
+    step: int
+    document: dict[str, Any]
+    span: dict[str, Any] | None
+    field_schema: dict[str, Any]
+    options: dict[str, Any]
+    record: dict[str, str | None]
+    missing_fields: list[str]
+    pages: list[dict[str, Any]]
+    region: list[dict[str, Any]]
+    proposal: dict[str, Any]
+    success: bool
+
+
+async def get_document(state: ReviewAgentState) -> dict[str, Any]:
+    """Seed §2.1 get_pdf: the stored document's pages (from the page cache)."""
+    options = state["options"]
+    pages = await load_pages(
+        state["document"], dpi=int(options["ocr_dpi"]), limits=limits_from_options(options)
+    )
+    return {"pages": [p.to_dict() for p in pages]}
+
+
+async def extract_text_region(state: ReviewAgentState) -> dict[str, Any]:
+    """Seed §2.1 extract_text_region: the entry's own pages (page-level regions)."""
+    entry = _entry_pages(_pages(state["pages"]), state.get("span"))
+    return {"region": [p.to_dict() for p in entry]}
+
+
+async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
+    """Seed §2.1 infer: propose values for missing or invalid fields, with evidence per field."""
+    schema = FieldSchema.model_validate(state["field_schema"])
+    proposal = propose_updates(
+        _pages(state["region"]), state["record"], state["missing_fields"], schema
+    )
+    acceptable, reason = proposal_is_acceptable(
+        proposal, state["record"], schema,
+        min_evidence_score=float(state["options"]["review_min_evidence_score"]),
+    )
+    return {
+        "proposal": {
+            "suggestion_id": str(uuid.uuid5(uuid.UUID(state["run_id"]), f"suggestion:{state['step']}")),
+            "updates": dict(proposal.updates),
+            "evidence": {k: _evidence_dict(v) for k, v in proposal.evidence.items()},
+            "strength": float(proposal.strength),
+            "strategy": proposal.strategy,
+            "acceptable": acceptable,
+            "reason": reason,
+        }
+    }
+
+
+async def propose_update(state: ReviewAgentState) -> dict[str, Any]:
+    """Seed §2.1 propose_update: write the review suggestion (event + read model)."""
+    proposal = state["proposal"]
+    if proposal["updates"]:
+        await append_from_activity([
+            NewEvent(
+                run_id=state["run_id"],
+                key=f"review.suggested:{state['step']}",
+                type=REVIEW_SUGGESTED,
+                actor="activity:review_agent",
+                data={
+                    "suggestion_id": proposal["suggestion_id"],
+                    "current_values": {k: state["record"].get(k) for k in proposal["updates"]},
+                    "proposed_updates": proposal["updates"],
+                    "evidence": proposal["evidence"],
+                    "strength": proposal["strength"],
+                    "strategy": proposal["strategy"],
+                    "auto_applied": proposal["acceptable"],
+                    "reason": proposal["reason"],
+                },
+            )
+        ])
+    return {"success": bool(proposal["acceptable"])}
+
+
+def build_review_agent_graph() -> StateGraph:
+    """Seed §2.1 review agent: get_document → extract_text_region → infer_fields → propose_update."""
+    graph = StateGraph(ReviewAgentState)
+    graph.add_node("get_document", get_document)
+    graph.add_node("extract_text_region", extract_text_region)
+    graph.add_node("infer_fields", infer_fields)
+    graph.add_node("propose_update", propose_update)
+    graph.add_edge(START, "get_document")
+    graph.add_edge("get_document", "extract_text_region")
+    graph.add_edge("extract_text_region", "infer_fields")
+    graph.add_edge("infer_fields", "propose_update")
+    graph.add_edge("propose_update", END)
+    return graph
+
+
+@permanent_errors_fail_fast
+async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``review_agent`` (seed 000 §2.2): propose updates; apply them only when they hold.
+
+    Unlike the seed's edge to save_complete, a proposal is applied (and the run
+    completes) only when the merged record validates and every proposed value's
+    evidence is strong enough; otherwise the proposal goes to a human with the run.
+    """
+    tools = [*state.get("tools_used", []), "review_agent"]
+    inner = build_review_agent_graph().compile()
+    wanted = sorted(set(state.get("missing_fields", [])) | set(state.get("invalid_fields", {})))
+    out = await inner.ainvoke({
+        "run_id": state["run_id"], "step": len(tools), "document": state["document"],
+        "span": state.get("span"), "field_schema": state["field_schema"],
+        "options": state["options"], "record": state["record"], "missing_fields": wanted,
+    })
+    proposal = out["proposal"]
+    update: dict[str, Any] = {"tools_used": tools, "proposal": proposal}
+    if out["success"]:
+        schema = FieldSchema.model_validate(state["field_schema"])
+        record = {**state["record"], **proposal["updates"]}
+        report = state["report"]
+        update.update(
+            record=record,
+            evidence={**state.get("evidence", {}), **proposal["evidence"]},
+            **assess_record(
+                record, schema, ocr_confidence_avg=state.get("ocr_confidence_avg"),
+                exact_text=report["text_source"] in ("text_layer", "plain_text"),
+                options=state["options"],
+            ),
+        )
+        update["needs_review"] = False
+    return await _finish_step(state, "review_agent", update)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def text_report(pages: list[PageText]) -> dict[str, Any]:
+    """Summary of where the text came from: ``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``."""
+    sources = {p.source for p in pages}
+    ocr = [p for p in pages if p.source == "ocr"]
+    coverages = [p.coverage for p in ocr if p.coverage is not None]
+    return {
+        "text_source": sources.pop() if len(sources) == 1 else "mixed",
+        "page_count": len(pages),
+        "ocr_pages": len(ocr),
+        "coverage_min": min(coverages) if coverages else None,
+        "ocr_confidence_avg": aggregate_ocr_confidence(pages),
+    }
+
+
+def route_after_review(state: dict[str, Any]) -> str:
+    """After review_agent: ``complete`` when its proposal was applied, else ``escalate``."""
+    proposal = state.get("proposal") or {}
+    return "complete" if proposal.get("acceptable") else "escalate"
+
+
+async def _finish_step(state: DocumentIntakeState, node: str, update: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {**state, **update}
+    if node == "review_agent":
+        route = route_after_review(merged)
+        reason = "proposal_applied" if route == "complete" else (
+            (merged.get("proposal") or {}).get("reason") or "no_proposal"
+        )
+    else:
+        thresholds = RoutingThresholds.from_dict(merged["options"].get("thresholds", {}))
+        route = route_after_pipeline(merged, thresholds)
+        reason = explain_route(merged, thresholds)
+    update["last_route"] = route
+    merged["last_route"] = route
+    step = len(merged.get("tools_used", []))
+    await append_from_activity([
+        NewEvent(
+            run_id=state["run_id"], key=f"node.completed:{node}:{step}", type=NODE_COMPLETED,
+            actor=f"activity:{node}", data={"node": node, "snapshot": public_snapshot(merged)},
+        ),
+        NewEvent(
+            run_id=state["run_id"], key=f"route.decided:{step}", type=ROUTE_DECIDED,
+            actor=f"activity:{node}",
+            data={
+                "after": node, "route": route, "reason": reason,
+                "confidence": merged.get("confidence"), "tries": merged.get("tries"),
+                "missing_fields": merged.get("missing_fields", []),
+            },
+        ),
+    ])
+    return update
+
+
+def _entry_pages(pages: list[PageText], span: dict[str, Any] | None) -> list[PageText]:
+    if not span:
+        return pages
+    from activities.document_intake.batch import EntrySpan
+
+    return [
+        p if isinstance(p, PageText) else PageText.from_dict(_page_dict(p))
+        for p in slice_pages(pages, EntrySpan(**span))
+    ]
+
+
+def _page_dict(page: Any) -> dict[str, Any]:
+    if isinstance(page, dict):
+        return page
+    return {
+        "page_number": page.page_number, "text": page.text, "source": page.source,
+        "ocr_confidence": page.ocr_confidence, "coverage": getattr(page, "coverage", None),
+        "words": [], "dpi": getattr(page, "dpi", None),
+    }
+
+
+def _pages(dicts: list[dict[str, Any]]) -> list[PageText]:
+    return [PageText.from_dict(d) for d in dicts]
+
+
+def _evidence_dict(evidence: Any) -> dict[str, Any]:
+    return {
+        "page_number": evidence.page_number, "snippet": evidence.snippet,
+        "label": evidence.label, "method": evidence.method, "score": float(evidence.score),
+    }
+
+
+def _validated(schema: FieldSchema, name: str, value: str | None) -> str | None:
+    from activities.document_intake.validate import normalise_value, validate_value
+
+    if value is None or name not in {f.name for f in schema.fields}:
+        return None
+    spec = schema.field(name)
+    normalised = normalise_value(spec, value)
+    return normalised if validate_value(spec, normalised) is None else None

@@ -1,0 +1,83 @@
+"""The pipeline catalogue: every pipeline Overseer hosts, how to start it, what it accepts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from overseer.errors import NotFoundError
+from overseer.settings import Settings
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """One hosted pipeline.
+
+    Attributes:
+        name: wire name, used in paths (``/v1/pipelines/<name>/runs``) and workflow ids.
+        workflow_type: Temporal workflow type name.
+        seed: the seed document it comes from.
+        description: one line for ``GET /v1/pipelines``.
+        accepts: input kinds (``document`` = multipart file upload).
+        human_gate: what a reviewer decides.
+    """
+
+    name: str
+    workflow_type: str
+    seed: str
+    description: str
+    accepts: tuple[str, ...]
+    human_gate: str
+
+    def workflow_id(self, run_id: str) -> str:
+        """``<pipeline>-<run_id>`` (DESIGN §3)."""
+        return f"{self.name}-{run_id}"
+
+
+CATALOGUE: dict[str, PipelineSpec] = {
+    spec.name: spec
+    for spec in (
+        PipelineSpec(
+            name="document_intake",
+            workflow_type="DocumentIntakeWorkflow",
+            seed="000",
+            description=(
+                "Essay-contest entry forms: text layer / OCR → extract → validate → confidence "
+                "routing to complete, retry, review agent or a human"
+            ),
+            accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
+            human_gate="approve (with field edits) or reject an escalated record",
+        ),
+    )
+}
+
+
+def get_pipeline(name: str) -> PipelineSpec:
+    """The catalogue entry for ``name``.
+
+    Raises:
+        NotFoundError: unknown pipeline.
+    """
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise NotFoundError(f"unknown pipeline {name!r}",
+                            details={"known": sorted(CATALOGUE)}) from None
+
+
+def document_intake_options(settings: Settings) -> dict[str, Any]:
+    """The options snapshot a document_intake run starts with (thresholds, scores, dpi, limits)."""
+    return {
+        "thresholds": {"max_steps": 5, "complete_confidence": 0.9,
+                       "retry_below_confidence": 0.5, "max_retry_tries": 2,
+                       "max_review_tries": 3},
+        "exact_text_ocr_score": settings.exact_text_ocr_score,
+        "unknown_ocr_score": 0.5,
+        "review_min_evidence_score": settings.review_min_evidence_score,
+        "ocr_dpi": settings.ocr_dpi,
+        "retry_ocr_dpi": settings.retry_ocr_dpi,
+        "max_pages": settings.max_document_pages,
+        "max_pixels_per_page": settings.max_pixels_per_page,
+        "ocr_timeout_seconds": settings.ocr_timeout_seconds,
+        "approval_sla_seconds": settings.approval_sla_seconds,
+    }

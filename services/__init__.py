@@ -1,0 +1,1 @@
+"""Processes: the HTTP API and the Temporal worker."""

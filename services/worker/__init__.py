@@ -1,0 +1,1 @@
+"""The worker process: Temporal worker hosting every pipeline's workflows and activities."""
