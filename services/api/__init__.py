@@ -1,0 +1,1 @@
+"""The HTTP API: routes, auth, request/response schemas. Talks to Temporal and reads Postgres read models."""

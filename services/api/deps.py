@@ -1,0 +1,85 @@
+"""Dependencies as ``Annotated`` aliases: ``SettingsDep``, ``PoolDep``, ``TemporalDep``, ``PrincipalDep``."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Annotated
+
+import asyncpg
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from temporalio.client import Client
+
+from overseer.errors import AuthenticationError, PermissionDeniedError
+from overseer.settings import Settings
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller: ``subject`` and ``role`` (submitter | reviewer | admin)."""
+
+    subject: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        """Admins may do everything."""
+        return self.role == "admin"
+
+
+def get_settings_dep(request: Request) -> Settings:
+    """The app's settings."""
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_pool(request: Request) -> asyncpg.Pool:
+    """The app's Postgres pool."""
+    return request.app.state.pool  # type: ignore[no-any-return]
+
+
+def get_temporal(request: Request) -> Client:
+    """The app's Temporal client (made once in the lifespan)."""
+    return request.app.state.temporal  # type: ignore[no-any-return]
+
+
+def get_principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """Resolve the bearer token.
+
+    Raises:
+        AuthenticationError: no token, or a token that is not granted (401).
+    """
+    if credentials is None or not credentials.credentials:
+        raise AuthenticationError("missing bearer token")
+    grants: dict[str, dict[str, str]] = request.app.state.grants
+    token = credentials.credentials
+    for known, grant in grants.items():
+        if hmac.compare_digest(known.encode(), token.encode()):
+            return Principal(subject=grant["subject"], role=grant["role"])
+    raise AuthenticationError("invalid bearer token")
+
+
+def require_roles(*roles: str):  # type: ignore[no-untyped-def]
+    """A dependency admitting ``roles`` (admin always)."""
+
+    def dependency(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        if principal.role not in roles and not principal.is_admin:
+            raise PermissionDeniedError(
+                f"role {principal.role!r} may not do this", details={"needs": list(roles)}
+            )
+        return principal
+
+    return dependency
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+PoolDep = Annotated[asyncpg.Pool, Depends(get_pool)]
+TemporalDep = Annotated[Client, Depends(get_temporal)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+SubmitterDep = Annotated[Principal, Depends(require_roles("submitter"))]
+ReviewerDep = Annotated[Principal, Depends(require_roles("reviewer"))]

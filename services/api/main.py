@@ -1,0 +1,56 @@
+"""The FastAPI app: one Temporal client and one Postgres pool made in the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from observability.tracing import setup_tracing
+from overseer.settings import Settings, get_settings
+from overseer.store.db import create_pool
+from services.api.errors import install_error_handlers
+from services.api.routes import approvals, health, pipelines, runs, submissions
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app for ``settings`` (default: from the environment).
+
+    Raises:
+        SystemExit: at startup, when no database URL is configured.
+    """
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from services.worker.main import connect_client
+
+        setup_tracing("overseer-api")
+        if not settings.database_url:
+            raise SystemExit("OVERSEER_DATABASE_URL is not set (overseer run sets it for you)")
+        app.state.settings = settings
+        app.state.grants = settings.load_token_grants()
+        app.state.pool = await create_pool(settings.database_url,
+                                           max_size=settings.database_pool_max_size)
+        app.state.temporal = await connect_client(settings)
+        try:
+            yield
+        finally:
+            await app.state.pool.close()
+
+    app = FastAPI(
+        title="Overseer",
+        version="0.1.0",
+        description="Durable runtime for supervised LangGraph pipelines on Temporal.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for module in (submissions, runs, approvals, pipelines, health):
+        app.include_router(module.router)
+    return app
+
+
+def app() -> FastAPI:
+    """Factory for ``uvicorn --factory services.api.main:app``."""
+    return create_app()

@@ -1,0 +1,107 @@
+"""Queries over the read models (runs, approvals) shaped for the API."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import asyncpg
+
+from overseer.errors import NotFoundError
+from services.api.deps import Principal
+from services.api.schemas import ApprovalView, RunView
+
+_RUN_COLUMNS = """run_id, pipeline, workflow_id, status, parent_run_id, submitted_by, created_at,
+                  updated_at, trace_id, result, error"""
+
+
+def parse_run_id(run_id: str) -> uuid.UUID:
+    """The UUID of a path parameter; an unparsable id is simply unknown.
+
+    Raises:
+        NotFoundError: not a UUID.
+    """
+    try:
+        return uuid.UUID(run_id)
+    except ValueError:
+        raise NotFoundError(f"unknown run {run_id!r}") from None
+
+
+async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
+                  principal: Principal) -> RunView:
+    """A run with its pending approval and children.
+
+    Raises:
+        NotFoundError: unknown run, or a submitter asking for someone else's run (no leak).
+    """
+    rid = parse_run_id(run_id)
+    row = await conn.fetchrow(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = $1", rid)
+    if row is None or not can_read(principal, row["submitted_by"]):
+        raise NotFoundError(f"unknown run {run_id}")
+    view = run_view(row)
+    approval = await conn.fetchrow("SELECT * FROM approvals WHERE run_id = $1", rid)
+    if approval is not None and approval["status"] == "pending":
+        view.pending_approval = approval_view(approval)
+    kids = await conn.fetch(
+        "SELECT run_id, status FROM runs WHERE parent_run_id = $1 ORDER BY created_at, run_id", rid
+    )
+    view.children = [{"run_id": str(k["run_id"]), "status": k["status"],
+                      "links": {"self": f"/v1/runs/{k['run_id']}"}} for k in kids]
+    return view
+
+
+async def list_runs(conn: asyncpg.Connection | asyncpg.Pool, principal: Principal, *,
+                    pipeline: str | None, status: str | None, limit: int) -> list[RunView]:
+    """Runs newest first, filtered; submitters see only their own."""
+    clauses, args = [], []
+    for column, value in (("pipeline", pipeline), ("status", status)):
+        if value:
+            args.append(value)
+            clauses.append(f"{column} = ${len(args)}")
+    if principal.role == "submitter":
+        args.append(principal.subject)
+        clauses.append(f"submitted_by = ${len(args)}")
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    args.append(limit)
+    rows = await conn.fetch(
+        f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC LIMIT ${len(args)}", *args
+    )
+    return [run_view(r) for r in rows]
+
+
+def can_read(principal: Principal, submitted_by: str | None) -> bool:
+    """Submitters read their own runs; reviewers and admins read all."""
+    return principal.role in ("reviewer", "admin") or submitted_by == principal.subject
+
+
+def run_view(row: asyncpg.Record) -> RunView:
+    """A ``runs`` row as a :class:`RunView`."""
+    run_id = str(row["run_id"])
+    return RunView(
+        run_id=run_id, pipeline=row["pipeline"], workflow_id=row["workflow_id"],
+        status=row["status"],
+        parent_run_id=str(row["parent_run_id"]) if row["parent_run_id"] else None,
+        submitted_by=row["submitted_by"], created_at=row["created_at"].isoformat(),
+        updated_at=row["updated_at"].isoformat(), trace_id=row["trace_id"],
+        result=_json(row["result"]), error=_json(row["error"]),
+        links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"},
+    )
+
+
+def approval_view(row: asyncpg.Record) -> ApprovalView:
+    """An ``approvals`` row as an :class:`ApprovalView`."""
+    return ApprovalView(
+        run_id=str(row["run_id"]), pipeline=row["pipeline"], status=row["status"],
+        reason_codes=_json(row["reason_codes"]) or [], payload=_json(row["payload"]) or {},
+        requested_at=row["requested_at"].isoformat(),
+        sla_deadline=row["sla_deadline"].isoformat() if row["sla_deadline"] else None,
+        sla_breached=row["sla_breached_at"] is not None, decision=row["decision"],
+        decided_by=row["decided_by"],
+        decided_at=row["decided_at"].isoformat() if row["decided_at"] else None,
+        note=row["note"],
+    )
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value

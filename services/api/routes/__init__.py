@@ -1,0 +1,1 @@
+"""One module per resource: submissions, runs, approvals, pipelines, health."""

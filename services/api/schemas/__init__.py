@@ -1,0 +1,117 @@
+"""Request and response models of the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class RunAccepted(BaseModel):
+    """``202`` answer to a submission."""
+
+    run_id: str
+    pipeline: str
+    status: str
+    links: dict[str, str]
+
+
+class ApprovalView(BaseModel):
+    """An approval request and, once decided, its decision."""
+
+    run_id: str
+    pipeline: str
+    status: str
+    reason_codes: list[str]
+    payload: dict[str, Any]
+    requested_at: str
+    sla_deadline: str | None
+    sla_breached: bool
+    decision: str | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    note: str | None = None
+
+
+class RunView(BaseModel):
+    """A run as the read model knows it."""
+
+    run_id: str
+    pipeline: str
+    workflow_id: str
+    status: str
+    parent_run_id: str | None
+    submitted_by: str | None
+    created_at: str
+    updated_at: str
+    trace_id: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    pending_approval: ApprovalView | None = None
+    children: list[dict[str, Any]] = Field(default_factory=list)
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+class RunList(BaseModel):
+    """A page of runs, newest first."""
+
+    items: list[RunView]
+
+
+class EventView(BaseModel):
+    """One audit event."""
+
+    seq: int
+    event_id: str
+    type: str
+    data: dict[str, Any]
+    actor: str
+    occurred_at: str
+    trace_id: str | None
+
+
+class EventList(BaseModel):
+    """A run's audit events in append order."""
+
+    run_id: str
+    items: list[EventView]
+
+
+class DecisionRequest(BaseModel):
+    """A reviewer's decision on an escalated run."""
+
+    decision: Literal["approve", "reject"]
+    updates: dict[str, str] | None = Field(
+        default=None, description="Field edits; on approve they must validate."
+    )
+    note: str | None = Field(default=None, max_length=2000)
+    apply_proposal: bool = Field(
+        default=True, description="On approve, apply the review agent's proposal first."
+    )
+
+
+class DecisionResponse(BaseModel):
+    """The run's status after the decision took effect."""
+
+    run_id: str
+    status: str
+    outcome: str | None
+
+
+class PipelineView(BaseModel):
+    """A catalogue entry."""
+
+    name: str
+    workflow_type: str
+    seed: str
+    description: str
+    accepts: list[str]
+    human_gate: str
+    links: dict[str, str]
+
+
+class Health(BaseModel):
+    """Liveness / readiness answer."""
+
+    status: str
+    checks: dict[str, str] = Field(default_factory=dict)
