@@ -1,0 +1,156 @@
+"""The ``overseer`` command: ``run`` (embedded stack), ``worker``, ``api``, ``migrate``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+import typer
+
+from overseer.settings import Settings
+
+app = typer.Typer(help="Overseer: durable supervised AI-agent pipelines on Temporal.",
+                  no_args_is_help=True)
+
+
+@app.command()
+def run() -> None:
+    """Start the whole embedded stack in the foreground: Postgres, Temporal, worker, API."""
+    from overseer import devstack
+
+    settings = Settings()
+    data = settings.data_dir
+    data.mkdir(parents=True, exist_ok=True)
+    tokens = ensure_dev_tokens(settings)
+    pg = None
+    temporal = None
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        if settings.database_url:
+            db_url = settings.database_url
+        else:
+            typer.echo("starting embedded Postgres …")
+            pg = devstack.start_postgres(data)
+            db_url = pg.url
+        asyncio.run(_migrate(db_url))
+        if settings.temporal_address:
+            address = settings.temporal_address
+        else:
+            typer.echo("starting Temporal dev server …")
+            temporal = devstack.start_temporal(data, port=settings.temporal_port,
+                                               ui_port=settings.temporal_ui_port)
+            address = f"127.0.0.1:{settings.temporal_port}"
+        env = devstack.child_env(OVERSEER_DATABASE_URL=db_url, OVERSEER_TEMPORAL_ADDRESS=address)
+        children.append(subprocess.Popen([sys.executable, "-m", "services.worker.main"], env=env))
+        children.append(subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
+             "--host", settings.api_host, "--port", str(settings.api_port), "--log-level",
+             "warning"], env=env))
+        _banner(settings, address, tokens)
+        _wait(children)
+    finally:
+        typer.echo("stopping …")
+        for child in children:
+            devstack.stop_process(child)
+        if temporal is not None:
+            devstack.stop_process(temporal)
+        if pg is not None:
+            pg.stop()
+        typer.echo("stopped; data kept in " + str(data))
+
+
+@app.command()
+def worker() -> None:
+    """Run a worker against ``OVERSEER_TEMPORAL_ADDRESS`` and ``OVERSEER_DATABASE_URL``."""
+    from services.worker.main import main
+
+    main()
+
+
+@app.command()
+def api() -> None:
+    """Run the HTTP API (uvicorn) against the configured Temporal and Postgres."""
+    import uvicorn
+
+    settings = Settings()
+    uvicorn.run("services.api.main:app", factory=True, host=settings.api_host,
+                port=settings.api_port)
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending database migrations to ``OVERSEER_DATABASE_URL``."""
+    settings = Settings()
+    if not settings.database_url:
+        raise typer.BadParameter("OVERSEER_DATABASE_URL is not set")
+    applied = asyncio.run(_migrate(settings.database_url))
+    typer.echo(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+def ensure_dev_tokens(settings: Settings) -> dict[str, str]:
+    """Create ``.overseer/dev-tokens.json`` (``{role: token}``) once; reuse it after.
+
+    Development only: outside it, tokens come from ``OVERSEER_API_TOKENS`` / a tokens file.
+    """
+    path = settings.dev_tokens_path
+    if path.exists():
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    tokens = {role: f"ovs_{role[:3]}_{secrets.token_urlsafe(24)}"
+              for role in ("submitter", "reviewer", "admin")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(tokens, indent=2) + "\n")
+    path.chmod(0o600)
+    return tokens
+
+
+async def _migrate(url: str) -> list[str]:
+    import asyncpg
+
+    from overseer.store.migrations import apply_migrations
+
+    conn = await asyncpg.connect(url)
+    try:
+        return await apply_migrations(conn)
+    finally:
+        await conn.close()
+
+
+def _banner(settings: Settings, address: str, tokens: dict[str, str]) -> None:
+    api = f"http://{settings.api_host}:{settings.api_port}"
+    lines = [
+        "",
+        "Overseer is up (Ctrl-C stops everything; data stays in "
+        f"{settings.data_dir}/)",
+        f"  API              {api}   (OpenAPI docs: {api}/docs)",
+        f"  Temporal         {address}",
+        f"  Temporal Web UI  http://127.0.0.1:{settings.temporal_ui_port}"
+        if not settings.temporal_address else "  Temporal Web UI  (external cluster)",
+        f"  dev tokens       {settings.dev_tokens_path}",
+    ]
+    lines += [f"    {role:<10} {token}" for role, token in tokens.items()]
+    typer.echo("\n".join(lines) + "\n")
+
+
+def _wait(children: list[subprocess.Popen[bytes]]) -> None:
+    stop = False
+
+    def _handler(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _handler)
+    try:
+        while not stop:
+            for child in children:
+                if child.poll() is not None:
+                    typer.echo(f"a child process exited ({child.args[2]}: {child.returncode})",
+                               err=True)
+                    return
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return
