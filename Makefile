@@ -1,0 +1,44 @@
+# Overseer — two commands on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup system-deps lint examples clean
+
+run: setup ## start the embedded stack (Postgres, Temporal + Web UI, worker, API) in the foreground
+	$(BIN)/overseer run
+
+test: setup ## set up, then run the whole suite (exit code 5 — no tests collected — fails)
+	@set -o pipefail; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+setup: system-deps $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Python 3.11+ is required (found $$($(PYTHON) --version))"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+system-deps: ## Tesseract OCR from Debian, installed when missing and running as root
+	@if ! command -v tesseract >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing tesseract-ocr …"; \
+	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	  else \
+	    echo "Tesseract is missing: install tesseract-ocr and tesseract-ocr-eng (needs root)"; exit 1; \
+	  fi; \
+	fi
+
+lint: setup
+	$(BIN)/ruff check .
+
+examples: setup ## regenerate the documents in examples/
+	$(BIN)/python -m tests.corpus examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,94 @@
+"""End-to-end fixtures: the real API and worker as separate processes over the embedded stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+
+@dataclass
+class Stack:
+    """A running API (+ worker processes) and the tokens to call it with."""
+
+    base_url: str
+    env: dict[str, str]
+    tokens: dict[str, str]
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def client(self, role: str = "admin") -> httpx.Client:
+        """An HTTP client authenticated as ``role``."""
+        return httpx.Client(base_url=self.base_url, timeout=30,
+                            headers={"Authorization": f"Bearer {self.tokens[role]}"})
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        """Start one more worker process."""
+        proc = subprocess.Popen([sys.executable, "-m", "services.worker.main"], env=self.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.workers.append(proc)
+        return proc
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """API (uvicorn) and one worker as child processes, like ``make run`` starts them."""
+    data_dir = tmp_path_factory.mktemp("overseer-data")
+    tokens = {"submitter": "e2e-submitter-token-000000000001",
+              "reviewer": "e2e-reviewer-token-0000000000001",
+              "admin": "e2e-admin-token-000000000000001"}
+    (data_dir / "dev-tokens.json").write_text(json.dumps(tokens))
+    grants = {tokens["submitter"]: {"role": "submitter", "subject": "alice"},
+              tokens["reviewer"]: {"role": "reviewer", "subject": "rita"},
+              tokens["admin"]: {"role": "admin", "subject": "root"},
+              "e2e-other-submitter-token-00001": {"role": "submitter", "subject": "bob"}}
+    tokens["other"] = "e2e-other-submitter-token-00001"
+    port = _free_port()
+    target = dev_server.client.service_client.config.target_host
+    env = dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,
+               OVERSEER_DATA_DIR=str(data_dir), OVERSEER_API_TOKENS=json.dumps(grants),
+               OVERSEER_ENVIRONMENT="test", OVERSEER_API_PORT=str(port),
+               OVERSEER_TASK_QUEUE="e2e")
+    api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
+                            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                           env=env)
+    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tokens=tokens)
+    stack.start_worker()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{stack.base_url}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or api.poll() is not None:
+            api.kill()
+            raise RuntimeError("the API did not become ready")
+        time.sleep(0.2)
+    yield stack
+    for proc in [api, *stack.workers]:
+        proc.terminate()
+    for proc in [api, *stack.workers]:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -1,0 +1,53 @@
+"""SIGKILL the worker while it OCRs a scanned document: a new worker finishes the run, nothing doubles."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from tests import corpus
+from tests.e2e.conftest import Stack
+from tests.e2e.test_api import submit, wait_for_status
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
+                                                                dev_server: WorkflowEnvironment):
+    entries = [corpus.make_entry(71)]
+    data = corpus.render_scanned_pdf(entries * 1, skew_degrees=1.5, noise=0.02)
+    sub = stack.client("submitter")
+    res = submit(sub, "scan.pdf", data, "application/pdf")
+    assert res.status_code == 202, res.text
+    run_id = res.json()["run_id"]
+    handle = dev_server.client.get_workflow_handle(f"document_intake-{run_id}")
+
+    deadline = time.monotonic() + 60
+    while True:
+        desc = await handle.describe()
+        pending = [a.activity_type.name for a in desc.raw_description.pending_activities]
+        if any(name in ("split_document", "document_intake.run_pipeline") for name in pending):
+            break
+        assert time.monotonic() < deadline, "no OCR activity started"
+        time.sleep(0.05)
+
+    victim = stack.workers[0]
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    killed_at = time.monotonic()
+    stack.start_worker()
+
+    run = wait_for_status(sub, run_id, {"completed", "awaiting_approval", "failed"}, timeout=180)
+    recovery_seconds = time.monotonic() - killed_at
+    assert run["status"] in ("completed", "awaiting_approval"), run
+    events = sub.get(f"/v1/runs/{run_id}/events").json()["items"]
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids))
+    keys = Counter((e["type"], str(e["data"].get("node")), str(e["data"].get("after")))
+                   for e in events)
+    assert all(n == 1 for n in keys.values()), keys
+    print(f"recovered in {recovery_seconds:.1f} s")

@@ -1,0 +1,67 @@
+"""Helpers shared by the workflow and end-to-end tests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+
+from activities.document_intake.documents import inspect_document, sniff_kind
+from activities.document_intake.schema import load_field_schema
+from overseer.catalogue import document_intake_options
+from overseer.settings import Settings
+from overseer.store.artifacts import store_artifact
+from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
+from workflows.document_intake import DocumentIntakeInput
+
+T = TypeVar("T")
+
+
+async def assert_eventually(check: Callable[[], Awaitable[T]], *, timeout: float = 30.0,
+                            interval: float = 0.1) -> T:
+    """Poll ``check`` until it returns without AssertionError (no bare sleeps in tests)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(interval)
+
+
+async def submit_document(pool: asyncpg.Pool, data: bytes, filename: str, *,
+                          settings: Settings | None = None, search_attributes: bool = True,
+                          options: dict[str, Any] | None = None) -> DocumentIntakeInput:
+    """Store a document and record ``run.submitted`` as the API does; return the workflow input."""
+    settings = settings or Settings(environment="test")
+    kind = sniff_kind(data, filename, None)
+    info = inspect_document(data, kind)
+    run_id = str(uuid.uuid4())
+    async with pool.acquire() as conn:
+        sha = await store_artifact(conn, data, kind=kind.value, page_count=info.page_count,
+                                   filename=filename, content_type=None)
+        document = {"sha256": sha, "kind": kind.value, "filename": filename,
+                    "page_count": info.page_count}
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": "document_intake", "workflow_id": f"document_intake-{run_id}",
+                  "submitted_by": "tester", "input": {"document": document}},
+        )])
+    return DocumentIntakeInput(
+        run_id=run_id, document=document,
+        field_schema=load_field_schema().model_dump(mode="json"),
+        options={**document_intake_options(settings), **(options or {})},
+        submitted_by="tester", search_attributes=search_attributes,
+    )
+
+
+async def event_types(pool: asyncpg.Pool, run_id: str) -> list[str]:
+    """The run's event types in append order."""
+    rows = await pool.fetch("SELECT type FROM events WHERE run_id = $1 ORDER BY seq",
+                            uuid.UUID(run_id))
+    return [r["type"] for r in rows]

@@ -1,0 +1,149 @@
+"""DocumentIntakeWorkflow on a real dev server and real Postgres: routes, approval, events."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from tests import corpus
+from tests.helpers import assert_eventually, event_types, submit_document
+from workflows.approval import DecisionInput
+from workflows.document_intake import DocumentIntakeWorkflow
+
+
+async def _start(client: Client, inp, task_queue: str):
+    return await client.start_workflow(DocumentIntakeWorkflow.run, inp,
+                                       id=f"document_intake-{inp.run_id}", task_queue=task_queue)
+
+
+async def _awaiting(handle):
+    async def check():
+        view = await handle.query(DocumentIntakeWorkflow.get_status)
+        assert view.status == "awaiting_approval", view.status
+        return view
+    return await assert_eventually(check)
+
+
+async def test_clean_text_form_completes_automatically(dev_server: WorkflowEnvironment,
+                                                       worker: Worker, db, task_queue: str):
+    entry = corpus.make_entry(11)
+    inp = await submit_document(db, corpus.render_text([entry]), "form.txt")
+    handle = await _start(dev_server.client, inp, task_queue)
+    result = await handle.result()
+    assert result.status == "completed"
+    assert result.outcome == "completed"
+    record = result.result["record"]
+    for name in ("student_name", "school", "grade"):
+        assert record[name] == entry.fields[name], name
+    assert result.result["confidence"] >= 0.9
+    assert result.result["tools_used"] == ["run_pipeline"]
+    assert result.result["strategy"] == "rules"
+    types = await event_types(db, inp.run_id)
+    assert types == ["run.submitted", "node.completed", "route.decided", "run.completed"]
+    row = await db.fetchrow("SELECT status, result FROM runs WHERE run_id = $1",
+                            uuid.UUID(inp.run_id))
+    assert row["status"] == "completed"
+
+
+async def test_missing_grade_waits_for_approval_then_completes(
+    dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str
+):
+    entry = corpus.make_entry(12, drop=["grade"])
+    inp = await submit_document(db, corpus.render_text([entry]), "form.txt")
+    handle = await _start(dev_server.client, inp, task_queue)
+    view = await _awaiting(handle)
+    assert "grade" in view.approval["payload"]["missing_fields"]
+
+    approval = await db.fetchrow("SELECT status FROM approvals WHERE run_id = $1",
+                                 uuid.UUID(inp.run_id))
+    assert approval["status"] == "pending"
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(DocumentIntakeWorkflow.decide,
+                                    DecisionInput(decision="approve", decided_by="rev"))
+    assert refused.value.cause.type == "invalid_field_edits"
+
+    with pytest.raises(WorkflowUpdateFailedError) as bad_value:
+        await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+            decision="approve", updates={"grade": "banana"}, decided_by="rev"))
+    assert bad_value.value.cause.type == "invalid_field_edits"
+
+    done = await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+        decision="approve", updates={"grade": "9"}, decided_by="rev", note="checked by phone"))
+    assert done.status == "completed"
+    assert done.outcome == "approved"
+    result = await handle.result()
+    assert result.result["record"]["grade"] == "9"
+
+    with pytest.raises(Exception):  # noqa: B017,PT011 — NOT_FOUND or update failure: both refuse
+        await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+            decision="reject", decided_by="rev"))
+
+    types = await event_types(db, inp.run_id)
+    assert types.count("approval.requested") == 1
+    assert types.count("approval.decided") == 1
+    assert types[-1] == "run.completed"
+    decided = await db.fetchrow("SELECT status, decision, decided_by FROM approvals "
+                                "WHERE run_id = $1", uuid.UUID(inp.run_id))
+    assert tuple(decided) == ("decided", "approve", "rev")
+
+
+async def test_reject_ends_run_rejected(dev_server: WorkflowEnvironment, worker: Worker, db,
+                                        task_queue: str):
+    entry = corpus.make_entry(13, drop=["school"])
+    inp = await submit_document(db, corpus.render_text([entry]), "form.txt")
+    handle = await _start(dev_server.client, inp, task_queue)
+    await _awaiting(handle)
+    done = await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+        decision="reject", decided_by="rev", note="not eligible"))
+    assert (done.status, done.outcome) == ("rejected", "rejected")
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
+    assert row["status"] == "rejected"
+
+
+async def test_batch_file_becomes_one_child_run_per_entry(
+    dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str
+):
+    entries = [corpus.make_entry(s) for s in (21, 22, 23)]
+    inp = await submit_document(db, corpus.render_typed_pdf(entries), "batch.pdf")
+    handle = await _start(dev_server.client, inp, task_queue)
+    result = await handle.result()
+    assert result.outcome == "split"
+    assert len(result.children) == 3
+
+    async def children_done():
+        rows = await db.fetch("SELECT status, result FROM runs WHERE parent_run_id = $1",
+                              uuid.UUID(inp.run_id))
+        assert len(rows) == 3
+        assert all(r["status"] == "completed" for r in rows), [r["status"] for r in rows]
+        return rows
+
+    rows = await assert_eventually(children_done, timeout=60)
+    import json
+
+    names = sorted(json.loads(r["result"])["record"]["student_name"] for r in rows)
+    assert names == sorted(e.fields["student_name"] for e in entries)
+
+
+async def test_corrupt_document_fails_once_without_retrying(
+    dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str
+):
+    good = corpus.render_typed_pdf([corpus.make_entry(31)])
+    inp = await submit_document(db, good, "form.pdf")
+    # Replace the stored bytes behind the reference: the document turns unreadable mid-run.
+    await db.execute("UPDATE artifacts SET content = $1 WHERE sha256 = $2",
+                     good[: len(good) // 3], inp.document["sha256"])
+    handle = await _start(dev_server.client, inp, task_queue)
+    with pytest.raises(Exception) as failed:  # noqa: PT011
+        await handle.result()
+    assert "unreadable_document" in repr(failed.value.cause) or "corrupt" in repr(failed.value)
+    row = await db.fetchrow("SELECT status, error FROM runs WHERE run_id = $1",
+                            uuid.UUID(inp.run_id))
+    assert row["status"] == "failed"
+    history = await handle.fetch_history()
+    attempts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
+    assert all(e.activity_task_started_event_attributes.attempt == 1 for e in attempts)

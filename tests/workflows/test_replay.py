@@ -1,0 +1,63 @@
+"""Replay recorded histories against today's workflow code: a nondeterministic change fails here.
+
+Histories under ``tests/workflows/histories/`` were recorded from real runs on the dev
+server (set ``OVERSEER_RECORD_HISTORIES=1`` while running the workflow tests to refresh
+them). This test also records and replays a fresh history of each path, so it fails even
+before any file is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from services.worker.main import WORKFLOWS, langgraph_plugin
+from tests import corpus
+from tests.helpers import submit_document
+from workflows.approval import DecisionInput
+from workflows.document_intake import DocumentIntakeWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def _replayer() -> Replayer:
+    return Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()])
+
+
+@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_recorded_history_replays(path: Path):
+    history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+    await _replayer().replay_workflow(history)
+
+
+async def test_fresh_histories_replay(dev_server: WorkflowEnvironment, worker: Worker, db,
+                                      task_queue: str):
+    client = dev_server.client
+    auto = await submit_document(db, corpus.render_text([corpus.make_entry(51)]), "a.txt")
+    human = await submit_document(
+        db, corpus.render_text([corpus.make_entry(52, drop=["grade"])]), "b.txt")
+    h1 = await client.start_workflow(DocumentIntakeWorkflow.run, auto,
+                                     id=f"document_intake-{auto.run_id}", task_queue=task_queue)
+    await h1.result()
+    h2 = await client.start_workflow(DocumentIntakeWorkflow.run, human,
+                                     id=f"document_intake-{human.run_id}", task_queue=task_queue)
+    from tests.helpers import assert_eventually
+
+    async def awaiting():
+        assert (await h2.query(DocumentIntakeWorkflow.get_status)).status == "awaiting_approval"
+    await assert_eventually(awaiting)
+    await h2.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+        decision="approve", updates={"grade": "10"}, decided_by="rev"))
+    await h2.result()
+    for name, handle in (("auto_complete", h1), ("approved_after_escalation", h2)):
+        history = await handle.fetch_history()
+        await _replayer().replay_workflow(history)
+        if os.environ.get("OVERSEER_RECORD_HISTORIES"):
+            HISTORIES.mkdir(exist_ok=True)
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
