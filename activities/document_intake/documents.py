@@ -24,15 +24,19 @@ Reason codes in ``UnreadableDocumentError.details["reason"]`` (wire names, never
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import multiprocessing
 import os
+import re
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any, Literal, NoReturn
 
 import cv2
@@ -98,7 +102,7 @@ class Word:
 
 @dataclass
 class PageText:
-    """The text of one page and how much to trust it.
+    r"""The text of one page and how much to trust it.
 
     Attributes:
         page_number: 1-based page (or TIFF frame, or form-feed separated text page) number.
@@ -184,15 +188,13 @@ class DocumentInfo:
 # --------------------------------------------------------------------------------------
 
 
-def sniff_kind(
-    data: bytes, filename: str | None = None, content_type: str | None = None
-) -> DocumentKind:
+def sniff_kind(data: bytes, filename: str | None = None, content_type: str | None = None) -> DocumentKind:
     """Decides what an upload is from its bytes; the declared type only ever refuses.
 
     Magic bytes are checked first (``%PDF-``, PNG, JPEG, TIFF ``II*``/``MM*``) and win over
     any declared type. Otherwise the bytes are text if they decode as UTF-8 (BOM optional)
-    or as UTF-16 with a BOM and look like text (no NULs, >= 95 % printable); failing that,
-    Windows-1252/Latin-1 when there are no NULs and the bytes are mostly printable.
+    or as UTF-16 with a BOM and look like text (no NULs, at most 5 % control characters);
+    failing that, Windows-1252 or Latin-1 under the same test.
 
     Args:
         data: the raw upload.
@@ -224,7 +226,7 @@ def sniff_kind(
         return DocumentKind.TEXT
     raise UnsupportedDocumentError(
         "The upload is not a PDF, a PNG/JPEG/TIFF image or UTF-8/Latin-1 text.",
-        details={"magic": data[:8].hex()},
+        details={"detected": _name_binary(data)},
     )
 
 
@@ -274,7 +276,7 @@ def extract_pages(
     force_ocr: bool = False,
     limits: DocumentLimits = DocumentLimits(),
 ) -> list[PageText]:
-    """Returns the text of a document's pages, OCR'ing those that have no exact text.
+    r"""Returns the text of a document's pages, OCR'ing those that have no exact text.
 
     * PDF: a page whose text layer has at least :data:`MIN_TEXT_LAYER_CHARS` non-space
       characters is returned as ``source="text_layer"``; any other page (or every page
@@ -375,28 +377,22 @@ def ocr_image(
         return _blank_page(page_number, dpi)
     if dpi >= 200:
         gray = cv2.medianBlur(gray, 3)
-    binary = _binarise(gray)
+    binary = _binarise(gray, dpi)
     if binary is None:
         return _blank_page(page_number, dpi)
     angle = _estimate_skew_degrees(binary == 0)
     if abs(angle) >= 0.2:
-        gray = _rotate(gray, angle)
-        binary = _binarise(gray)
+        binary = _binarise(_rotate(gray, angle), dpi)
         if binary is None:
             return _blank_page(page_number, dpi)
-    binary = _remove_specks(binary, dpi)
     text_ink = _text_ink_mask(binary, dpi)
-    if not binary.min() == 0:
-        return _blank_page(page_number, dpi)
 
     data = _run_tesseract(binary, dpi, timeout_seconds)
     words, boxes, text = _collect_words(data)
     coverage = _coverage(text_ink, boxes, dpi, has_words=bool(words))
     weights = [len(w.text) for w in words]
     mean_confidence = (
-        sum(w.confidence * n for w, n in zip(words, weights, strict=True)) / sum(weights)
-        if words
-        else 0.0
+        sum(w.confidence * n for w, n in zip(words, weights, strict=True)) / sum(weights) if words else 0.0
     )
     confidence = mean_confidence * min(1.0, coverage / COVERAGE_FULL)
     return PageText(page_number, text, "ocr", round(confidence, 4), round(coverage, 4), words, dpi)
@@ -438,9 +434,8 @@ def ocr_pages_parallel(
     numbers = list(page_numbers) if page_numbers is not None else list(range(1, len(images) + 1))
     if len(numbers) != len(images):
         raise ValueError("page_numbers must have one entry per image")
-    jobs = [
-        (number, dpi, (lambda image=image: image))
-        for number, image in zip(numbers, images, strict=True)
+    jobs: list[_Job] = [
+        (number, partial(_given, image, dpi)) for number, image in zip(numbers, images, strict=True)
     ]
     return _ocr_jobs(jobs, max_workers, timeout_seconds)
 
@@ -460,8 +455,19 @@ _BINARY_EXTENSIONS = {
     ".tif": "image/tiff",
     ".tiff": "image/tiff",
 }
-_TEXT_CONTROLS = frozenset("\t\n\r\f\v")
+# C0/C1 control characters other than tab, line breaks and form feed, plus U+FFFD.
+_NON_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
 _MIN_PRINTABLE_FRACTION = 0.95
+# Common binaries refused by sniff_kind, named in the error details (never their bytes).
+_KNOWN_BINARIES = (
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"PK\x03\x04", "zip"),
+    (b"\xd0\xcf\x11\xe0", "ole"),
+    (b"BM", "bmp"),
+    (b"RIFF", "riff"),
+    (b"\x1f\x8b", "gzip"),
+)
 
 
 def _kind_from_magic(data: bytes) -> DocumentKind | None:
@@ -514,16 +520,26 @@ def _decode_text(data: bytes) -> str | None:
 
 
 def _looks_like_text(text: str) -> bool:
-    if not text or "\x00" in text:
+    if "\x00" in text:
         return False
-    printable = sum(1 for char in text if char.isprintable() or char in _TEXT_CONTROLS)
-    return printable >= _MIN_PRINTABLE_FRACTION * len(text)
+    if not text.strip():
+        return True  # empty (e.g. a lone BOM) is text; inspect_document calls it "empty"
+    non_text = len(text) - len(_NON_TEXT.sub("", text))
+    return non_text <= (1 - _MIN_PRINTABLE_FRACTION) * len(text)
+
+
+def _name_binary(data: bytes) -> str:
+    if data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1"):
+        return "heic"
+    return next((name for magic, name in _KNOWN_BINARIES if data.startswith(magic)), "unknown")
 
 
 def _text_pages(data: bytes, limits: DocumentLimits) -> list[str]:
     text = _decode_text(data)
     if text is None:
         _unreadable("The document is not decodable text.", "not_text")
+    if not text.strip():
+        _unreadable("The document has no text.", "empty")
     pages = text.replace("\r\n", "\n").replace("\r", "\n").split("\f")
     if len(pages) > 1 and not pages[-1].strip():
         pages.pop()
@@ -540,18 +556,29 @@ def _text_pages(data: bytes, limits: DocumentLimits) -> list[str]:
 # helpers can take it again). Documents and pages are closed explicitly under the lock
 # rather than left to garbage collection, which may run in any thread.
 _PDFIUM_LOCK = threading.RLock()
+_PDFIUM_MISSING_FILE = b"/nonexistent/overseer-pdfium-error-reset.pdf"
 
 
 @contextmanager
 def _open_pdf(data: bytes, limits: DocumentLimits) -> Iterator[pdfium.PdfDocument]:
     """Opens a PDF, mapping PDFium failures and page limits to reason codes."""
     with _PDFIUM_LOCK:
+        # PDFium's last error is global and only set by parse failures; a document refused
+        # for its structure (no or empty page tree) leaves the previous value. Set it to
+        # "file access error" first, which a load from memory can never produce.
+        pdfium_c.FPDF_LoadDocument(_PDFIUM_MISSING_FILE, None)
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
             if exc.err_code in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY):
                 _unreadable("The PDF is encrypted or password-protected.", "encrypted")
+            if exc.err_code == pdfium_c.FPDF_ERR_FILE:
+                _unreadable("The PDF has no pages.", "no_pages")
             _unreadable("The PDF is truncated or corrupt.", "corrupt")
+        # Filled-in AcroForm fields are only drawn with a form environment, which must
+        # exist before any page is loaded. Without one the page still renders.
+        with suppress(pdfium.PdfiumError):
+            pdf.init_forms()
     try:
         with _PDFIUM_LOCK:
             page_count = len(pdf)
@@ -652,56 +679,52 @@ def _extract_pdf_pages(
 # --------------------------------------------------------------------------------------
 
 
-class _open_image:  # noqa: N801 - used like a function in a ``with`` statement
-    """Context manager opening an image with Pillow, checking format, frames and size."""
+@contextmanager
+def _open_image(data: bytes, limits: DocumentLimits) -> Iterator[Image.Image]:
+    """Opens an image with Pillow, checking its format, frame count and every frame's size.
 
-    def __init__(self, data: bytes, limits: DocumentLimits) -> None:
-        self._data = data
-        self._limits = limits
-        self._image: Image.Image | None = None
-
-    def __enter__(self) -> Image.Image:
-        width, height = _declared_png_size(self._data)
-        if self._data.startswith(_PNG_MAGIC) and width * height == 0:
-            _unreadable("The image has no pixels.", "image_empty")
-        try:
-            self._image = Image.open(io.BytesIO(self._data))
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            _unreadable("The image has too many pixels.", "image_too_large")
-        except Exception as exc:
-            _reraise_resource_errors(exc)
-            _unreadable("The image is truncated or corrupt.", "corrupt")
-        if self._image.format not in _IMAGE_FORMATS:
-            self._image.close()
+    Only headers are read here; pixels are decoded by :func:`_load_frame`.
+    """
+    width, height = _declared_png_size(data)
+    if width * height == 0:
+        _unreadable("The image has no pixels.", "image_empty")
+    try:
+        image = Image.open(io.BytesIO(data))
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        _unreadable("The image has too many pixels.", "image_too_large")
+    except Exception as exc:
+        _reraise_resource_errors(exc)
+        _unreadable("The image is truncated or corrupt.", "corrupt")
+    try:
+        if image.format not in _IMAGE_FORMATS:
             raise UnsupportedDocumentError(
                 "Only PNG, JPEG and TIFF images are supported.",
-                details={"format": str(self._image.format)},
+                details={"format": str(image.format)},
             )
-        try:
-            _check_page_count(_frame_count(self._image), self._limits)
-            for index in range(_frame_count(self._image)):
-                _seek(self._image, index)
-                width, height = self._image.size
-                if width * height == 0:
-                    _unreadable("The image has no pixels.", "image_empty")
-                if width * height > self._limits.max_pixels_per_page:
-                    _unreadable("The image has too many pixels.", "image_too_large")
-        except BaseException:
-            self._image.close()
-            raise
-        return self._image
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._image is not None:
-            self._image.close()
+        _check_page_count(_frame_count(image), limits)
+        for index in range(_frame_count(image)):
+            _seek(image, index)
+            width, height = image.size
+            if width * height == 0:
+                _unreadable("The image has no pixels.", "image_empty")
+            if width * height > limits.max_pixels_per_page:
+                _unreadable(
+                    "The image has too many pixels.",
+                    "image_too_large",
+                    pixels=width * height,
+                    max_pixels=limits.max_pixels_per_page,
+                )
+        yield image
+    finally:
+        image.close()
 
 
 def _declared_png_size(data: bytes) -> tuple[int, int]:
-    """Width and height from a PNG's IHDR (Pillow refuses to identify a 0x0 PNG)."""
+    """Width and height from a PNG's IHDR (Pillow refuses to identify a 0x0 PNG at all)."""
     if not data.startswith(_PNG_MAGIC) or len(data) < 24 or data[12:16] != b"IHDR":
         return (1, 1)
     width, height = struct.unpack(">II", data[16:24])
-    return (width, height)
+    return (int(width), int(height))
 
 
 def _frame_count(image: Image.Image) -> int:
@@ -717,15 +740,18 @@ def _seek(image: Image.Image, index: int) -> None:
 
 
 def _load_frame(image: Image.Image, index: int) -> Image.Image:
-    """Decodes frame ``index`` into an upright standalone image."""
+    """Decodes frame ``index`` into a standalone image, turned upright per its EXIF."""
     _seek(image, index)
     try:
-        frame = ImageOps.exif_transpose(image)
-        frame.load()
+        image.load()
+        frame = image.copy()
     except Exception as exc:
         _reraise_resource_errors(exc)
         _unreadable("The image is truncated or corrupt.", "corrupt")
-    return frame if frame is not image else image.copy()
+    try:
+        return ImageOps.exif_transpose(frame)
+    except Exception:  # a broken orientation tag is no reason to refuse the pixels
+        return frame
 
 
 def _extract_image_pages(
@@ -733,38 +759,35 @@ def _extract_image_pages(
 ) -> list[PageText]:
     with _open_image(data, limits) as image:
         numbers = _select_pages(pages, _frame_count(image))
-        # Decode in the parent (bounded by the pixel limit) so that bad bytes fail here,
-        # then hand the frames to the pool lazily.
+        # Decode every wanted frame once up front so bad bytes fail before any OCR starts;
+        # the OCR loaders decode again, one frame at a time, to bound memory.
         for number in numbers:
             _load_frame(image, number - 1)
-
-    def load(number: int) -> Callable[[], Image.Image]:
-        def loader() -> Image.Image:
-            with _open_image(data, limits) as image:
-                frame = _load_frame(image, number - 1)
-            return _resample_to_dpi(frame, dpi, limits)
-
-        return loader
-
-    jobs = [(number, dpi, load(number)) for number in numbers]
+    jobs: list[_Job] = [
+        (number, partial(_load_image_page, data, number - 1, dpi, limits)) for number in numbers
+    ]
     return _ocr_jobs(jobs, None, limits.ocr_timeout_seconds)
 
 
-def _resample_to_dpi(frame: Image.Image, dpi: int, limits: DocumentLimits) -> Image.Image:
-    """Upsamples a frame whose embedded resolution is below ``dpi``; never downsamples."""
+def _load_image_page(data: bytes, index: int, dpi: int, limits: DocumentLimits) -> tuple[Image.Image, int]:
+    """Frame ``index`` ready for OCR, with its resolution.
+
+    Never downsampled. A frame whose embedded resolution is below ``dpi`` is upsampled to
+    ``dpi`` (Tesseract reads small glyphs badly), within the pixel limit; a frame without
+    one is assumed to be at ``dpi``.
+    """
+    with _open_image(data, limits) as image:
+        frame = _load_frame(image, index)
     native = _embedded_dpi(frame)
-    if native is None or native >= dpi * 0.9:
-        frame.info["dpi"] = (native or dpi, native or dpi)
-        return frame
+    if native is None:
+        return frame, dpi
     width, height = frame.size
     scale = _fit_scale(dpi / native, width, height, limits.max_pixels_per_page)
-    if scale <= 1.0:
-        return frame
+    if scale <= 1.1:
+        return frame, native
     gray = _to_grayscale(frame)
     resized = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
-    image = Image.fromarray(resized)
-    image.info["dpi"] = (round(native * scale), round(native * scale))
-    return image
+    return Image.fromarray(resized), round(native * scale)
 
 
 def _embedded_dpi(image: Image.Image) -> int | None:
@@ -780,32 +803,32 @@ def _embedded_dpi(image: Image.Image) -> int | None:
 # Running OCR jobs (in-process or in a pool)
 # --------------------------------------------------------------------------------------
 
-# (page number, dpi, loader of the page image): loaders run in the parent, one page at a
-# time as workers free up, so a 200-page PDF never has 200 bitmaps alive.
-_Job = tuple[int, int, Callable[[], Image.Image]]
+# (page number, loader returning the page image and its dpi). Loaders run in the parent
+# as workers free up, so a 200-page PDF never has more than a few bitmaps alive.
+_Job = tuple[int, Callable[[], tuple[Image.Image, int]]]
 
 
 def _ocr_jobs(jobs: Sequence[_Job], max_workers: int | None, timeout_seconds: float) -> list[PageText]:
     if not jobs:
         return []
     if len(jobs) == 1:
-        number, dpi, load = jobs[0]
-        image = load()
-        return [ocr_image(image, page_number=number, dpi=_image_dpi(image, dpi), timeout_seconds=timeout_seconds)]
+        number, load = jobs[0]
+        image, dpi = load()
+        return [ocr_image(image, page_number=number, dpi=dpi, timeout_seconds=timeout_seconds)]
     workers = max(1, min(max_workers or _usable_cpus(), len(jobs)))
     results: list[PageText | None] = [None] * len(jobs)
+    queue = iter(enumerate(jobs))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_ocr_worker) as pool:
         pending: dict[Future[PageText], int] = {}
-        queue = iter(enumerate(jobs))
         try:
-            for position, job in _take(queue, 2 * workers):
+            for position, job in itertools.islice(queue, 2 * workers):
                 pending[_submit(pool, job, timeout_seconds)] = position
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     results[pending.pop(future)] = future.result()
-                for position, job in _take(queue, len(done)):
+                for position, job in itertools.islice(queue, len(done)):
                     pending[_submit(pool, job, timeout_seconds)] = position
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -814,13 +837,11 @@ def _ocr_jobs(jobs: Sequence[_Job], max_workers: int | None, timeout_seconds: fl
 
 
 def _submit(pool: ProcessPoolExecutor, job: _Job, timeout_seconds: float) -> Future[PageText]:
-    number, dpi, load = job
-    image = load()
+    number, load = job
+    image, dpi = load()
     # Grayscale before pickling: a 300 dpi letter page is 8 MB instead of 25 MB.
     gray = Image.fromarray(_to_grayscale(image))
-    return pool.submit(
-        _ocr_in_worker, gray, number, _image_dpi(image, dpi), timeout_seconds
-    )
+    return pool.submit(_ocr_in_worker, gray, number, dpi, timeout_seconds)
 
 
 def _ocr_in_worker(image: Image.Image, number: int, dpi: int, timeout_seconds: float) -> PageText:
@@ -831,18 +852,6 @@ def _init_ocr_worker() -> None:
     # Each worker owns one core: no OpenMP threads in Tesseract, no OpenCV thread pool.
     os.environ["OMP_THREAD_LIMIT"] = "1"
     cv2.setNumThreads(1)
-
-
-def _take(iterator: Iterator[tuple[int, _Job]], count: int) -> Iterable[tuple[int, _Job]]:
-    for _ in range(count):
-        item = next(iterator, None)
-        if item is None:
-            return
-        yield item
-
-
-def _image_dpi(image: Image.Image, default: int) -> int:
-    return _embedded_dpi(image) or default
 
 
 def _usable_cpus() -> int:
@@ -876,18 +885,21 @@ def _to_grayscale(image: Image.Image) -> np.ndarray:
         rgba = image.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         image = Image.alpha_composite(white, rgba)
+    elif image.mode not in ("1", "P", "RGB"):  # CMYK, YCbCr, LAB, ...: via RGB
+        image = image.convert("RGB")
     return np.asarray(image.convert("L"), dtype=np.uint8)
 
 
-def _binarise(gray: np.ndarray) -> np.ndarray | None:
-    """Otsu threshold to 0 (ink) / 255 (paper); ``None`` for a page without real ink."""
+def _binarise(gray: np.ndarray, dpi: int) -> np.ndarray | None:
+    """Otsu threshold to 0 (ink) / 255 (paper), specks removed; ``None`` for a blank page."""
     threshold, binary = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     ink = gray <= threshold
     if not ink.any() or ink.all():
         return None
     if float(gray[~ink].mean()) - float(gray[ink].mean()) < _MIN_INK_CONTRAST:
         return None
-    return binary
+    binary = _remove_specks(binary, dpi)
+    return binary if (binary == 0).any() else None
 
 
 def _estimate_skew_degrees(ink: np.ndarray) -> float:
@@ -941,9 +953,7 @@ def _rotate(gray: np.ndarray, angle: float) -> np.ndarray:
 def _remove_specks(binary: np.ndarray, dpi: int) -> np.ndarray:
     """Whitens ink components smaller than about 0.015 x 0.015 in (noise, not periods)."""
     min_area = max(2, int((dpi * 0.015) ** 2))
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(
-        (binary == 0).astype(np.uint8), connectivity=8
-    )
+    count, labels, stats, _ = cv2.connectedComponentsWithStats((binary == 0).astype(np.uint8), connectivity=8)
     small = stats[:, cv2.CC_STAT_AREA] < min_area
     small[0] = False  # background label
     if not small[1:count].any():
@@ -960,18 +970,19 @@ def _text_ink_mask(binary: np.ndarray, dpi: int) -> np.ndarray:
     horizontal = cv2.morphologyEx(
         ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (rule_px, 1))
     )
-    vertical = cv2.morphologyEx(
-        ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, rule_px))
+    vertical = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, rule_px)))
+    # Grow the rules a little: after deskewing they are a pixel or two off level, and the
+    # opening misses their ragged edges.
+    grow = max(1, int(dpi * 0.01))
+    rules = cv2.dilate(
+        cv2.bitwise_or(horizontal, vertical),
+        cv2.getStructuringElement(cv2.MORPH_RECT, (2 * grow + 1, 2 * grow + 1)),
     )
-    text = cv2.subtract(ink, cv2.bitwise_or(horizontal, vertical))
-    smear = cv2.dilate(
-        text, cv2.getStructuringElement(cv2.MORPH_RECT, (max(3, int(dpi * 0.08)), 1))
-    )
+    text = cv2.subtract(ink, rules)
+    smear = cv2.dilate(text, cv2.getStructuringElement(cv2.MORPH_RECT, (max(3, int(dpi * 0.08)), 1)))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(smear, connectivity=8)
     ink_per_blob = np.bincount(labels[text > 0], minlength=count)
-    keep = (ink_per_blob >= max(4, int((dpi * 0.02) ** 2))) & (
-        stats[:, cv2.CC_STAT_HEIGHT] <= dpi * 0.75
-    )
+    keep = (ink_per_blob >= max(4, int((dpi * 0.02) ** 2))) & (stats[:, cv2.CC_STAT_HEIGHT] <= dpi * 0.75)
     keep[0] = False
     return keep[labels] & (text > 0)
 
@@ -988,9 +999,7 @@ def _run_tesseract(binary: np.ndarray, dpi: int, timeout_seconds: float) -> dict
     except RuntimeError as exc:
         if "timeout" not in str(exc).lower():
             raise
-        _unreadable(
-            "OCR timed out on a page.", "ocr_timeout", timeout_seconds=timeout_seconds
-        )
+        _unreadable("OCR timed out on a page.", "ocr_timeout", timeout_seconds=timeout_seconds)
     return result
 
 
@@ -1008,13 +1017,16 @@ def _collect_words(
             continue
         words.append(Word(text, round(confidence / 100.0, 4)))
         boxes.append(
-            (int(data["left"][i]), int(data["top"][i]), int(data["width"][i]), int(data["height"][i]))
+            (
+                int(data["left"][i]),
+                int(data["top"][i]),
+                int(data["width"][i]),
+                int(data["height"][i]),
+            )
         )
         lines = blocks.setdefault(int(data["block_num"][i]), {})
         lines.setdefault((int(data["par_num"][i]), int(data["line_num"][i])), []).append(text)
-    text = "\n\n".join(
-        "\n".join(" ".join(line) for line in lines.values()) for lines in blocks.values()
-    )
+    text = "\n\n".join("\n".join(" ".join(line) for line in lines.values()) for lines in blocks.values())
     return words, boxes, text
 
 
@@ -1040,6 +1052,10 @@ def _coverage(
 # --------------------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------------------
+
+
+def _given(image: Image.Image, dpi: int) -> tuple[Image.Image, int]:
+    return image, dpi
 
 
 def _select_pages(pages: Sequence[int] | None, page_count: int) -> list[int]:
