@@ -1,0 +1,134 @@
+"""Record confidence for document_intake (seed 000 §1.1 "Confidence derivation").
+
+``confidence = 0.6 × OCR part + 0.4 × field completeness``, both in 0..1.
+
+One deliberate change to the seed: the seed scores a typed PDF (no OCR confidence) at 0.5,
+which makes a perfectly read text-layer form unable to ever reach the 0.9 "complete"
+threshold. Here exact text (a PDF text layer or a plain-text upload) counts its OCR part as
+``exact_text_ocr_score`` (1.0 by default, configurable per run); only a genuinely unknown
+OCR confidence keeps the seed's 0.5 (``unknown_ocr_score``).
+
+Workflow-safe: stdlib and pydantic only, pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from activities.document_intake.schema import FieldSchema
+from activities.document_intake.validate import can_approve_record
+
+__all__ = [
+    "COMPLETENESS_WEIGHT",
+    "OCR_WEIGHT",
+    "aggregate_ocr_confidence",
+    "calculate_confidence",
+    "field_completeness",
+]
+
+OCR_WEIGHT = 0.6
+"""Weight of the OCR part (seed 000 §1.1)."""
+COMPLETENESS_WEIGHT = 0.4
+"""Weight of field completeness (seed 000 §1.1)."""
+
+
+class _OcrPage(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def ocr_confidence(self) -> float | None: ...
+
+
+def calculate_confidence(
+    ocr_confidence: float | None,
+    completeness: float,
+    *,
+    exact_text: bool,
+    exact_text_ocr_score: float = 1.0,
+    unknown_ocr_score: float = 0.5,
+) -> float:
+    """Overall confidence of a record (seed 000 §1.1, with the exact-text change above).
+
+    Args:
+        ocr_confidence: 0..1 mean OCR confidence of the record's pages, None when unknown
+            or when there was no OCR.
+        completeness: 0..1 from :func:`field_completeness`.
+        exact_text: every page came from a text layer or a plain-text upload; the OCR part
+            is then ``exact_text_ocr_score`` whatever ``ocr_confidence`` says.
+        exact_text_ocr_score: 0..1 OCR part for exact text.
+        unknown_ocr_score: 0..1 OCR part when not exact and ``ocr_confidence`` is None.
+
+    Returns:
+        ``0.6 × ocr_part + 0.4 × completeness`` in 0..1, rounded to 6 decimals so that
+        thresholds compare on the intended values (``0.6 × 0.75 + 0.4`` is exactly 0.85).
+
+    Raises:
+        ValueError: an input is NaN or outside 0..1 (an OCR score on a 0..100 scale, say).
+    """
+    _check_unit("completeness", completeness)
+    _check_unit("exact_text_ocr_score", exact_text_ocr_score)
+    _check_unit("unknown_ocr_score", unknown_ocr_score)
+    if exact_text:
+        ocr_part = exact_text_ocr_score
+    elif ocr_confidence is None:
+        ocr_part = unknown_ocr_score
+    else:
+        _check_unit("ocr_confidence", ocr_confidence)
+        ocr_part = ocr_confidence
+    return round(OCR_WEIGHT * ocr_part + COMPLETENESS_WEIGHT * completeness, 6)
+
+
+def field_completeness(record: Mapping[str, object], schema: FieldSchema) -> float:
+    """Share of required fields that are present and valid (seed 000 §1.1).
+
+    Args:
+        record: field name → value.
+        schema: the field schema.
+
+    Returns:
+        1.0 when every required field is present and valid (or none is required), else
+        ``ok / required`` (a present but invalid value counts as missing, as in
+        ``can_approve_record``).
+    """
+    required = schema.required_fields
+    if not required:
+        return 1.0
+    _, problems = can_approve_record(record, schema)
+    return (len(required) - len(problems)) / len(required)
+
+
+def aggregate_ocr_confidence(pages: Iterable[_OcrPage]) -> float | None:
+    """Character-weighted mean OCR confidence over the OCR'd pages.
+
+    Args:
+        pages: objects with ``text`` and ``ocr_confidence`` (0..1, None for exact text).
+
+    Returns:
+        The mean over pages with a confidence, each weighted by its non-space character
+        count (a plain mean if those pages hold no characters); None when no page was
+        OCR'd.
+
+    Raises:
+        ValueError: a page confidence is NaN or outside 0..1.
+    """
+    scored = [(p.ocr_confidence, _chars(p.text)) for p in pages if p.ocr_confidence is not None]
+    if not scored:
+        return None
+    for confidence, _ in scored:
+        _check_unit("ocr_confidence", confidence)
+    total = sum(weight for _, weight in scored)
+    if total == 0:
+        return round(sum(c for c, _ in scored) / len(scored), 6)
+    return round(sum(c * weight for c, weight in scored) / total, 6)
+
+
+def _chars(text: str) -> int:
+    return sum(1 for ch in text if not ch.isspace())
+
+
+def _check_unit(name: str, value: float) -> None:
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be within 0..1, got {value!r}")
