@@ -495,6 +495,21 @@ def test_multi_frame_tiff_is_one_page_per_frame(form: Image.Image) -> None:
     assert "John Smith" in only.text
 
 
+def test_low_resolution_image_is_upsampled_to_the_requested_dpi(form: Image.Image) -> None:
+    fax = form.resize((form.width // 2, form.height // 2), Image.Resampling.LANCZOS)
+    data = image_bytes(fax, "PNG", dpi=(150, 150))
+    [page] = extract_pages(data, DocumentKind.IMAGE, dpi=300)
+    assert page.dpi == 300
+    assert "Jane Doe" in page.text
+
+
+def test_implausible_camera_dpi_is_ignored(form: Image.Image) -> None:
+    data = image_bytes(form, "PNG", dpi=(72, 72))  # 2550 px at 72 dpi would be a 35 in page
+    [page] = extract_pages(data, DocumentKind.IMAGE, dpi=300)
+    assert page.dpi == 300
+    assert "Jane Doe" in page.text
+
+
 def test_ocr_pages_parallel_keeps_order_and_numbers(form: Image.Image) -> None:
     blank = Image.new("L", form.size, 255)
     pages = ocr_pages_parallel([blank, form], dpi=DPI, max_workers=2, page_numbers=[7, 9])
