@@ -70,3 +70,13 @@ def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
     if "report" in state:
         snap["text_source"] = state["report"].get("text_source")
     return snap
+
+
+def route_after_review(state: dict[str, Any]) -> str:
+    """After review_agent: ``complete`` when its proposal was applied, else ``escalate``.
+
+    Deliberate change to seed 000 §1.4 (whose review_agent always went to save_complete):
+    a record that still needs review must reach a human.
+    """
+    proposal = state.get("proposal") or {}
+    return "complete" if proposal.get("acceptable") else "escalate"

@@ -22,6 +22,7 @@ from langgraph.types import interrupt
 from temporalio.common import RetryPolicy
 
 from activities.document_intake.assess import assess_record
+from activities.document_intake.assess import route_after_review as decide_after_review
 from activities.document_intake.routing import RoutingThresholds
 from activities.document_intake.routing import route_after_pipeline as _route
 from activities.document_intake.schema import FieldSchema
@@ -94,9 +95,7 @@ async def route_after_pipeline(state: DocumentIntakeState) -> str:
 
 async def route_after_review(state: DocumentIntakeState) -> str:
     """Conditional edge after review_agent: complete only when its proposal was applied."""
-    from activities.document_intake.nodes import route_after_review as decide
-
-    return decide(dict(state))
+    return decide_after_review(dict(state))
 
 
 async def complete(state: DocumentIntakeState) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from temporalio.exceptions import ApplicationError
 from typing_extensions import TypedDict
 
-from activities.document_intake.assess import assess_record, public_snapshot
+from activities.document_intake.assess import assess_record, public_snapshot, route_after_review
 from activities.document_intake.batch import slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence
 from activities.document_intake.documents import PageText
@@ -377,12 +377,6 @@ def text_report(pages: list[PageText]) -> dict[str, Any]:
         "coverage_min": min(coverages) if coverages else None,
         "ocr_confidence_avg": aggregate_ocr_confidence(pages),
     }
-
-
-def route_after_review(state: dict[str, Any]) -> str:
-    """After review_agent: ``complete`` when its proposal was applied, else ``escalate``."""
-    proposal = state.get("proposal") or {}
-    return "complete" if proposal.get("acceptable") else "escalate"
 
 
 async def _finish_step(state: DocumentIntakeState, node: str, update: dict[str, Any]) -> dict[str, Any]:
