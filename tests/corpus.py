@@ -644,9 +644,25 @@ def render_scan_images(
         One 8-bit greyscale (mode ``"L"``) image per page, with ``info["dpi"]`` set.
         The noise is seeded by ``entry.seed``, so output is deterministic.
     """
+    return _scan_pages(entry, dpi, None, skew_degrees, noise, blur, jpeg_quality, white_point)
+
+
+def _scan_pages(
+    entry: EntrySpec,
+    dpi: int,
+    max_pages: int | None,
+    skew_degrees: float = 0.0,
+    noise: float = 0.0,
+    blur: float = 0.0,
+    jpeg_quality: int | None = None,
+    white_point: int | None = None,
+) -> list[Image.Image]:
     pdf = pdfium.PdfDocument(_typed_pdf([entry]))
     try:
-        pages = [page.render(scale=dpi / 72.0, grayscale=True).to_pil().convert("L") for page in pdf]
+        pages = [
+            pdf[i].render(scale=dpi / 72.0, grayscale=True).to_pil().convert("L")
+            for i in range(min(len(pdf), max_pages or len(pdf)))
+        ]
     finally:
         pdf.close()
     out = []
@@ -721,15 +737,17 @@ def render_image(entry: EntrySpec, fmt: ImageFormat = "PNG", **degrade: Any) -> 
     if fmt not in _IMAGE_TYPES:
         raise ValueError(f"unsupported image format {fmt!r}; use PNG, JPEG or TIFF")
     quality = degrade.pop("jpeg_quality", None) if fmt == "JPEG" else None
-    pages = render_scan_images(entry, **degrade)
-    dpi = pages[0].info["dpi"]
+    dpi = degrade.pop("dpi", 200)
+    pages = _scan_pages(entry, dpi, None if fmt == "TIFF" else 1, **degrade)
     buf = io.BytesIO()
     if fmt == "PNG":
-        pages[0].save(buf, "PNG", dpi=dpi, compress_level=3)  # level 6+ costs 3x on noisy pages
+        pages[0].save(buf, "PNG", dpi=(dpi, dpi), compress_level=3)  # level 6+ costs 3x on noisy pages
     elif fmt == "JPEG":
-        pages[0].save(buf, "JPEG", quality=quality or 88, dpi=dpi)
+        pages[0].save(buf, "JPEG", quality=quality or 88, dpi=(dpi, dpi))
     else:
-        pages[0].save(buf, "TIFF", compression="tiff_lzw", dpi=dpi, save_all=True, append_images=pages[1:])
+        pages[0].save(
+            buf, "TIFF", compression="tiff_lzw", dpi=(dpi, dpi), save_all=True, append_images=pages[1:]
+        )
     return buf.getvalue()
 
 
