@@ -347,15 +347,19 @@ def ocr_image(
     (form lines, >= 0.4 in) are removed from the ink, the rest is smeared horizontally
     into text-line blobs, and blobs with almost no ink (specks) or taller than 0.75 in
     (photos, logos) are ignored. ``coverage`` is the fraction of the ink in the remaining
-    blobs that falls inside the (slightly padded) boxes of recognised words.
+    blobs that falls inside the (slightly padded) boxes of recognised words. Gibberish
+    words Tesseract does emit count as covering their ink; their low confidence lowers
+    the mean instead. A page whose ink is all rules or pictures but where Tesseract found
+    words gets coverage 1.0 (nothing to check against).
 
     Confidence::
 
         ocr_confidence = mean word confidence, weighted by word length (0..1)
                          * min(1, coverage / COVERAGE_FULL)        # COVERAGE_FULL = 0.8
 
-    A blank page returns text ``""``, coverage 0.0 and confidence 0.0 without running
-    Tesseract.
+    A blank page (no ink with real contrast after Otsu) returns text ``""``, coverage 0.0
+    and confidence 0.0 without running Tesseract. Word confidences and both ratios are
+    rounded to 4 decimals.
 
     Args:
         image: the page, any Pillow mode; upright up to about +-12 degrees of skew.
@@ -497,16 +501,15 @@ def _decode_text(data: bytes) -> str | None:
         return text if _looks_like_text(text) else None
     if b"\x00" in data:
         return None
+    utf8: str | None
     try:
-        text = data.decode("utf-8-sig")
+        utf8 = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         # A multi-byte character cut by truncation at the very end is still text.
-        if exc.reason != "unexpected end of data" or exc.start < len(data) - 3:
-            text = None
-        else:
-            text = data[: exc.start].decode("utf-8-sig")
-    if text is not None:
-        return text if _looks_like_text(text) else None
+        truncated = exc.reason == "unexpected end of data" and exc.start >= len(data) - 3
+        utf8 = data[: exc.start].decode("utf-8-sig") if truncated else None
+    if utf8 is not None:
+        return utf8 if _looks_like_text(utf8) else None
     # Legacy 8-bit text: Windows-1252 (a superset of Latin-1's printable range) when its
     # undefined bytes are absent, ISO-8859-1 otherwise.
     for encoding in ("cp1252", "latin-1"):
@@ -939,7 +942,7 @@ def _estimate_skew_degrees(ink: np.ndarray) -> float:
     change most sharply is the one where text lines and rules are level. Coarse 0.5 degree
     steps over +-12 degrees, then 0.05 degree steps around the best.
     """
-    mask = ink.astype(np.uint8) * 255
+    mask: np.ndarray = np.where(ink, np.uint8(255), np.uint8(0))
     height, width = mask.shape
     factor = min(1.0, 1000.0 / max(height, width))
     if factor < 1.0:
@@ -1017,7 +1020,8 @@ def _text_ink_mask(binary: np.ndarray, dpi: int) -> np.ndarray:
     ink_per_blob = np.bincount(labels[text > 0], minlength=count)
     keep = (ink_per_blob >= max(4, int((dpi * 0.02) ** 2))) & (stats[:, cv2.CC_STAT_HEIGHT] <= dpi * 0.75)
     keep[0] = False
-    return keep[labels] & (text > 0)
+    mask: np.ndarray = keep[labels] & (text > 0)
+    return mask
 
 
 def _run_tesseract(binary: np.ndarray, dpi: int, timeout_seconds: float) -> dict[str, list[Any]]:
