@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Header, UploadFile, status
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 
 from activities.document_intake.documents import DocumentLimits, inspect_document, sniff_kind
 from activities.document_intake.schema import load_field_schema
@@ -28,6 +34,7 @@ from services.api.schemas import RunAccepted
 from workflows.document_intake import DocumentIntakeInput, DocumentIntakeWorkflow
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
+log = logging.getLogger("overseer.api")
 router = APIRouter(tags=["submissions"])
 
 IDEMPOTENCY_NAMESPACE = uuid.UUID("0b4f0f0e-5d1c-4d8e-9a47-3d2c1b0a9f88")
@@ -109,11 +116,9 @@ async def _start(temporal: Any, settings: Settings, pool: Any, run_id: str, work
     )
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
-        from temporalio.common import TypedSearchAttributes
-
         kwargs["search_attributes"] = TypedSearchAttributes([
-            PIPELINE_ATTRIBUTE.value_set("document_intake"),
-            STATUS_ATTRIBUTE.value_set("running"),
+            SearchAttributePair(PIPELINE_ATTRIBUTE, "document_intake"),
+            SearchAttributePair(STATUS_ATTRIBUTE, "running"),
         ])
     try:
         await temporal.start_workflow(
@@ -128,6 +133,7 @@ async def _start(temporal: Any, settings: Settings, pool: Any, run_id: str, work
 
         if isinstance(err, WorkflowAlreadyStartedError):
             return  # an idempotent retry of a run that already finished
+        log.warning("could not start workflow %s: %r", workflow_id, err)
         async with pool.acquire() as conn:
             await append_events(conn, [NewEvent(
                 run_id=run_id, key="run.start_failed", type=RUN_FAILED, actor="api",
