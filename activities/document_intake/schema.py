@@ -140,11 +140,14 @@ class FieldSchema(BaseModel):
             seen_names.add(spec.name)
             for label in spec.label_variants:
                 key = label.casefold()
-                other = owner_of_label.setdefault(key, spec.name)
-                if other != spec.name:
+                if key in owner_of_label:
+                    other = owner_of_label[key]
                     raise ValueError(
-                        f"label variant {label!r} is used by both {other!r} and {spec.name!r}"
+                        f"label variant {label!r} is listed twice for {spec.name!r}"
+                        if other == spec.name
+                        else f"label variant {label!r} is used by both {other!r} and {spec.name!r}"
                     )
+                owner_of_label[key] = spec.name
         for name in self.entry_label_fields:
             if name not in seen_names:
                 raise ValueError(f"entry_label_fields names unknown field {name!r}")
