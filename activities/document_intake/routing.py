@@ -147,7 +147,9 @@ def _decide(state: Mapping[str, Any], t: RoutingThresholds) -> tuple[Route, str]
 
     if len(tools_used) >= max_steps:
         return "escalate", "max_steps_reached"
-    if not missing and confidence >= t.complete_confidence:
+    # The seed's ``missing_fields == []``: an explicit None is not "nothing missing".
+    nothing_missing = missing is not None and len(missing) == 0
+    if nothing_missing and confidence >= t.complete_confidence:
         return "complete", "confident_and_complete"
     if confidence < t.retry_below_confidence and tries < t.max_retry_tries and missing:
         return "retry", "low_confidence_missing_fields"
