@@ -743,8 +743,9 @@ def _token_regex(token: str, *, ocr: bool) -> str:
 
 
 def _label_at(text: str, position: int, table: _LabelTable, *, ocr: bool) -> LabelHit | None:
-    best: tuple[int, _LabelEntry, str] | None = None
-    for quality in ("exact", "ocr") if ocr else ("exact",):
+    best: tuple[int, _LabelEntry, Literal["exact", "ocr"]] | None = None
+    qualities: tuple[Literal["exact", "ocr"], ...] = ("exact", "ocr") if ocr else ("exact",)
+    for quality in qualities:
         for entry in table:
             pattern = entry.exact if quality == "exact" else entry.ocr
             match = pattern.match(text, position)

@@ -66,8 +66,8 @@ class Proposal(BaseModel):
             nothing is proposed.
         strategy: ``"rules"`` (this deterministic strategy).
         unresolved: field → reason, for requested fields with no proposal
-            (``not_found``, ``unknown_field``, ``unchanged``, ``conflicting_values`` or a
-            validation reason of the best candidate seen).
+            (``not_found``, ``unknown_field``, ``already_valid``, ``conflicting_values`` or
+            a validation reason of the best candidate seen).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -91,7 +91,8 @@ def propose_updates(
         pages: the entry's pages (the whole entry, essay included).
         record: the current record, field → value.
         missing_fields: fields to look for (the seed's ``missing_fields``; invalid fields
-            may be included). Fields of ``record`` with an invalid value are added.
+            may be included). Fields of ``record`` with an invalid value are added; fields
+            with a present valid value are skipped (``already_valid``).
         schema: the field schema.
 
     Returns:
@@ -103,6 +104,8 @@ def propose_updates(
     for name in [*missing_fields, *report.errors]:
         if not schema.has_field(name):
             unresolved[name] = "unknown_field"
+        elif report.values.get(name) is not None and name not in report.errors:
+            unresolved[name] = "already_valid"  # Never second-guess a present valid value.
         elif name not in wanted:
             wanted.append(name)
     targets = [name for name in schema.field_names if name in wanted]
@@ -120,9 +123,6 @@ def propose_updates(
         value = result.values.get(name)
         if value is None:
             unresolved[name] = result.rejected.get(name, "not_found")
-            continue
-        if value == report.values.get(name):
-            unresolved[name] = "unchanged"
             continue
         updates[name] = value
         evidence[name] = result.evidence[name]
@@ -210,9 +210,9 @@ def _repair_digits(value: str) -> str:
             return token
         return token.translate(_DIGIT_CONFUSIONS)
 
-    return re.sub(r"[0-9OoIl|SsB]+", fix, value)
+    return re.sub(r"[0-9OoIl|!SsB]+", fix, value)
 
 
-_DIGIT_CONFUSIONS = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "|": "1",
+_DIGIT_CONFUSIONS = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "|": "1", "!": "1",
                                    "S": "5", "s": "5", "B": "8"})
 _REPAIRS = {"email": _repair_email, "phone": _repair_digits, "grade": _repair_digits}
