@@ -14,7 +14,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from overseer.errors import OverseerError
 
@@ -131,14 +139,18 @@ class FieldSchema(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _names_and_labels_are_unique(self) -> FieldSchema:
+    def _names_and_labels_are_unique(self, info: ValidationInfo) -> FieldSchema:
+        # Label lint runs only when a configuration file is loaded (context "lint"): a
+        # snapshot carried in a running workflow's input must keep validating under newer
+        # code, or replaying that workflow's history would fail.
+        lint = bool((info.context or {}).get("lint"))
         seen_names: set[str] = set()
         owner_of_label: dict[str, str] = {}
         for spec in self.fields:
             if spec.name in seen_names:
                 raise ValueError(f"duplicate field name {spec.name!r}")
             seen_names.add(spec.name)
-            for label in spec.label_variants:
+            for label in spec.label_variants if lint else ():
                 key = label.casefold()
                 if key in owner_of_label:
                     other = owner_of_label[key]
@@ -215,7 +227,7 @@ def load_field_schema(path: Path | None = None) -> FieldSchema:
 
 def _validate(raw: dict[str, Any], *, source: str) -> FieldSchema:
     try:
-        return FieldSchema.model_validate(raw)
+        return FieldSchema.model_validate(raw, context={"lint": True})
     except ValidationError as err:
         problems = [f"{_loc(e['loc'])}: {e['msg']}" for e in err.errors()]
         raise FieldSchemaError(
