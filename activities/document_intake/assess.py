@@ -15,6 +15,9 @@ from activities.document_intake.validate import can_approve_record, validate_rec
 LOW_OCR_CONFIDENCE = 0.75
 """Below this OCR confidence a record gets the ``low_ocr_confidence`` reason code."""
 
+MIN_FIELD_OCR_CONFIDENCE = 0.80
+"""Below this, an OCR'd field value gets ``low_confidence_<field>`` and the record needs review."""
+
 
 def assess_record(
     record: dict[str, str | None],
@@ -23,6 +26,7 @@ def assess_record(
     ocr_confidence_avg: float | None,
     exact_text: bool,
     options: dict[str, Any],
+    field_confidences: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Validate and score a record (seed 000 §1.1 confidence, §1.2 can_approve_record).
 
@@ -32,15 +36,23 @@ def assess_record(
         ocr_confidence_avg: 0..1, None when no page was OCR'd.
         exact_text: every page came from a text layer or a plain-text upload.
         options: the run's options (``exact_text_ocr_score``, ``unknown_ocr_score``,
-            ``low_ocr_confidence``).
+            ``low_ocr_confidence``, ``min_field_ocr_confidence``).
+        field_confidences: per OCR'd field value, the lowest word confidence (0..1). A
+            deliberate change to seed §1.1: the OCR part of the confidence is the lower
+            of the page average and the weakest field value, because one misread word
+            makes a record wrong while the page average stays high.
 
     Returns:
         ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes}``.
     """
     report = validate_record(record, schema)
     _, missing = can_approve_record(record, schema)
+    present = {k: v for k, v in (field_confidences or {}).items() if record.get(k) is not None}
+    ocr_part = ocr_confidence_avg
+    if ocr_part is not None and present:
+        ocr_part = min(ocr_part, min(present.values()))
     confidence = calculate_confidence(
-        ocr_confidence_avg,
+        ocr_part,
         field_completeness(record, schema),
         exact_text=exact_text,
         exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
@@ -50,11 +62,15 @@ def assess_record(
     low = float(options.get("low_ocr_confidence", LOW_OCR_CONFIDENCE))
     if ocr_confidence_avg is not None and ocr_confidence_avg < low:
         reasons.add("low_ocr_confidence")
+    floor = float(options.get("min_field_ocr_confidence", MIN_FIELD_OCR_CONFIDENCE))
+    weak = sorted(name for name, value in present.items() if value < floor)
+    reasons.update(f"low_confidence_{name}" for name in weak)
     return {
         "confidence": round(confidence, 4),
         "missing_fields": list(missing),
         "invalid_fields": dict(report.errors),
-        "needs_review": bool(report.needs_review or missing or "low_ocr_confidence" in reasons),
+        "needs_review": bool(report.needs_review or missing or weak
+                             or "low_ocr_confidence" in reasons),
         "review_reason_codes": sorted(reasons),
     }
 
@@ -64,6 +80,7 @@ def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
     keys = (
         "record", "confidence", "missing_fields", "invalid_fields", "needs_review",
         "review_reason_codes", "tools_used", "tries", "strategy", "ocr_confidence_avg",
+        "field_ocr_confidence",
         "outcome", "evidence",
     )
     snap = {k: state[k] for k in keys if k in state}

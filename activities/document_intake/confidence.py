@@ -125,6 +125,48 @@ def aggregate_ocr_confidence(pages: Iterable[_OcrPage]) -> float | None:
     return round(sum(c * weight for c, weight in scored) / total, 6)
 
 
+def field_ocr_confidences(
+    pages: Iterable[object], values: Mapping[str, str | None], evidence: Mapping[str, Mapping[str, object]]
+) -> dict[str, float]:
+    """Per field, how sure Tesseract was of the words the value was read from.
+
+    A page's mean confidence stays high while one misread word ("gefferson", "exampie")
+    makes a field wrong; what matters for auto-completion is the value's own words. For
+    each extracted value on an OCR'd page, every token of the value is looked up among
+    the page's recognised words (case-insensitive, punctuation trimmed) and the field
+    gets the lowest confidence of its tokens. Fields read from exact text, or whose
+    tokens were rebuilt by normalisation and not found, get no entry.
+
+    Args:
+        pages: objects with ``page_number``, ``source`` and ``words`` (``text``,
+            ``confidence`` 0..1), as ``documents.PageText``.
+        values: field name → extracted value.
+        evidence: field name → ``{"page_number": int, ...}``.
+
+    Returns:
+        ``{field: confidence 0..1}``.
+    """
+    by_page = {getattr(p, "page_number", 0): p for p in pages}
+    result: dict[str, float] = {}
+    for name, value in values.items():
+        page_number = (evidence.get(name) or {}).get("page_number")
+        page = by_page.get(page_number) if isinstance(page_number, int) else None
+        if value is None or page is None or getattr(page, "source", "") != "ocr":
+            continue
+        best: dict[str, float] = {}
+        for word in getattr(page, "words", ()):
+            key = _token(word.text)
+            best[key] = max(best.get(key, 0.0), float(word.confidence))
+        found = [best[t] for t in map(_token, value.split()) if t and t in best]
+        if found:
+            result[name] = round(min(found), 4)
+    return result
+
+
+def _token(text: str) -> str:
+    return text.strip(".,;:!?\"'()[]{}_|").casefold()
+
+
 def _chars(text: str) -> int:
     return sum(1 for ch in text if not ch.isspace())
 

@@ -20,7 +20,7 @@ from typing_extensions import TypedDict
 
 from activities.document_intake.assess import assess_record, public_snapshot, route_after_review
 from activities.document_intake.batch import slice_pages
-from activities.document_intake.confidence import aggregate_ocr_confidence
+from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
 from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
 from activities.document_intake.pages import limits_from_options, load_pages
@@ -78,6 +78,7 @@ class PipelineState(TypedDict, total=False):
     rejected: dict[str, str]
     report: dict[str, Any]
     ocr_confidence_avg: float | None
+    field_ocr_confidence: dict[str, float]
     assessment: dict[str, Any]
 
 
@@ -106,14 +107,17 @@ async def validate_and_score(state: PipelineState) -> dict[str, Any]:
     """Validation and seed §1.1 confidence."""
     schema = FieldSchema.model_validate(state["field_schema"])
     report = state["report"]
+    field_conf = field_ocr_confidences(_pages(state["pages"]), state["record"], state["evidence"])
     assessment = assess_record(
         state["record"],
         schema,
         ocr_confidence_avg=report["ocr_confidence_avg"],
         exact_text=report["text_source"] in ("text_layer", "plain_text"),
         options=state["options"],
+        field_confidences=field_conf,
     )
-    return {"assessment": assessment, "ocr_confidence_avg": report["ocr_confidence_avg"]}
+    return {"assessment": assessment, "ocr_confidence_avg": report["ocr_confidence_avg"],
+            "field_ocr_confidence": field_conf}
 
 
 def build_run_pipeline_graph() -> StateGraph:
@@ -149,6 +153,7 @@ async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
         "evidence": out["evidence"],
         "report": out["report"],
         "ocr_confidence_avg": out["ocr_confidence_avg"],
+        "field_ocr_confidence": out["field_ocr_confidence"],
         **out["assessment"],
         "tries": state.get("tries", 0) + 1,
         "tools_used": [*state.get("tools_used", []), "run_pipeline"],
@@ -178,6 +183,7 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     report = dict(state["report"])
     ocr_avg = state.get("ocr_confidence_avg")
     model = chat_model(get_runtime().settings)
+    field_conf = dict(state.get("field_ocr_confidence", {}))
     found: dict[str, str | None]
     evidence: dict[str, dict[str, Any]] = {}
     if model is not None:
@@ -205,6 +211,7 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         result = extract_fields(entry, schema, relaxed=True, only=wanted)
         found = {k: v for k, v in result.values.items() if v is not None}
         evidence = {k: _evidence_dict(v) for k, v in result.evidence.items() if k in found}
+        field_conf.update(field_ocr_confidences(entry, found, evidence))
         if force:
             new_report = text_report(entry)
             report = {**report, "retry_ocr_confidence_avg": new_report["ocr_confidence_avg"]}
@@ -215,12 +222,14 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     assessment = assess_record(
         record, schema, ocr_confidence_avg=ocr_avg,
         exact_text=report["text_source"] in ("text_layer", "plain_text"), options=options,
+        field_confidences=field_conf,
     )
     update = {
         "record": record,
         "evidence": {**state.get("evidence", {}), **evidence},
         "report": report,
         "ocr_confidence_avg": ocr_avg,
+        "field_ocr_confidence": field_conf,
         **assessment,
         "tries": state.get("tries", 0) + 1,
         "tools_used": [*state.get("tools_used", []), "retry_extraction"],
@@ -349,13 +358,16 @@ async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
         schema = FieldSchema.model_validate(state["field_schema"])
         record = {**state["record"], **proposal["updates"]}
         report = state["report"]
+        field_conf = {k: v for k, v in state.get("field_ocr_confidence", {}).items()
+                      if k not in proposal["updates"]}
         update.update(
             record=record,
             evidence={**state.get("evidence", {}), **proposal["evidence"]},
+            field_ocr_confidence=field_conf,
             **assess_record(
                 record, schema, ocr_confidence_avg=state.get("ocr_confidence_avg"),
                 exact_text=report["text_source"] in ("text_layer", "plain_text"),
-                options=state["options"],
+                options=state["options"], field_confidences=field_conf,
             ),
         )
         update["needs_review"] = False

@@ -39,6 +39,8 @@ class DocumentIntakeState(TypedDict, total=False):
     """``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``."""
     ocr_confidence_avg: float | None
     """Character-weighted OCR confidence 0..1; None when all text was exact."""
+    field_ocr_confidence: dict[str, float]
+    """Per OCR'd field value, its weakest word's confidence 0..1 (run_pipeline, retry)."""
     confidence: float
     """Seed §1.1: 0.6 × OCR part + 0.4 × completeness."""
     missing_fields: list[str]
