@@ -143,7 +143,10 @@ def _wait(children: list[subprocess.Popen[bytes]]) -> None:
         nonlocal stop
         stop = True
 
+    # Installed explicitly: a parent that ignores SIGINT (nohup, a background job) would
+    # otherwise leave Ctrl-C without effect.
     signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
     try:
         while not stop:
             for child in children:
