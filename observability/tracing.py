@@ -1,35 +1,52 @@
-"""OpenTelemetry tracer providers for API and worker; OTLP export only when configured."""
+"""OpenTelemetry tracer providers for API and worker; OTLP export only when configured.
+
+The provider is Temporal's replay-safe one (``create_tracer_provider``) so that spans
+made inside workflows by ``OpenTelemetryPlugin`` are not duplicated on replay. One
+trace runs from the API request through StartWorkflow, RunWorkflow and every node
+activity, and its id is written on each event row.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, create_tracer_provider
 
-_configured = False
+_provider: Any = None
 
 
-def setup_tracing(service_name: str) -> TracerProvider:
-    """Install a tracer provider named ``service_name`` (idempotent per process).
+def setup_tracing(service_name: str) -> Any:
+    """Install the process's tracer provider named ``service_name`` (idempotent).
 
     Spans are exported over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; otherwise
-    they are still created (so trace ids reach the event log) but go nowhere.
+    they are still created (so trace ids reach the event log) but go nowhere, and
+    nothing fails.
     """
-    global _configured
-    current = trace.get_tracer_provider()
-    if _configured and isinstance(current, TracerProvider):
-        return current
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    global _provider
+    if _provider is not None:
+        return _provider
+    provider = create_tracer_provider(resource=Resource.create({"service.name": service_name}))
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
-    _configured = True
+    _provider = provider
     return provider
+
+
+def temporal_tracing_plugin() -> OpenTelemetryPlugin:
+    """The Temporal client/worker plugin that nests workflow and activity spans (DESIGN §2)."""
+    return OpenTelemetryPlugin()
+
+
+def tracer(name: str = "overseer") -> trace.Tracer:
+    """A tracer from the installed provider."""
+    return trace.get_tracer(name)
 
 
 def current_trace_id() -> str | None:

@@ -21,7 +21,7 @@ from activities import runtime
 from activities.document_intake.activities import split_document
 from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
-from observability.tracing import setup_tracing
+from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from workflows.document_intake import DocumentIntakeWorkflow
@@ -56,9 +56,10 @@ def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: 
 
 
 async def connect_client(settings: Settings) -> Client:
-    """A Temporal client for the configured address and namespace."""
+    """A Temporal client for the configured address and namespace, with tracing."""
     address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
-    return await Client.connect(address, namespace=settings.temporal_namespace)
+    return await Client.connect(address, namespace=settings.temporal_namespace,
+                                plugins=[temporal_tracing_plugin()])
 
 
 async def serve(settings: Settings | None = None) -> None:

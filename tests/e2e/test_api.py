@@ -52,6 +52,9 @@ def test_clean_typed_form_completes_with_correct_fields(stack: Stack):
     assert [e["type"] for e in events][0] == "run.submitted"
     assert events[-1]["type"] == "run.completed"
     assert len({e["event_id"] for e in events}) == len(events)
+    trace_ids = {e["trace_id"] for e in events}
+    assert len(trace_ids) == 1, trace_ids  # one trace per run, API → workflow → activities
+    assert run["trace_id"] in trace_ids and run["trace_id"] is not None
 
 
 def test_degraded_scan_waits_for_approval_and_approving_completes(stack: Stack):
@@ -160,3 +163,21 @@ def test_errors_are_json_with_stable_codes(stack: Stack):
     assert admin.get("/v1/pipelines").json()[0]["name"] == "document_intake"
     assert admin.get("/healthz").json()["status"] == "ok"
     assert admin.get("/readyz").json()["checks"] == {"postgres": "ok", "temporal": "ok"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["linn.png", "c03-29.pdf"])
+def test_real_scans_that_are_not_forms_never_auto_complete(stack: Stack, name: str):
+    from tests.real_scans import real_scan_paths
+
+    path = real_scan_paths()[name]
+    sub = stack.client("submitter")
+    kind = "application/pdf" if name.endswith(".pdf") else "image/png"
+    res = submit(sub, name, path.read_bytes(), kind)
+    assert res.status_code == 202, res.text
+    run = wait_for_status(sub, res.json()["run_id"], {"completed", "awaiting_approval", "failed"},
+                          timeout=240)
+    assert run["status"] == "awaiting_approval", run["status"]
+    payload = run["pending_approval"]["payload"]
+    assert payload["missing_fields"]
+    assert run["result"]["text_source"] in ("ocr", "text_layer", "mixed")

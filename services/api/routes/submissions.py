@@ -18,6 +18,7 @@ from temporalio.common import (
 
 from activities.document_intake.documents import DocumentLimits, inspect_document, sniff_kind
 from activities.document_intake.schema import load_field_schema
+from observability.tracing import current_trace_id, tracer
 from overseer.catalogue import document_intake_options, get_pipeline
 from overseer.errors import (
     ConflictError,
@@ -70,25 +71,39 @@ async def submit_run(
     document = {"sha256": sha, "kind": kind.value, "filename": _safe_name(file.filename),
                 "page_count": info.page_count, "size_bytes": len(data)}
     workflow_id = spec.workflow_id(run_id)
+    with tracer().start_as_current_span(f"submit {pipeline}", attributes={
+        "overseer.run_id": run_id, "overseer.pipeline": pipeline,
+    }):
+        await _record_and_start(pool, temporal, settings, data=data, document=document,
+                                run_id=run_id, workflow_id=workflow_id, pipeline=pipeline,
+                                content_type=file.content_type, subject=principal.subject,
+                                idempotency_key=idempotency_key, meta=meta)
+    return RunAccepted(run_id=run_id, pipeline=pipeline, status="running",
+                       links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
+
+
+async def _record_and_start(pool: Any, temporal: Any, settings: Settings, *, data: bytes,
+                            document: dict[str, Any], run_id: str, workflow_id: str,
+                            pipeline: str, content_type: str | None, subject: str,
+                            idempotency_key: str | None, meta: dict[str, Any]) -> None:
+    """Store the document and ``run.submitted`` in one transaction, then start the workflow."""
     async with pool.acquire() as conn, conn.transaction():
         existing = await conn.fetchrow("SELECT input FROM runs WHERE run_id = $1", uuid.UUID(run_id))
         if existing is not None:
             previous = json.loads(existing["input"]).get("document", {})
-            if previous.get("sha256") != sha:
+            if previous.get("sha256") != document["sha256"]:
                 raise ConflictError("Idempotency-Key was already used for a different document",
                                     details={"run_id": run_id})
-        await store_artifact(conn, data, kind=kind.value, page_count=info.page_count,
-                             filename=document["filename"], content_type=file.content_type)
+        await store_artifact(conn, data, kind=document["kind"], page_count=document["page_count"],
+                             filename=document["filename"], content_type=content_type)
         await append_events(conn, [NewEvent(
-            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED,
-            actor=f"api:{principal.subject}",
-            data={"pipeline": pipeline, "workflow_id": workflow_id,
-                  "submitted_by": principal.subject, "idempotency_key": idempotency_key,
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
+            trace_id=current_trace_id(),
+            data={"pipeline": pipeline, "workflow_id": workflow_id, "submitted_by": subject,
+                  "idempotency_key": idempotency_key,
                   "input": {"document": document, "metadata": meta}},
         )])
-    await _start(temporal, settings, pool, run_id, workflow_id, document, principal.subject, meta)
-    return RunAccepted(run_id=run_id, pipeline=pipeline, status="running",
-                       links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
+    await _start(temporal, settings, pool, run_id, workflow_id, document, subject, meta)
 
 
 @router.post("/v1/submissions", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted)
