@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PLACEHOLDER_SECRETS = frozenset({"", "changeme", "change-me", "secret", "token", "dev", "test"})
 """Token values refused outside development (full-stack-fastapi-template style)."""
@@ -68,15 +68,40 @@ class Settings(BaseSettings):
     review_min_evidence_score: float = 0.85
 
     llm_base_url: str | None = None
+    """Any OpenAI-compatible endpoint (OpenAI, Groq, vLLM, Ollama, llama.cpp); None = offline rules."""
     llm_api_key: str | None = None
     llm_model: str = "gpt-4o-mini"
+    """Global default model."""
+    llm_task_models: dict[str, str] = Field(default_factory=dict)
+    """Per-task defaults: ``{"extraction"|"routing"|"drafting"|"reporting": model}``."""
+    llm_allowed_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Models a per-request hint may pick; empty = the global and task defaults only."""
+    llm_admin_override: str | None = None
+    """Forces one model for every call (beats hints and defaults)."""
     llm_timeout_seconds: float = 60.0
+    llm_max_output_tokens: int = 512
+    llm_price_table: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """``{model: {"input_per_1m_usd": x, "output_per_1m_usd": y}}``, merged over built-in prices."""
+    llm_run_budget_usd: float | None = None
+    """Per-run LLM spend limit; a call that would pass it pauses the run for a reviewer."""
+    llm_run_budget_tokens: int | None = None
+    dry_run: bool = Field(default=False, validation_alias=AliasChoices("OVERSEER_DRY_RUN",
+                                                                        "DRY_RUN"))
+    """``DRY_RUN=1``: a fake model end to end, recorded as ``llm:dry-run``."""
 
-    @field_validator("api_tokens", mode="before")
+    @field_validator("api_tokens", "llm_task_models", "llm_price_table", mode="before")
     @classmethod
     def _parse_tokens(cls, value: Any) -> Any:
         if isinstance(value, str):
             return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("llm_allowed_models", mode="before")
+    @classmethod
+    def _parse_models(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [m for m in text.split(",") if m]
         return value
 
     @model_validator(mode="after")
