@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from overseer.errors import NotFoundError
+from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.settings import Settings
 
 
@@ -80,4 +80,31 @@ def document_intake_options(settings: Settings) -> dict[str, Any]:
         "max_pixels_per_page": settings.max_pixels_per_page,
         "ocr_timeout_seconds": settings.ocr_timeout_seconds,
         "approval_sla_seconds": settings.approval_sla_seconds,
+        "llm_budget_usd": settings.llm_run_budget_usd,
+        "llm_budget_tokens": settings.llm_run_budget_tokens,
     }
+
+
+def request_options(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Per-run options a submitter may set in ``metadata``: LLM budget and model hint.
+
+    Keys: ``llm_budget_usd`` (number ≥ 0), ``llm_budget_tokens`` (integer ≥ 0),
+    ``llm_model`` (a hint; used only when allowlisted, otherwise ignored with a reason).
+
+    Raises:
+        InvalidRequestError: a key with the wrong type or a negative value.
+    """
+    out: dict[str, Any] = {}
+    for key, kind in (("llm_budget_usd", (int, float)), ("llm_budget_tokens", (int,))):
+        if key in metadata:
+            value = metadata[key]
+            if isinstance(value, bool) or not isinstance(value, kind) or value < 0:
+                raise InvalidRequestError(f"metadata.{key} must be a non-negative number",
+                                          details={"field": key})
+            out[key] = value
+    if "llm_model" in metadata:
+        if not isinstance(metadata["llm_model"], str):
+            raise InvalidRequestError("metadata.llm_model must be a string",
+                                      details={"field": "llm_model"})
+        out["llm_model_hint"] = metadata["llm_model"]
+    return out

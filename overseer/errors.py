@@ -110,8 +110,49 @@ class DependencyUnavailableError(OverseerError):
     retryable = True
 
 
-class LLMResponseError(OverseerError):
+
+
+class LLMCallError(OverseerError):
+    """A model call failed. Subclasses say whether another attempt could help."""
+
+    code = "llm_error"
+    http_status = 502
+
+
+class LLMRateLimitedError(LLMCallError):
+    """429 from the endpoint; ``details["retry_after_seconds"]`` when it said. Transient."""
+
+    code = "llm_rate_limited"
+    retryable = True
+
+
+class LLMUnavailableError(LLMCallError):
+    """5xx, time-out or connection failure. Transient."""
+
+    code = "llm_unavailable"
+    retryable = True
+
+
+class LLMClientError(LLMCallError):
+    """Any other 4xx (bad request, auth, unknown model). Permanent."""
+
+    code = "llm_client_error"
+
+
+class LLMRefusedError(LLMCallError):
+    """The model refused (content policy). Permanent."""
+
+    code = "llm_refused"
+
+
+class BudgetExceededError(OverseerError):
+    """A call would take the run past its LLM budget; the run pauses for a reviewer."""
+
+    code = "llm_budget_exceeded"
+    http_status = 409
+
+
+class LLMResponseError(LLMCallError):
     """A model answered with something that is not the JSON asked for. Permanent for that step."""
 
     code = "llm_malformed_response"
-    http_status = 502

@@ -49,6 +49,8 @@ class DecisionInput:
         note: free-text reason, kept in the event log.
         decided_by: the reviewer's subject (set by the admin API from the token).
         apply_proposal: on approve, apply the review agent's proposal before the edits.
+        budget_usd: on approving a budget stop, the run's new LLM cost budget.
+        budget_tokens: on approving a budget stop, the run's new LLM token budget.
     """
 
     decision: str
@@ -56,6 +58,8 @@ class DecisionInput:
     note: str | None = None
     decided_by: str = "unknown"
     apply_proposal: bool = True
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
 
 
 @dataclass

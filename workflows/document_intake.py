@@ -112,6 +112,8 @@ class DocumentIntakeWorkflow(ApprovalGate):
         if decision.decision == "reject":
             return {"updates": {}}
         payload = self._approval["payload"]
+        if payload.get("kind") == "budget":
+            return check_budget_decision(decision, payload["budget"])
         edits = dict(decision.updates or {})
         errors = validate_updates(edits, self._schema)
         if errors:
@@ -131,6 +133,7 @@ class DocumentIntakeWorkflow(ApprovalGate):
         return {"updates": updates}
 
     async def _run_graph(self, inp: DocumentIntakeInput) -> RunResult:
+        """Run the graph; every interrupt becomes an approval request, resumed with its decision."""
         app = registered_graph(GRAPH_NAME).compile(checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": inp.run_id}}
         state: dict[str, Any] = {
@@ -197,3 +200,22 @@ class DocumentIntakeWorkflow(ApprovalGate):
             data["error"] = error
         await self.record(event_type, key="run.finished", data=data)
         await self.set_status(status)
+
+
+def check_budget_decision(decision: DecisionInput, blocked: dict[str, Any]) -> dict[str, Any]:
+    """Approving a budget stop must raise a budget above what the run has spent plus the call.
+
+    Raises:
+        ApplicationError: ``invalid_budget`` when neither new budget covers the next call.
+    """
+    need_usd = float(blocked.get("spent_usd") or 0) + float(blocked.get("estimate_usd") or 0)
+    need_tokens = int(blocked.get("spent_tokens") or 0) + int(blocked.get("estimate_tokens") or 0)
+    usd_ok = decision.budget_usd is not None and decision.budget_usd >= need_usd
+    tokens_ok = decision.budget_tokens is not None and decision.budget_tokens >= need_tokens
+    if blocked.get("budget_usd") is not None and not usd_ok:
+        raise ApplicationError("budget_usd must cover the spend so far and the next call",
+                               {"needed_usd": round(need_usd, 6)}, type="invalid_budget")
+    if blocked.get("budget_tokens") is not None and not tokens_ok:
+        raise ApplicationError("budget_tokens must cover the spend so far and the next call",
+                               {"needed_tokens": need_tokens}, type="invalid_budget")
+    return {"updates": {}, "budget_usd": decision.budget_usd, "budget_tokens": decision.budget_tokens}

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.document_intake.batch import split_entries
 from activities.document_intake.pages import limits_from_options, load_pages
 from activities.document_intake.schema import FieldSchema
-from overseer.errors import OverseerError
+from activities.errors import temporal_errors
 
 
 @activity.defn(name="split_document")
+@temporal_errors
 async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
                          options: dict[str, Any]) -> list[dict[str, Any]]:
     """Find the entries in a possibly multi-entry file (seed 000 batch → one run per chunk).
@@ -29,15 +29,9 @@ async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
     Raises:
         ApplicationError: non-retryable ``unreadable_document`` for poison documents.
     """
-    try:
-        pages = await load_pages(document, dpi=int(options["ocr_dpi"]),
-                                 limits=limits_from_options(options))
-        spans = split_entries(pages, FieldSchema.model_validate(field_schema))
-    except OverseerError as err:
-        if err.retryable:
-            raise
-        raise ApplicationError(err.message, {"code": err.code, **err.details},
-                               type=err.code, non_retryable=True) from err
+    pages = await load_pages(document, dpi=int(options["ocr_dpi"]),
+                             limits=limits_from_options(options))
+    spans = split_entries(pages, FieldSchema.model_validate(field_schema))
     return [
         {"index": s.index, "start_page": s.start_page, "start_offset": s.start_offset,
          "end_page": s.end_page, "end_offset": s.end_offset}

@@ -67,8 +67,10 @@ ExtractionMethod = Literal[
     "pattern",
     "continuation_line",
     "ocr_repair",
+    "llm_quote",
 ]
-"""How a value was found; the last two are used by the review agent only."""
+"""How a value was found; ``continuation_line``/``ocr_repair`` are the review agent's,
+``llm_quote`` a model's answer whose quoted line was checked against the text."""
 
 MAX_SNIPPET_CHARS = 200
 

@@ -41,6 +41,14 @@ NODE_RETRY = RetryPolicy(
     non_retryable_error_types=NON_RETRYABLE,
 )
 
+LLM_NODE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=3,  # seed 002 R5.6; the node reports failure itself on the last attempt
+    non_retryable_error_types=NON_RETRYABLE,
+)
+
 
 def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
     """Build (not compile) the document_intake graph.
@@ -54,14 +62,15 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
     """
     from activities.document_intake import nodes
 
-    def activity_meta(summary: str, *, minutes: float) -> dict[str, Any] | None:
+    def activity_meta(summary: str, *, minutes: float,
+                      retry: RetryPolicy = NODE_RETRY) -> dict[str, Any] | None:
         if not for_temporal:
             return None
         return {
             "execute_in": "activity",
             "start_to_close_timeout": timedelta(minutes=minutes),
             "heartbeat_timeout": timedelta(seconds=20),
-            "retry_policy": NODE_RETRY,
+            "retry_policy": retry,
             "summary": summary,
         }
 
@@ -70,32 +79,77 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
     graph.add_node("run_pipeline", nodes.run_pipeline,
                    metadata=activity_meta("read, extract, validate, score", minutes=15))
     graph.add_node("retry_extraction", nodes.retry_extraction,
-                   metadata=activity_meta("extract missing fields again", minutes=15))
+                   metadata=activity_meta("extract missing fields again", minutes=15,
+                                          retry=LLM_NODE_RETRY))
     graph.add_node("review_agent", nodes.review_agent,
-                   metadata=activity_meta("review agent: propose updates", minutes=10))
+                   metadata=activity_meta("review agent: propose updates", minutes=10,
+                                          retry=LLM_NODE_RETRY))
     graph.add_node("complete", complete, metadata=in_workflow)
     graph.add_node("escalate", escalate, metadata=in_workflow)
+    graph.add_node("budget_gate", budget_gate, metadata=in_workflow)
     routes = {"retry": "retry_extraction", "review": "review_agent",
-              "complete": "complete", "escalate": "escalate"}
+              "complete": "complete", "escalate": "escalate", "budget": "budget_gate"}
     graph.add_edge(START, "run_pipeline")
     graph.add_conditional_edges("run_pipeline", route_after_pipeline, routes)
     graph.add_conditional_edges("retry_extraction", route_after_pipeline, routes)
     graph.add_conditional_edges("review_agent", route_after_review,
-                                {"complete": "complete", "escalate": "escalate"})
+                                {"complete": "complete", "escalate": "escalate",
+                                 "budget": "budget_gate"})
+    graph.add_conditional_edges("budget_gate", route_after_budget,
+                                {"retry_extraction": "retry_extraction",
+                                 "review_agent": "review_agent", "stop": END})
     graph.add_edge("complete", END)
     graph.add_edge("escalate", END)
     return graph
 
 
 async def route_after_pipeline(state: DocumentIntakeState) -> str:
-    """Conditional edge after run_pipeline / retry_extraction (seed 000 §1.3, thresholds from options)."""
+    """Conditional edge after run_pipeline / retry_extraction (seed 000 §1.3, thresholds from options).
+
+    Before the seed's rules: a call stopped by the run's LLM budget goes to the budget
+    gate, and a permanent model failure goes to a human.
+    """
+    if state.get("budget_blocked"):
+        return "budget"
+    if state.get("llm_failure"):
+        return "escalate"
     thresholds = RoutingThresholds.from_dict(state.get("options", {}).get("thresholds", {}))
     return _route(state, thresholds)
 
 
 async def route_after_review(state: DocumentIntakeState) -> str:
     """Conditional edge after review_agent: complete only when its proposal was applied."""
+    if state.get("budget_blocked"):
+        return "budget"
     return decide_after_review(dict(state))
+
+
+async def route_after_budget(state: DocumentIntakeState) -> str:
+    """After the budget gate: back to the node that was stopped, or end the run."""
+    if state.get("status") == "rejected":
+        return "stop"
+    return str(state.get("resume_node") or "review_agent")
+
+
+async def budget_gate(state: DocumentIntakeState) -> dict[str, Any]:
+    """Node ``budget_gate``: the run's next LLM call would pass its budget; ask a reviewer.
+
+    The interrupt payload (``kind: budget``) carries the spend so far; the reviewer
+    approves with a higher ``budget_usd``/``budget_tokens`` (the blocked node runs again)
+    or rejects (the run ends ``rejected`` with outcome ``budget_denied``).
+    """
+    blocked = dict(state.get("budget_blocked") or {})
+    decision = interrupt({
+        "kind": "budget", "budget": blocked, "record": state.get("record", {}),
+        "missing_fields": state.get("missing_fields", []),
+        "review_reason_codes": ["llm_budget_exceeded"], "proposal": None,
+    })
+    if decision["decision"] != "approve":
+        return {"status": "rejected", "outcome": "budget_denied", "decision": decision,
+                "budget_blocked": None}
+    return {"budget_blocked": None, "resume_node": blocked.get("node"),
+            "llm_budget": {"usd": decision.get("budget_usd"),
+                           "tokens": decision.get("budget_tokens")}}
 
 
 async def complete(state: DocumentIntakeState) -> dict[str, Any]:
@@ -139,6 +193,7 @@ def approval_payload(state: DocumentIntakeState) -> dict[str, Any]:
     if proposal and not proposal.get("acceptable"):
         reasons.append(f"proposal_{proposal.get('reason') or 'not_acceptable'}")
     return {
+        "kind": "review",
         "record": state.get("record", {}),
         "missing_fields": state.get("missing_fields", []),
         "invalid_fields": state.get("invalid_fields", {}),

@@ -9,13 +9,10 @@ step-derived ids, so a retried activity never duplicates them.
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from temporalio.exceptions import ApplicationError
 from typing_extensions import TypedDict
 
 from activities.document_intake.assess import assess_record, public_snapshot, route_after_review
@@ -23,8 +20,9 @@ from activities.document_intake.batch import slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
 from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
+from activities.document_intake.llm_steps import extract_with_llm
 from activities.document_intake.pages import limits_from_options, load_pages
-from activities.document_intake.review import proposal_is_acceptable, propose_updates
+from activities.document_intake.review import Proposal, proposal_is_acceptable, propose_updates
 from activities.document_intake.routing import (
     RoutingThresholds,
     explain_route,
@@ -32,35 +30,11 @@ from activities.document_intake.routing import (
 )
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
+from activities.errors import temporal_errors
 from activities.events import append_from_activity
-from activities.llm import chat_model, extract_fields_with_llm, model_name
+from activities.llm import llm_enabled
 from activities.runtime import get_runtime
-from overseer.errors import OverseerError
 from overseer.store.events import NODE_COMPLETED, REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
-
-NodeFn = Callable[[DocumentIntakeState], Awaitable[dict[str, Any]]]
-
-
-def permanent_errors_fail_fast(fn: NodeFn) -> NodeFn:
-    """Turn a permanent :class:`OverseerError` into a non-retryable ``ApplicationError``.
-
-    A poison document must fail its step once with a reason, never retry forever;
-    transient errors (database, network) propagate unchanged so the retry policy applies.
-    """
-
-    @functools.wraps(fn)
-    async def wrapper(state: DocumentIntakeState) -> dict[str, Any]:
-        try:
-            return await fn(state)
-        except OverseerError as err:
-            if err.retryable:
-                raise
-            raise ApplicationError(
-                err.message, {"code": err.code, **err.details}, type=err.code, non_retryable=True
-            ) from err
-
-    return wrapper
-
 
 # --- run_pipeline -------------------------------------------------------------------------------
 
@@ -133,7 +107,7 @@ def build_run_pipeline_graph() -> StateGraph:
     return graph
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
     """Node ``run_pipeline`` (seed 000 §1.2 run_pipeline_node): read, extract, validate, score.
 
@@ -165,7 +139,7 @@ async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
 # --- retry_extraction ---------------------------------------------------------------------------
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     """Node ``retry_extraction`` (seed 000 §1.2 retry_llm_node): extract only the missing fields.
 
@@ -174,31 +148,36 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     dpi, then relaxed label matching, and records ``strategy: rules``. A value is only
     taken when it validates; present fields are never overwritten.
 
+    A permanent model failure (refusal, other 4xx, malformed JSON, or the last attempt
+    of a transient one) is recorded as ``llm_failure`` and sends the run to a human; a
+    call over the run's budget returns ``budget_blocked`` for the budget gate.
+
     Raises:
-        ApplicationError: non-retryable ``llm_malformed_response`` / ``unreadable_document``.
+        ApplicationError: non-retryable ``unreadable_document``; transient model errors
+            propagate before the last attempt so Temporal retries with backoff.
     """
     schema = FieldSchema.model_validate(state["field_schema"])
     options = state["options"]
     wanted = sorted(set(state.get("missing_fields", [])) | set(state.get("invalid_fields", {})))
     report = dict(state["report"])
     ocr_avg = state.get("ocr_confidence_avg")
-    model = chat_model(get_runtime().settings)
     field_conf = dict(state.get("field_ocr_confidence", {}))
+    step = len(state.get("tools_used", [])) + 1
     found: dict[str, str | None]
     evidence: dict[str, dict[str, Any]] = {}
-    if model is not None:
+    extra: dict[str, Any] = {}
+    if llm_enabled(get_runtime().settings):
         pages = await load_pages(state["document"], dpi=int(options["ocr_dpi"]))
         entry = _entry_pages(pages, state.get("span"))
-        text = "\n\n".join(p.text for p in entry)
-        raw = await extract_fields_with_llm(model, text, wanted)
-        found = {}
-        for name, value in raw.items():
-            checked = _validated(schema, name, value)
-            if checked is not None:
-                found[name] = checked
-                evidence[name] = {"page_number": None, "snippet": "", "label": name,
-                                  "method": "llm", "score": 0.5}
-        strategy = f"llm:{model_name(model)}"
+        asked = await extract_with_llm(dict(state), entry, wanted, schema,
+                                       node="retry_extraction", step=step)
+        if asked.blocked is not None:
+            return {"budget_blocked": asked.blocked}
+        found = dict(asked.values)
+        evidence = {k: _evidence_dict(v) for k, v in asked.evidence.items()}
+        strategy = asked.strategy
+        if asked.failure:
+            extra = {"llm_failure": asked.failure}
     else:
         force = report.get("ocr_pages", 0) > 0
         pages = await load_pages(
@@ -224,12 +203,17 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         exact_text=report["text_source"] in ("text_layer", "plain_text"), options=options,
         field_confidences=field_conf,
     )
+    if extra.get("llm_failure"):
+        assessment["review_reason_codes"] = sorted({*assessment["review_reason_codes"],
+                                                   extra["llm_failure"]})
     update = {
         "record": record,
         "evidence": {**state.get("evidence", {}), **evidence},
         "report": report,
         "ocr_confidence_avg": ocr_avg,
         "field_ocr_confidence": field_conf,
+        "budget_blocked": None,
+        **extra,
         **assessment,
         "tries": state.get("tries", 0) + 1,
         "tools_used": [*state.get("tools_used", []), "retry_extraction"],
@@ -254,7 +238,10 @@ class ReviewAgentState(TypedDict, total=False):
     missing_fields: list[str]
     pages: list[dict[str, Any]]
     region: list[dict[str, Any]]
+    llm_budget: dict[str, Any] | None
     proposal: dict[str, Any]
+    failure: str | None
+    blocked: dict[str, Any] | None
     success: bool
 
 
@@ -274,16 +261,33 @@ async def extract_text_region(state: ReviewAgentState) -> dict[str, Any]:
 
 
 async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
-    """Seed §2.1 infer: propose values for missing or invalid fields, with evidence per field."""
+    """Seed §2.1 infer: propose values for missing or invalid fields, with evidence per field.
+
+    With an LLM configured the model answers (each value with the line it quotes);
+    otherwise the deterministic review rules look harder than extraction did.
+    """
     schema = FieldSchema.model_validate(state["field_schema"])
-    proposal = propose_updates(
-        _pages(state["region"]), state["record"], state["missing_fields"], schema
-    )
+    region = _pages(state["region"])
+    failure = None
+    if llm_enabled(get_runtime().settings):
+        asked = await extract_with_llm(dict(state), region, state["missing_fields"], schema,
+                                       node="review_agent", step=state["step"])
+        if asked.blocked is not None:
+            return {"blocked": asked.blocked}
+        failure = asked.failure
+        scores = [e.score for e in asked.evidence.values()]
+        proposal = Proposal(updates=asked.values, evidence=asked.evidence,
+                            strength=min(scores) if scores else 0.0, strategy=asked.strategy)
+    else:
+        proposal = propose_updates(region, state["record"], state["missing_fields"], schema)
     acceptable, reason = proposal_is_acceptable(
         proposal, state["record"], schema,
         min_evidence_score=float(state["options"]["review_min_evidence_score"]),
     )
+    if failure:
+        acceptable, reason = False, failure
     return {
+        "failure": failure,
         "proposal": {
             "suggestion_id": str(uuid.uuid5(uuid.UUID(state["run_id"]), f"suggestion:{state['step']}")),
             "updates": dict(proposal.updates),
@@ -294,6 +298,10 @@ async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
             "reason": reason,
         }
     }
+
+
+def _after_infer(state: ReviewAgentState) -> str:
+    return END if state.get("blocked") else "propose_update"
 
 
 async def propose_update(state: ReviewAgentState) -> dict[str, Any]:
@@ -331,12 +339,12 @@ def build_review_agent_graph() -> StateGraph:
     graph.add_edge(START, "get_document")
     graph.add_edge("get_document", "extract_text_region")
     graph.add_edge("extract_text_region", "infer_fields")
-    graph.add_edge("infer_fields", "propose_update")
+    graph.add_conditional_edges("infer_fields", _after_infer, ["propose_update", END])
     graph.add_edge("propose_update", END)
     return graph
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
     """Node ``review_agent`` (seed 000 §2.2): propose updates; apply them only when they hold.
 
@@ -351,9 +359,16 @@ async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
         "run_id": state["run_id"], "step": len(tools), "document": state["document"],
         "span": state.get("span"), "field_schema": state["field_schema"],
         "options": state["options"], "record": state["record"], "missing_fields": wanted,
+        "llm_budget": state.get("llm_budget"),
     })
+    if out.get("blocked"):
+        return {"budget_blocked": {**out["blocked"], "node": "review_agent"}}
     proposal = out["proposal"]
-    update: dict[str, Any] = {"tools_used": tools, "proposal": proposal}
+    update: dict[str, Any] = {"tools_used": tools, "proposal": proposal, "budget_blocked": None}
+    if out.get("failure"):
+        update["llm_failure"] = out["failure"]
+        update["review_reason_codes"] = sorted({*state.get("review_reason_codes", []),
+                                               out["failure"]})
     if out["success"]:
         schema = FieldSchema.model_validate(state["field_schema"])
         record = {**state["record"], **proposal["updates"]}
@@ -378,7 +393,11 @@ async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
 
 
 def text_report(pages: list[PageText]) -> dict[str, Any]:
-    """Summary of where the text came from: ``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``."""
+    """Where the text came from.
+
+    Returns:
+        ``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``.
+    """
     sources = {p.source for p in pages}
     ocr = [p for p in pages if p.source == "ocr"]
     coverages = [p.coverage for p in ocr if p.coverage is not None]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,7 +63,7 @@ class Proposal(BaseModel):
         evidence: field → where the proposed value was read.
         strength: 0..1, the weakest evidence score among the proposed fields; 0 when
             nothing is proposed.
-        strategy: ``"rules"`` (this deterministic strategy).
+        strategy: ``"rules"`` (the deterministic strategy) or ``"llm:<model>"``.
         unresolved: field → reason, for requested fields with no proposal
             (``not_found``, ``unknown_field``, ``already_valid``, ``conflicting_values`` or
             a validation reason of the best candidate seen).
@@ -75,7 +74,7 @@ class Proposal(BaseModel):
     updates: dict[str, str]
     evidence: dict[str, Evidence]
     strength: float = Field(ge=0.0, le=1.0)
-    strategy: Literal["rules"] = "rules"
+    strategy: str = "rules"
     unresolved: dict[str, str] = Field(default_factory=dict)
 
 

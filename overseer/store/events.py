@@ -32,6 +32,7 @@ REVIEW_SUGGESTED = "review.suggested"
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_SLA_BREACHED = "approval.sla_breached"
 APPROVAL_DECIDED = "approval.decided"
+LLM_CALLED = "llm.called"
 
 TERMINAL_STATUSES = frozenset({"completed", "rejected", "failed", "cancelled"})
 
@@ -287,5 +288,5 @@ def event_types() -> Iterable[str]:
     return [
         RUN_SUBMITTED, RUN_SPLIT, NODE_COMPLETED, ROUTE_DECIDED, REVIEW_SUGGESTED,
         APPROVAL_REQUESTED, APPROVAL_SLA_BREACHED, APPROVAL_DECIDED, RUN_COMPLETED, RUN_FAILED,
-        RUN_CANCELLED,
+        RUN_CANCELLED, LLM_CALLED,
     ]

@@ -48,7 +48,38 @@ async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
     )
     view.children = [{"run_id": str(k["run_id"]), "status": k["status"],
                       "links": {"self": f"/v1/runs/{k['run_id']}"}} for k in kids]
+    view.llm_usage = await llm_usage(conn, rid)
     return view
+
+
+async def llm_usage(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) -> dict[str, Any]:
+    """Seed 002 R8: LLM calls, tokens and cost of a run, in total and per node and model.
+
+    Every attempt is one ledger event, so failed attempts count their calls (and any
+    tokens the endpoint billed) but are never counted twice.
+    """
+    rows = await conn.fetch(
+        """SELECT data->>'node' AS node, data->>'model' AS model, count(*) AS calls,
+                  count(*) FILTER (WHERE data->>'outcome' = 'error') AS failed,
+                  coalesce(sum((data->>'input_tokens')::bigint), 0) AS input_tokens,
+                  coalesce(sum((data->>'output_tokens')::bigint), 0) AS output_tokens,
+                  coalesce(sum((data->>'cost_usd')::float8), 0) AS cost_usd
+           FROM events WHERE run_id = $1 AND type = 'llm.called'
+           GROUP BY 1, 2 ORDER BY 1, 2""",
+        run_id,
+    )
+    keys = ("calls", "failed", "input_tokens", "output_tokens", "cost_usd")
+    total = {k: 0 for k in keys}
+    by_node: dict[str, dict[str, float]] = {}
+    by_model: dict[str, dict[str, float]] = {}
+    for r in rows:
+        for group, name in ((by_node, r["node"]), (by_model, r["model"])):
+            bucket = group.setdefault(name, {k: 0 for k in keys})
+            for k in keys:
+                bucket[k] += r[k]
+        for k in keys:
+            total[k] += r[k]
+    return {"total": total, "by_node": by_node, "by_model": by_model}
 
 
 async def list_runs(conn: asyncpg.Connection | asyncpg.Pool, principal: Principal, *,

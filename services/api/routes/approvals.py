@@ -56,7 +56,8 @@ async def decide(run_id: str, body: DecisionRequest, principal: ReviewerDep, poo
         raise NotFoundError(f"unknown run {run_id}")
     handle = temporal.get_workflow_handle(row["workflow_id"])
     decision = DecisionInput(decision=body.decision, updates=body.updates, note=body.note,
-                             decided_by=principal.subject, apply_proposal=body.apply_proposal)
+                             decided_by=principal.subject, apply_proposal=body.apply_proposal,
+                             budget_usd=body.budget_usd, budget_tokens=body.budget_tokens)
     try:
         result = await handle.execute_update("decide", decision)
     except WorkflowUpdateFailedError as err:

@@ -19,7 +19,7 @@ from temporalio.common import (
 from activities.document_intake.documents import DocumentLimits, inspect_document, sniff_kind
 from activities.document_intake.schema import load_field_schema
 from observability.tracing import current_trace_id, tracer
-from overseer.catalogue import document_intake_options, get_pipeline
+from overseer.catalogue import document_intake_options, get_pipeline, request_options
 from overseer.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -59,6 +59,7 @@ async def submit_run(
     if "application/pdf" not in spec.accepts:
         raise InvalidRequestError(f"pipeline {pipeline} does not take document uploads")
     meta = _parse_metadata(metadata)
+    request_options(meta)  # refuse bad per-run options before storing anything
     data = await _read_bounded(file, settings.max_upload_bytes)
     kind = sniff_kind(data, file.filename, file.content_type)
     limits = DocumentLimits(max_pages=settings.max_document_pages,
@@ -126,7 +127,8 @@ async def _start(temporal: Any, settings: Settings, pool: Any, run_id: str, work
     inp = DocumentIntakeInput(
         run_id=run_id, document=document,
         field_schema=load_field_schema().model_dump(mode="json"),
-        options=document_intake_options(settings), submitted_by=subject,
+        options={**document_intake_options(settings), **request_options(meta)},
+        submitted_by=subject,
         search_attributes=settings.search_attributes_enabled, metadata=meta,
     )
     kwargs: dict[str, Any] = {}

@@ -49,6 +49,8 @@ class RunView(BaseModel):
     error: dict[str, Any] | None
     pending_approval: ApprovalView | None = None
     children: list[dict[str, Any]] = Field(default_factory=list)
+    llm_usage: dict[str, Any] | None = Field(
+        default=None, description="LLM calls, tokens and cost: total, by_node, by_model")
     links: dict[str, str] = Field(default_factory=dict)
 
 
@@ -88,6 +90,10 @@ class DecisionRequest(BaseModel):
     apply_proposal: bool = Field(
         default=True, description="On approve, apply the review agent's proposal first."
     )
+    budget_usd: float | None = Field(default=None, ge=0,
+                                     description="Approving a budget stop: the new LLM cost budget.")
+    budget_tokens: int | None = Field(default=None, ge=0,
+                                      description="Approving a budget stop: the new token budget.")
 
 
 class DecisionResponse(BaseModel):
