@@ -81,6 +81,12 @@ async def test_wire_level_retries_honour_retry_after_and_every_attempt_is_in_the
     assert proposal["acceptable"] is False
     assert len(server.requests) == 3
     assert server.requests[0]["model"] == "gpt-4o-mini"
+    from services.api.readmodels import llm_usage
+
+    usage = await llm_usage(db, uuid.UUID(inp.run_id))
+    assert usage["total"]["calls"] == 3 and usage["total"]["failed"] == 2
+    assert (usage["total"]["input_tokens"], usage["total"]["output_tokens"]) == (200, 40)
+    assert usage["by_node"]["review_agent"]["cost_usd"] == pytest.approx(ok["cost_usd"])
 
 
 async def test_exhausted_retries_send_the_run_to_a_human_with_the_reason(
