@@ -7,6 +7,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.runtime import get_runtime
+from observability.metrics import observe_events
 from observability.tracing import current_trace_id
 from overseer.store.events import NewEvent, append_events
 
@@ -29,6 +30,7 @@ async def record_events(events: list[dict[str, Any]]) -> int:
         event.trace_id = event.trace_id or trace_id
     async with get_runtime().pool.acquire() as conn:
         inserted = await append_events(conn, batch)
+        await observe_events(conn, inserted)  # metrics from new events only (never raises)
     return len(inserted)
 
 
@@ -39,4 +41,5 @@ async def append_from_activity(events: list[NewEvent]) -> int:
         event.trace_id = event.trace_id or trace_id
     async with get_runtime().pool.acquire() as conn:
         inserted = await append_events(conn, events)
+        await observe_events(conn, inserted)  # metrics from new events only (never raises)
     return len(inserted)

@@ -29,7 +29,7 @@ def setup_tracing(service_name: str) -> Any:
     global _provider
     if _provider is not None:
         return _provider
-    provider = create_tracer_provider(resource=Resource.create({"service.name": service_name}))
+    provider = create_tracer_provider(resource=service_resource(service_name))
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
@@ -37,6 +37,32 @@ def setup_tracing(service_name: str) -> Any:
     trace.set_tracer_provider(provider)
     _provider = provider
     return provider
+
+
+def service_resource(service_name: str) -> Resource:
+    """Resource attributes of this process: service name/namespace/version/instance, environment.
+
+    ``OTEL_RESOURCE_ATTRIBUTES`` adds further attributes (``Resource.create`` merges it in;
+    the ones set here win where both name the same key).
+    """
+    import socket
+
+    return Resource.create({
+        "service.name": service_name,
+        "service.namespace": "overseer",
+        "service.version": "0.1.0",
+        "service.instance.id": f"{socket.gethostname()}-{os.getpid()}",
+        "deployment.environment.name": os.environ.get("OVERSEER_ENVIRONMENT", "development"),
+    })
+
+
+def instrument_asyncpg() -> None:
+    """Install asyncpg client spans: SQL text only, never parameters (they may hold document data)."""
+    from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+
+    instrumentor = AsyncPGInstrumentor(capture_parameters=False)
+    if not instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.instrument()
 
 
 def temporal_tracing_plugin() -> OpenTelemetryPlugin:

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     """JSON file in the same shape as ``api_tokens`` (or the dev ``{role: token}`` shape)."""
     max_upload_bytes: int = 20 * 1024 * 1024
     metrics_port_worker: int = 9464
+    """Port of the worker's ``/metrics`` (Overseer and Temporal SDK metrics); 0 turns it off."""
+    metrics_host_worker: str = "127.0.0.1"
+    """Address the worker's ``/metrics`` binds to (``0.0.0.0`` in containers)."""
 
     approval_sla_seconds: float = 72 * 3600
     max_document_pages: int = 200

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from observability.http import install_api_observability
+from observability.metrics import temporal_runtime
 from observability.tracing import setup_tracing
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
@@ -33,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.grants = settings.load_token_grants()
         app.state.pool = await create_pool(settings.database_url,
                                            max_size=settings.database_pool_max_size)
-        app.state.temporal = await connect_client(settings)
+        app.state.temporal = await connect_client(settings, temporal_runtime())
         try:
             yield
         finally:
@@ -48,9 +50,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for module in (submissions, runs, approvals, pipelines, health):
         app.include_router(module.router)
+    from overseer.catalogue import CATALOGUE
+
+    install_api_observability(app, pipelines=tuple(CATALOGUE))
     return app
 
 
 def app() -> FastAPI:
-    """Factory for ``uvicorn --factory services.api.main:app``."""
+    """Factory for ``uvicorn --factory services.api.main:app`` (JSON logs on stderr)."""
+    from observability.logging import setup_logging
+
+    setup_logging("overseer-api")
     return create_app()

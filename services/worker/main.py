@@ -21,6 +21,7 @@ from activities import runtime
 from activities.document_intake.activities import split_document
 from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
+from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
@@ -49,17 +50,24 @@ def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: 
         workflows=list(WORKFLOWS),
         activities=list(ACTIVITIES),
         plugins=[langgraph_plugin()],
+        interceptors=[ObservabilityInterceptor()],
         max_concurrent_activities=max_concurrent_activities,
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         graceful_shutdown_timeout=timedelta(seconds=10),
     )
 
 
-async def connect_client(settings: Settings) -> Client:
-    """A Temporal client for the configured address and namespace, with tracing."""
+async def connect_client(settings: Settings, runtime: Any = None) -> Client:
+    """A Temporal client for the configured address and namespace, with tracing.
+
+    Args:
+        settings: address and namespace.
+        runtime: a ``temporalio.runtime.Runtime`` (e.g. one whose SDK metrics feed
+            ``/metrics``, from :func:`observability.metrics.temporal_runtime`); default: the SDK's.
+    """
     address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
     return await Client.connect(address, namespace=settings.temporal_namespace,
-                                plugins=[temporal_tracing_plugin()])
+                                plugins=[temporal_tracing_plugin()], runtime=runtime)
 
 
 async def serve(settings: Settings | None = None) -> None:
@@ -68,9 +76,10 @@ async def serve(settings: Settings | None = None) -> None:
     setup_tracing("overseer-worker")
     if not settings.database_url:
         raise SystemExit("OVERSEER_DATABASE_URL is not set (overseer run sets it for you)")
+    temporal_runtime = setup_worker_telemetry(settings)
     pool = await create_pool(settings.database_url, max_size=settings.database_pool_max_size)
     runtime.configure(pool, settings)
-    client = await connect_client(settings)
+    client = await connect_client(settings, temporal_runtime)
     worker = build_worker(client, task_queue=settings.task_queue)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -82,9 +91,34 @@ async def serve(settings: Settings | None = None) -> None:
     await pool.close()
 
 
+def setup_worker_telemetry(settings: Settings) -> Any:
+    """Spans for LangGraph nodes, LLM calls and SQL, and ``/metrics`` (Overseer + Temporal SDK).
+
+    Returns:
+        The Temporal runtime whose SDK metrics feed ``/metrics`` (None when it is off).
+    """
+    from observability import metrics
+    from observability.genai import instrument_langchain
+    from observability.tracing import instrument_asyncpg
+
+    instrument_langchain()
+    instrument_asyncpg()
+    metrics.set_build_info("overseer-worker")
+    if not settings.metrics_port_worker:
+        return None
+    temporal_runtime = metrics.temporal_runtime()
+    port = metrics.start_metrics_server(settings.metrics_host_worker, settings.metrics_port_worker)
+    if port is not None:
+        log.info("metrics endpoint listening",
+                 extra={"url": f"http://{settings.metrics_host_worker}:{port}/metrics"})
+    return temporal_runtime
+
+
 def main() -> None:
     """Entry point; exits with ``os._exit`` after a clean shutdown (sdk-python#300)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from observability.logging import setup_logging
+
+    setup_logging("overseer-worker")
     code = 0
     try:
         asyncio.run(serve())
