@@ -1,0 +1,210 @@
+"""Intent routing (seed 003 AC3, "Routing Heuristics"): single agent or orchestrator, and the plan.
+
+Rules first (the seed's keyword heuristics, extended with a few synonyms); an LLM intent
+classifier, when a model is configured, may *add* intents the rules missed but never removes
+one, so the offline answer and the online answer route the same way for the seed's examples.
+
+* A **simple ask** — only the optimizer intent (or nothing recognised) — stays on the
+  single tool-calling agent (no workflow, low latency).
+* A **composite ask** — anything else, or ``plan=true`` — goes to the orchestrator with a plan:
+  ``optimizer`` (when a proposal or price is asked for) → ``policy`` (always after a
+  proposal, and when asked) → ``explainer`` → ``sensitivity`` → ``reporter`` (always last) →
+  ``approval`` (only when the plan proposes prices).
+
+The graph's ``router`` node follows the plan one step per visit, bounded by
+``max_iterations`` (:func:`next_route`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+INTENTS = ("optimizer", "policy", "explainer", "sensitivity", "report")
+WORKERS = ("optimizer", "policy", "explainer", "sensitivity", "reporter")
+Path = Literal["single_agent", "orchestrator"]
+
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "optimizer": ("optimal price", "best price", "what price", "optimum", "optimize", "optimise",
+                  "recommend a price", "recommend prices", "price for", "pricing for"),
+    "policy": ("ensure hierarchy", "hierarchy", "check policy", "policy", "policies",
+               "violation", "compliance", "compliant", "far ", "guardrail", "inversion"),
+    "explainer": ("why", "explain", "driver", "factor", "reason"),
+    "sensitivity": ("robust", "sensitiv", "confidence", "worst", "best case", "what if",
+                    "uncertain", "risk"),
+    "report": ("propose", "proposal", "q1", "q2", "q3", "q4", "adjustment", "updates",
+               "summary", "summarize", "summarise", "leadership", "executive", "report", "plan"),
+}
+
+
+@dataclass
+class RouteDecision:
+    """Where a message goes.
+
+    Attributes:
+        path: ``single_agent`` or ``orchestrator``.
+        intents: recognised intents (see :data:`INTENTS`), in canonical order.
+        plan: orchestrator steps, e.g. ``["optimizer", "policy", "reporter", "approval"]``.
+        reason: why (``plan_param``, ``composite``, ``single_intent``, ``no_intent``).
+        strategy: ``rules`` or ``llm:<model>`` when the classifier added an intent.
+    """
+
+    path: Path
+    intents: list[str]
+    plan: list[str] = field(default_factory=list)
+    reason: str = ""
+    strategy: str = "rules"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (recorded in the run's input)."""
+        return {"path": self.path, "intents": self.intents, "plan": self.plan,
+                "reason": self.reason, "strategy": self.strategy}
+
+
+def rule_intents(message: str) -> list[str]:
+    """Intents whose keywords appear in ``message`` (case-insensitive), canonical order."""
+    text = f" {message.lower()} "
+    found = []
+    for intent in INTENTS:
+        for kw in KEYWORDS[intent]:
+            if kw == "why":
+                if re.search(r"\bwhy\b", text):
+                    found.append(intent)
+                    break
+            elif kw in text:
+                found.append(intent)
+                break
+    return found
+
+
+def decide_route(message: str, *, plan: bool = False,
+                 extra_intents: Sequence[str] = (), strategy: str = "rules") -> RouteDecision:
+    """Seed 003 AC3: simple asks → single agent; composite asks or ``plan=true`` → orchestrator.
+
+    Args:
+        message: the user's ask.
+        plan: the ``plan`` query parameter (forces the orchestrator).
+        extra_intents: intents an LLM classifier found (added to the rules' intents).
+        strategy: recorded with the decision.
+    """
+    intents = [i for i in INTENTS if i in set(rule_intents(message)) | set(extra_intents)]
+    if plan:
+        return RouteDecision("orchestrator", intents, build_plan(intents or ["report"]),
+                             "plan_param", strategy)
+    if not intents:
+        return RouteDecision("single_agent", intents, [], "no_intent", strategy)
+    if intents == ["optimizer"]:
+        return RouteDecision("single_agent", intents, [], "single_intent", strategy)
+    return RouteDecision("orchestrator", intents, build_plan(intents), "composite", strategy)
+
+
+def build_plan(intents: Sequence[str]) -> list[str]:
+    """The orchestrator's ordered steps for ``intents`` (see module docstring)."""
+    wanted = set(intents)
+    propose = bool(wanted & {"optimizer", "report"})
+    steps: list[str] = []
+    if propose:
+        steps.append("optimizer")
+    if propose or "policy" in wanted:
+        steps.append("policy")
+    if "explainer" in wanted or "report" in wanted:
+        steps.append("explainer")
+    if "sensitivity" in wanted or "report" in wanted:
+        steps.append("sensitivity")
+    steps.append("reporter")
+    if propose:
+        steps.append("approval")
+    return steps
+
+
+def next_route(state: dict[str, Any]) -> tuple[str, str]:
+    """The router node's decision: the next plan step not yet done, or END.
+
+    Bounded: after ``max_iterations`` worker visits the plan jumps to ``reporter`` (when it
+    has not run) and then ends, so a cycle can never run away.
+
+    Returns:
+        ``(route, reason)`` where route is a worker name, ``approval`` or ``end``.
+    """
+    done = list(state.get("completed_steps", []))
+    plan = list(state.get("plan", []))
+    iterations = int(state.get("iterations", 0))
+    limit = int(state.get("max_iterations", 8))
+    if iterations >= limit:
+        if "reporter" in plan and "reporter" not in done:
+            return "reporter", "max_iterations"
+        return "end", "max_iterations"
+    for step in plan:
+        if step not in done:
+            if step == "approval" and not (state.get("proposal") or {}).get("changes"):
+                return "end", "no_changes_to_approve"
+            return step, "plan"
+    return "end", "plan_complete"
+
+
+INTENT_PROMPT = (
+    "Classify a pricing analyst's request. Reply with one JSON object only: "
+    '{"intents": [...]} using any of: optimizer (asks for an optimal/recommended price), '
+    "policy (hierarchy, compliance or violations), explainer (why, drivers), sensitivity "
+    "(robustness, confidence, worst/best case), report (proposal, plan, summary for leadership)."
+)
+
+
+async def classify_with_llm(model: Any, message: str) -> list[str]:
+    """Ask a chat model for intents; unknown names and unparsable replies give ``[]``.
+
+    Never raises for a bad reply: routing falls back to the rules.
+    """
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    reply = await model.ainvoke([SystemMessage(INTENT_PROMPT), HumanMessage(message[:2000])])
+    content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
+    start, end = content.find("{"), content.rfind("}")
+    try:
+        parsed = json.loads(content[start:end + 1]) if start >= 0 else {}
+    except json.JSONDecodeError:
+        return []
+    raw = parsed.get("intents") if isinstance(parsed, dict) else None
+    return [i for i in raw if i in INTENTS] if isinstance(raw, list) else []
+
+
+# --- scope: which items a message is about ---------------------------------------------------
+
+SEGMENT_WORDS = {"premium": "premium", "standard": "standard", "budget": "budget"}
+REGION_WORDS = {"campus": "campus", "bookstore": "campus", "online": "online", "amazon": "online"}
+TIER_WORDS = {"new": "new", "exchange": "exchange", "repair": "repair", "usm": "usm",
+              "used": "usm"}
+
+
+def resolve_scope(message: str, catalog: Any, *, previous: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """Items, segment, region and tier a message is about.
+
+    A named item (id, ISBN, course code or title) wins; "that"/"this"/"it" without a name
+    reuses the previous turn's scope from the session; otherwise segment/region words filter
+    the whole catalog.
+
+    Returns:
+        ``{"item_ids": [...] | None, "segment", "region", "tier", "matched": str | None}``.
+    """
+    text = message.lower()
+    words = set(re.findall(r"[a-z0-9]+", text))
+    segment = next((v for k, v in SEGMENT_WORDS.items() if k in words), None)
+    region = next((v for k, v in REGION_WORDS.items() if k in words), None)
+    tier = next((v for k, v in TIER_WORDS.items() if k in words), None)
+    hits = catalog.search(message, limit=4)
+    strong = [item for item, score in hits if score >= 0.6]
+    if strong:
+        top = max(score for _, score in hits)
+        chosen = [item for item, score in hits if score >= top - 1e-9]
+        if region:
+            chosen = [i for i in chosen if i.region == region] or chosen
+        return {"item_ids": [i.item_id for i in chosen], "segment": None, "region": region,
+                "tier": tier, "matched": chosen[0].name}
+    if previous and previous.get("item_ids") and words & {"that", "this", "it", "its"}:
+        return {**previous, "tier": tier or previous.get("tier")}
+    return {"item_ids": None, "segment": segment, "region": region, "tier": tier,
+            "matched": None}
