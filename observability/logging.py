@@ -37,6 +37,8 @@ from typing import Any
 
 from opentelemetry import trace
 
+from observability.metrics import pipeline_of, run_id_of
+
 SENSITIVE_KEYS = frozenset({
     "text", "content", "contents", "essay", "essay_text", "document_text", "page_text",
     "raw_text", "body", "prompt", "prompts", "messages", "completion", "reply", "snippet",
@@ -178,13 +180,17 @@ def setup_logging(service: str, *, level: str | int | None = None, fmt: str | No
         logger.propagate = True
     # httpx logs every request line at INFO (URLs only) — chatty for LLM and Temporal calls.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Temporal's loggers append their info dict to the message; the formatter reads the same
+    # info from the record's extra and writes run_id/pipeline/stage fields instead.
+    from temporalio import activity, workflow
+
+    workflow.logger.workflow_info_on_message = False
+    activity.logger.activity_info_on_message = False
     return handler
 
 
 def _temporal_fields(record: logging.LogRecord) -> dict[str, Any]:
     """run_id/pipeline/stage from the info Temporal's workflow/activity loggers attach."""
-    from observability.metrics import pipeline_of, run_id_of
-
     info: Mapping[str, Any] | None = getattr(record, "temporal_activity", None) or getattr(
         record, "temporal_workflow", None)
     if not isinstance(info, Mapping):
