@@ -48,6 +48,19 @@ CATALOGUE: dict[str, PipelineSpec] = {
             accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
             human_gate="approve (with field edits) or reject an escalated record",
         ),
+        PipelineSpec(
+            name="pricing",
+            workflow_type="PricingWorkflow",
+            seed="003",
+            description=(
+                "Pricing policy orchestrator: router → optimizer → policy check → explainer / "
+                "sensitivity → analyst report → sign-off, streamed over SSE; simple asks answer "
+                "on a single-agent fast path"
+            ),
+            accepts=("application/json",),
+            human_gate="approve (with price edits that must keep the policy) or reject a price "
+                       "proposal; cancel by thread id",
+        ),
     )
 }
 
@@ -80,8 +93,23 @@ def document_intake_options(settings: Settings) -> dict[str, Any]:
         "max_pixels_per_page": settings.max_pixels_per_page,
         "ocr_timeout_seconds": settings.ocr_timeout_seconds,
         "approval_sla_seconds": settings.approval_sla_seconds,
+        "approval": approval_ladder_options(settings),
         "llm_budget_usd": settings.llm_run_budget_usd,
         "llm_budget_tokens": settings.llm_run_budget_tokens,
+    }
+
+
+def pricing_options(settings: Settings) -> dict[str, Any]:
+    """The options snapshot a pricing run starts with (policy, optimizer, sensitivity, limits)."""
+    return {
+        "policy": {"min_gap_pct": settings.pricing_min_gap_pct,
+                   "segment_overrides": dict(settings.pricing_segment_gaps),
+                   "region_overrides": dict(settings.pricing_region_gaps)},
+        "optimizer": {"objective": settings.pricing_objective,
+                      "max_change_pct": settings.pricing_max_change_pct},
+        "sensitivity": {"width": settings.pricing_sensitivity_width, "points": 9},
+        "max_iterations": settings.pricing_max_iterations,
+        "approval_sla_seconds": settings.approval_sla_seconds,
     }
 
 
@@ -108,3 +136,16 @@ def request_options(metadata: dict[str, Any]) -> dict[str, Any]:
                                       details={"field": "llm_model"})
         out["llm_model_hint"] = metadata["llm_model"]
     return out
+
+
+def approval_ladder_options(settings: Settings) -> dict[str, Any]:
+    """The escalation ladder a run's approvals climb (``workflows.approval.EscalationLadder``)."""
+    return {
+        "remind_after_seconds": settings.approval_remind_after_seconds,
+        "reassign_after_seconds": settings.approval_reassign_after_seconds,
+        "sla_seconds": settings.approval_sla_seconds,
+        "final_after_seconds": settings.approval_final_after_seconds,
+        "final_action": settings.approval_final_action,
+        "reassign_to_group": settings.approval_escalation_group,
+        "webhook_url": settings.approval_webhook_url,
+    }

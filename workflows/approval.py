@@ -1,10 +1,18 @@
-"""The shared human-approval gate (DESIGN §4): an Update with a validator, a signal twin, an SLA timer.
+"""The shared human-approval gate (DESIGN §4): Updates with validators, a signal twin, an escalation ladder.
 
 A pipeline workflow subclasses :class:`ApprovalGate`, implements
 :meth:`ApprovalGate.check_decision` (pipeline-specific validation, pure) and calls
 :meth:`ApprovalGate.request_approval` when its graph interrupts. The first valid
 decision wins; invalid ones are refused by the validator before they touch history.
-When the SLA timer fires, ``approval.sla_breached`` is recorded and the request stays open.
+
+Reviewers ``claim`` an approval (so two people don't work the same item), ``release``
+it, or ``reassign`` it; while it is claimed only the claimant (or an admin) may decide.
+
+Nothing waits unseen: an :class:`EscalationLadder` of durable timers records
+``approval.reminded`` (and calls a webhook), ``approval.reassigned`` to an escalation
+group, ``approval.sla_breached``, and finally applies a configured default
+(``keep_waiting``, ``auto_reject``, or ``auto_approve`` only when the proposal
+validates) as ``approval.auto_decided``. Every rung is an event with its reason.
 """
 
 from __future__ import annotations
@@ -16,20 +24,28 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 with workflow.unsafe.imports_passed_through():
     from activities.events import record_events
+    from activities.notify import notify_webhook
     from overseer.store.events import (
+        APPROVAL_AUTO_DECIDED,
+        APPROVAL_CLAIMED,
         APPROVAL_DECIDED,
+        APPROVAL_REASSIGNED,
+        APPROVAL_RELEASED,
+        APPROVAL_REMINDED,
         APPROVAL_REQUESTED,
         APPROVAL_SLA_BREACHED,
         TERMINAL_STATUSES,
     )
 
 DECISIONS = ("approve", "reject")
+LADDER_PATCH = "approval-escalation-ladder"
+"""Runs recorded before the ladder existed replay with the single SLA timer."""
 
 EVENT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
@@ -60,6 +76,69 @@ class DecisionInput:
     apply_proposal: bool = True
     budget_usd: float | None = None
     budget_tokens: int | None = None
+    is_admin: bool = False
+
+
+@dataclass
+class ClaimInput:
+    """``claim`` / ``release``: who asks, and whether they are an admin (admins may override)."""
+
+    reviewer: str
+    is_admin: bool = False
+
+
+@dataclass
+class ReassignInput:
+    """``reassign``: give the approval to ``assignee`` (None = unclaimed) and/or a ``group``."""
+
+    by: str
+    assignee: str | None = None
+    group: str | None = None
+    is_admin: bool = False
+
+
+@dataclass(frozen=True)
+class EscalationLadder:
+    """When each rung fires, in seconds after the request (None = rung off).
+
+    Attributes:
+        remind_after_seconds: T1: ``approval.reminded`` (+ webhook when ``webhook_url``).
+        reassign_after_seconds: T2: ``approval.reassigned`` to ``reassign_to_group``.
+        sla_seconds: ``approval.sla_breached``; the request stays open.
+        final_after_seconds: T3: apply ``final_action``.
+        final_action: ``keep_waiting`` | ``auto_reject`` | ``auto_approve`` (only when the
+            pending proposal validates; otherwise it keeps waiting, recorded).
+        reassign_to_group: the escalation group.
+        webhook_url: POSTed ``{run_id, pipeline, rung, …}`` on each rung, when set.
+    """
+
+    remind_after_seconds: float | None = 24 * 3600
+    reassign_after_seconds: float | None = 48 * 3600
+    sla_seconds: float | None = 72 * 3600
+    final_after_seconds: float | None = 7 * 24 * 3600
+    final_action: str = "keep_waiting"
+    reassign_to_group: str = "escalations"
+    webhook_url: str | None = None
+
+    FINAL_ACTIONS = ("keep_waiting", "auto_reject", "auto_approve")
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> EscalationLadder:
+        """The ladder in a run's options (``options["approval"]``), defaults elsewhere."""
+        raw = dict(options.get("approval") or {})
+        if "approval_sla_seconds" in options and "sla_seconds" not in raw:
+            raw["sla_seconds"] = options["approval_sla_seconds"]
+        known = {k: raw[k] for k in raw if k in cls.__dataclass_fields__}
+        ladder = cls(**known)
+        if ladder.final_action not in cls.FINAL_ACTIONS:
+            raise ValueError(f"final_action must be one of {cls.FINAL_ACTIONS}")
+        return ladder
+
+    def rungs(self) -> list[tuple[float, str]]:
+        """``(seconds after the request, rung)`` in firing order."""
+        rungs = [(self.remind_after_seconds, "remind"), (self.reassign_after_seconds, "reassign"),
+                 (self.sla_seconds, "sla_breach"), (self.final_after_seconds, "final")]
+        return sorted((float(at), name) for at, name in rungs if at is not None)
 
 
 @dataclass
@@ -96,6 +175,9 @@ class ApprovalGate:
         self._sla_breached = False
         self._use_search_attributes = True
         self._lock = asyncio.Lock()
+        self._claim: dict[str, Any] | None = None
+        self._group: str | None = None
+        self._approval_key = ""
 
     # -- to implement ------------------------------------------------------------------------
 
@@ -141,16 +223,86 @@ class ApprovalGate:
 
     @workflow.query
     def get_status(self) -> RunStatusView:
-        """Current status and the open approval, if any."""
+        """Current status and the open approval (with its claim), if any."""
+        approval = None if self._approval is None else {
+            **self._approval, "claimed_by": (self._claim or {}).get("by"), "group": self._group}
         return RunStatusView(
-            run_id=self._run_id, status=self._status, approval=self._approval,
+            run_id=self._run_id, status=self._status, approval=approval,
             sla_breached=self._sla_breached,
         )
+
+    @workflow.update
+    async def claim(self, request: ClaimInput) -> RunStatusView:
+        """Claim the open approval for ``request.reviewer`` (idempotent for the claimant)."""
+        async with self._lock:
+            self._validate_claim(request)
+            if (self._claim or {}).get("by") != request.reviewer:
+                self._claim = {"by": request.reviewer, "at": workflow.now().isoformat()}
+                await self._record_claim(APPROVAL_CLAIMED, {"reviewer": request.reviewer})
+        return self.get_status()
+
+    @claim.validator
+    def validate_claim(self, request: ClaimInput) -> None:
+        """Refuse: nothing open, or claimed by someone else (admins may take it over)."""
+        self._validate_claim(request)
+
+    @workflow.update
+    async def release(self, request: ClaimInput) -> RunStatusView:
+        """Give the claim back to the queue."""
+        async with self._lock:
+            self._validate_release(request)
+            if self._claim is not None:
+                self._claim = None
+                await self._record_claim(APPROVAL_RELEASED, {"reviewer": request.reviewer})
+        return self.get_status()
+
+    @release.validator
+    def validate_release(self, request: ClaimInput) -> None:
+        """Only the claimant or an admin may release."""
+        self._validate_release(request)
+
+    @workflow.update
+    async def reassign(self, request: ReassignInput) -> RunStatusView:
+        """Hand the approval to another reviewer and/or group."""
+        async with self._lock:
+            self._validate_reassign(request)
+            self._claim = ({"by": request.assignee, "at": workflow.now().isoformat()}
+                           if request.assignee else None)
+            self._group = request.group or self._group
+            await self._record_claim(APPROVAL_REASSIGNED, {
+                "by": request.by, "assignee": request.assignee, "group": self._group,
+                "reason": "manual"})
+        return self.get_status()
+
+    @reassign.validator
+    def validate_reassign(self, request: ReassignInput) -> None:
+        """Only the claimant (or anyone when unclaimed, or an admin) may reassign."""
+        self._validate_reassign(request)
+
+    def _validate_claim(self, request: ClaimInput) -> None:
+        self._require_open()
+        self._check_claim(request.reviewer, request.is_admin)
+
+    def _validate_release(self, request: ClaimInput) -> None:
+        self._require_open()
+        self._check_claim(request.reviewer, request.is_admin)
+
+    def _validate_reassign(self, request: ReassignInput) -> None:
+        self._require_open()
+        self._check_claim(request.by, request.is_admin)
+        if not request.assignee and not request.group:
+            raise ApplicationError("name an assignee or a group", {}, type="invalid_request")
+
+    async def _record_claim(self, event_type: str, data: dict[str, Any]) -> None:
+        self._claim_events = getattr(self, "_claim_events", 0) + 1
+        await self.record(event_type, key=f"{event_type}:{self._approval_key}:{self._claim_events}",
+                          data=data, actor=f"reviewer:{data.get('reviewer') or data.get('by')}")
 
     # -- used by the pipeline workflow ----------------------------------------------------------
 
     async def request_approval(
-        self, payload: dict[str, Any], *, sla: timedelta, key: str
+        self, payload: dict[str, Any], *, sla: timedelta, key: str,
+        ladder: EscalationLadder | None = None,
     ) -> dict[str, Any]:
         """Open an approval, wait (durably, days if need be) for the first valid decision.
 
@@ -158,6 +310,7 @@ class ApprovalGate:
             payload: what the reviewer sees (record, gaps, reasons, proposal).
             sla: time until ``approval.sla_breached`` is recorded; the request stays open after.
             key: logical step key making the events' ids deterministic.
+            ladder: the escalation ladder (default: the default ladder with ``sla``).
 
         Returns:
             The normalised decision dict from :meth:`check_decision` plus ``decided_by``/``note``.
@@ -174,20 +327,91 @@ class ApprovalGate:
                   "sla_deadline": self._approval["sla_deadline"]},
         )
         await self.set_status("awaiting_approval")
-        try:
-            await workflow.wait_condition(lambda: self._decision is not None, timeout=sla)
-        except TimeoutError:
-            self._sla_breached = True
-            await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
-                              data={"sla_seconds": sla.total_seconds()})
-            await workflow.wait_condition(lambda: self._decision is not None)
+        self._approval_key, self._claim, self._group, self._claim_events = key, None, None, 0
+        if workflow.patched(LADDER_PATCH):
+            await self._climb(ladder or EscalationLadder(sla_seconds=sla.total_seconds()), key)
+        else:
+            try:
+                await workflow.wait_condition(lambda: self._decision is not None, timeout=sla)
+            except TimeoutError:
+                self._sla_breached = True
+                await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
+                                  data={"sla_seconds": sla.total_seconds()})
+                await workflow.wait_condition(lambda: self._decision is not None)
         decision = self._decision
         assert decision is not None
         await self.record(APPROVAL_DECIDED, key=f"approval.decided:{key}", data=decision,
                           actor=f"reviewer:{decision.get('decided_by')}")
-        self._approval = None
+        self._approval, self._claim = None, None
         await self.set_status("running")
         return decision
+
+    async def _climb(self, ladder: EscalationLadder, key: str) -> None:
+        """Wait for a decision, firing each rung of the ladder that comes due first."""
+        opened = workflow.now()
+        for at_seconds, rung in ladder.rungs():
+            remaining = (opened + timedelta(seconds=at_seconds) - workflow.now()).total_seconds()
+            if remaining > 0:
+                try:
+                    await workflow.wait_condition(lambda: self._decision is not None,
+                                                  timeout=timedelta(seconds=remaining))
+                    return
+                except TimeoutError:
+                    pass
+            if self._decision is not None:
+                return
+            await self._fire(rung, ladder, key, at_seconds)
+        await workflow.wait_condition(lambda: self._decision is not None)
+
+    async def _fire(self, rung: str, ladder: EscalationLadder, key: str, at_seconds: float) -> None:
+        waited = {"waited_seconds": at_seconds, "claimed_by": (self._claim or {}).get("by")}
+        if rung == "remind":
+            await self.record(APPROVAL_REMINDED, key=f"approval.reminded:{key}",
+                              data={**waited, "reason": "no_decision_after_t1"})
+        elif rung == "reassign":
+            self._claim, self._group = None, ladder.reassign_to_group
+            await self.record(APPROVAL_REASSIGNED, key=f"approval.reassigned:{key}:ladder",
+                              data={**waited, "group": self._group, "assignee": None,
+                                    "by": "escalation_policy", "reason": "no_decision_after_t2"})
+        elif rung == "sla_breach":
+            self._sla_breached = True
+            await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
+                              data={**waited, "sla_seconds": at_seconds})
+        elif rung == "final":
+            await self._final_action(ladder, key, waited)
+        if ladder.webhook_url:
+            await self._notify(ladder.webhook_url, rung, waited)
+
+    async def _final_action(self, ladder: EscalationLadder, key: str,
+                            waited: dict[str, Any]) -> None:
+        action, result, reason = ladder.final_action, "kept_waiting", "policy_keep_waiting"
+        decision: dict[str, Any] | None = None
+        if action in ("auto_reject", "auto_approve"):
+            candidate = DecisionInput(decision="approve" if action == "auto_approve" else "reject",
+                                      decided_by="escalation_policy", is_admin=True,
+                                      note=f"escalation policy {action} after {waited['waited_seconds']:.0f} s")
+            try:
+                checked = self._validated(candidate)
+                decision = {**checked, "decision": candidate.decision,
+                            "decided_by": candidate.decided_by, "note": candidate.note,
+                            "decided_at": workflow.now().isoformat()}
+                result, reason = candidate.decision, f"policy_{action}"
+            except ApplicationError as err:
+                reason = f"{action}_refused:{err.type}"
+        await self.record(APPROVAL_AUTO_DECIDED, key=f"approval.auto_decided:{key}",
+                          data={**waited, "action": action, "result": result, "reason": reason})
+        if decision is not None:
+            self._decision = decision
+
+    async def _notify(self, url: str, rung: str, waited: dict[str, Any]) -> None:
+        try:
+            await workflow.execute_activity(
+                notify_webhook, args=[url, {"run_id": self._run_id, "pipeline": self._pipeline,
+                                            "rung": rung, **waited}],
+                start_to_close_timeout=timedelta(seconds=15),
+                retry_policy=RetryPolicy(maximum_attempts=3), summary=f"notify {rung}")
+        except ActivityError:
+            workflow.logger.warning("webhook failed", extra={"rung": rung, "run_id": self._run_id})
 
     async def record(
         self, event_type: str, *, key: str, data: dict[str, Any], actor: str = "workflow"
@@ -214,17 +438,28 @@ class ApprovalGate:
     # -- internals ----------------------------------------------------------------------------
 
     def _validated(self, decision: DecisionInput) -> dict[str, Any]:
-        if self._approval is None or self._decision is not None:
-            raise ApplicationError(
-                f"run {self._run_id} is not awaiting approval (status {self._status})",
-                {"status": self._status}, type="not_awaiting_approval",
-            )
+        self._require_open()
         if decision.decision not in DECISIONS:
             raise ApplicationError(
                 f"decision must be one of {', '.join(DECISIONS)}",
                 {"decision": decision.decision}, type="invalid_decision",
             )
+        self._check_claim(decision.decided_by, decision.is_admin)
         return self.check_decision(decision)
+
+    def _require_open(self) -> None:
+        if self._approval is None or self._decision is not None:
+            raise ApplicationError(
+                f"run {self._run_id} is not awaiting approval (status {self._status})",
+                {"status": self._status}, type="not_awaiting_approval",
+            )
+
+    def _check_claim(self, reviewer: str, is_admin: bool) -> None:
+        """While claimed, only the claimant (or an admin) may act on the approval."""
+        holder = (self._claim or {}).get("by")
+        if holder and holder != reviewer and not is_admin:
+            raise ApplicationError(f"the approval is claimed by {holder}",
+                                   {"claimed_by": holder}, type="claimed_by_other")
 
     def _accept(self, decision: DecisionInput) -> None:
         checked = self._validated(decision)

@@ -10,7 +10,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
-from workflows.approval import EVENT_RETRY, ApprovalGate, DecisionInput
+from workflows.approval import EVENT_RETRY, ApprovalGate, DecisionInput, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
     from langgraph.checkpoint.memory import InMemorySaver
@@ -150,7 +150,7 @@ class DocumentIntakeWorkflow(ApprovalGate):
             self._state = payload
             decision = await self.request_approval(
                 payload, sla=timedelta(seconds=float(inp.options["approval_sla_seconds"])),
-                key=str(rounds),
+                key=str(rounds), ladder=EscalationLadder.from_options(inp.options),
             )
             out = await app.ainvoke(Command(resume=decision), config)
         snapshot = public_snapshot(out)

@@ -32,6 +32,11 @@ REVIEW_SUGGESTED = "review.suggested"
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_SLA_BREACHED = "approval.sla_breached"
 APPROVAL_DECIDED = "approval.decided"
+APPROVAL_CLAIMED = "approval.claimed"
+APPROVAL_RELEASED = "approval.released"
+APPROVAL_REASSIGNED = "approval.reassigned"
+APPROVAL_REMINDED = "approval.reminded"
+APPROVAL_AUTO_DECIDED = "approval.auto_decided"
 LLM_CALLED = "llm.called"
 
 TERMINAL_STATUSES = frozenset({"completed", "rejected", "failed", "cancelled"})
@@ -200,7 +205,9 @@ async def _approval_requested(conn: asyncpg.Connection, e: NewEvent, at: datetim
            ON CONFLICT (run_id) DO UPDATE SET status = 'pending', reason_codes = excluded.reason_codes,
                payload = excluded.payload, requested_at = excluded.requested_at,
                sla_deadline = excluded.sla_deadline, sla_breached_at = NULL, decision = NULL,
-               decided_by = NULL, decided_at = NULL, note = NULL, updates = NULL""",
+               decided_by = NULL, decided_at = NULL, note = NULL, updates = NULL,
+               assigned_to = NULL, assigned_group = NULL, claimed_at = NULL, reminded_at = NULL,
+               escalation_level = 0, auto_action = NULL""",
         uuid.UUID(e.run_id),
         d["pipeline"],
         json.dumps(d.get("reason_codes", [])),
@@ -269,6 +276,49 @@ async def _run_finished(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> 
     )
 
 
+async def _approval_claimed(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    await conn.execute(
+        "UPDATE approvals SET assigned_to = $2, claimed_at = $3 WHERE run_id = $1",
+        uuid.UUID(e.run_id), e.data.get("reviewer"), at,
+    )
+
+
+async def _approval_released(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    await conn.execute(
+        "UPDATE approvals SET assigned_to = NULL, claimed_at = NULL WHERE run_id = $1",
+        uuid.UUID(e.run_id),
+    )
+
+
+async def _approval_reassigned(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    d = e.data
+    ladder = d.get("by") == "escalation_policy"
+    await conn.execute(
+        """UPDATE approvals SET assigned_to = $2, claimed_at = CASE WHEN $2::text IS NULL
+                                                                THEN NULL ELSE $3::timestamptz END,
+                                assigned_group = coalesce($4, assigned_group),
+                                escalation_level = CASE WHEN $5 THEN greatest(escalation_level, 2)
+                                                        ELSE escalation_level END
+           WHERE run_id = $1""",
+        uuid.UUID(e.run_id), d.get("assignee"), at, d.get("group"), ladder,
+    )
+
+
+async def _approval_reminded(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    await conn.execute(
+        """UPDATE approvals SET reminded_at = $2, escalation_level = greatest(escalation_level, 1)
+           WHERE run_id = $1""",
+        uuid.UUID(e.run_id), at,
+    )
+
+
+async def _approval_auto_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+    await conn.execute(
+        """UPDATE approvals SET auto_action = $2, escalation_level = 3 WHERE run_id = $1""",
+        uuid.UUID(e.run_id), f"{e.data.get('action')}:{e.data.get('result')}",
+    )
+
+
 PROJECTORS: dict[str, Projector] = {
     RUN_SUBMITTED: _run_submitted,
     NODE_COMPLETED: _merge_result,
@@ -280,6 +330,11 @@ PROJECTORS: dict[str, Projector] = {
     RUN_COMPLETED: _run_finished,
     RUN_FAILED: _run_finished,
     RUN_CANCELLED: _run_finished,
+    APPROVAL_CLAIMED: _approval_claimed,
+    APPROVAL_RELEASED: _approval_released,
+    APPROVAL_REASSIGNED: _approval_reassigned,
+    APPROVAL_REMINDED: _approval_reminded,
+    APPROVAL_AUTO_DECIDED: _approval_auto_decided,
 }
 
 
@@ -288,5 +343,6 @@ def event_types() -> Iterable[str]:
     return [
         RUN_SUBMITTED, RUN_SPLIT, NODE_COMPLETED, ROUTE_DECIDED, REVIEW_SUGGESTED,
         APPROVAL_REQUESTED, APPROVAL_SLA_BREACHED, APPROVAL_DECIDED, RUN_COMPLETED, RUN_FAILED,
-        RUN_CANCELLED, LLM_CALLED,
+        RUN_CANCELLED, LLM_CALLED, APPROVAL_CLAIMED, APPROVAL_RELEASED, APPROVAL_REASSIGNED,
+        APPROVAL_REMINDED, APPROVAL_AUTO_DECIDED,
     ]

@@ -106,6 +106,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX review_suggestions_run ON review_suggestions (run_id);
         """,
     ),
+    (
+        "approval_assignment_and_ladder",
+        """
+        ALTER TABLE approvals
+            ADD COLUMN assigned_to       text,
+            ADD COLUMN assigned_group    text,
+            ADD COLUMN claimed_at        timestamptz,
+            ADD COLUMN reminded_at       timestamptz,
+            ADD COLUMN escalation_level  integer NOT NULL DEFAULT 0,
+            ADD COLUMN auto_action       text;
+        CREATE INDEX approvals_assignee ON approvals (assigned_to) WHERE status = 'pending';
+        """,
+    ),
 ]
 
 

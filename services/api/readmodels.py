@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -130,8 +131,16 @@ def approval_view(row: asyncpg.Record) -> ApprovalView:
         sla_breached=row["sla_breached_at"] is not None, decision=row["decision"],
         decided_by=row["decided_by"],
         decided_at=row["decided_at"].isoformat() if row["decided_at"] else None,
-        note=row["note"],
+        note=row["note"], assigned_to=row["assigned_to"], assigned_group=row["assigned_group"],
+        claimed_at=_iso(row["claimed_at"]), reminded_at=_iso(row["reminded_at"]),
+        escalation_level=row["escalation_level"], auto_action=row["auto_action"],
+        age_seconds=max(0.0, ((row["decided_at"] or datetime.now(UTC))
+                              - row["requested_at"]).total_seconds()),
     )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
 
 
 def _json(value: Any) -> Any:

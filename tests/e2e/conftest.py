@@ -53,12 +53,13 @@ def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
     tokens = {"submitter": "e2e-submitter-token-000000000001",
               "reviewer": "e2e-reviewer-token-0000000000001",
               "admin": "e2e-admin-token-000000000000001"}
-    (data_dir / "dev-tokens.json").write_text(json.dumps(tokens))
     grants = {tokens["submitter"]: {"role": "submitter", "subject": "alice"},
               tokens["reviewer"]: {"role": "reviewer", "subject": "rita"},
               tokens["admin"]: {"role": "admin", "subject": "root"},
-              "e2e-other-submitter-token-00001": {"role": "submitter", "subject": "bob"}}
+              "e2e-other-submitter-token-00001": {"role": "submitter", "subject": "bob"},
+              "e2e-second-reviewer-token-000001": {"role": "reviewer", "subject": "sam"}}
     tokens["other"] = "e2e-other-submitter-token-00001"
+    tokens["reviewer2"] = "e2e-second-reviewer-token-000001"
     port = _free_port()
     target = dev_server.client.service_client.config.target_host
     env = dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,

@@ -31,6 +31,14 @@ class ApprovalView(BaseModel):
     decided_by: str | None = None
     decided_at: str | None = None
     note: str | None = None
+    assigned_to: str | None = None
+    assigned_group: str | None = None
+    claimed_at: str | None = None
+    reminded_at: str | None = None
+    escalation_level: int = Field(
+        default=0, description="0 none, 1 reminded, 2 reassigned by the ladder, 3 final action")
+    auto_action: str | None = None
+    age_seconds: float = 0.0
 
 
 class RunView(BaseModel):
@@ -94,6 +102,13 @@ class DecisionRequest(BaseModel):
                                      description="Approving a budget stop: the new LLM cost budget.")
     budget_tokens: int | None = Field(default=None, ge=0,
                                       description="Approving a budget stop: the new token budget.")
+
+
+class ReassignRequest(BaseModel):
+    """Hand an approval to a reviewer and/or a group."""
+
+    assignee: str | None = Field(default=None, max_length=200)
+    group: str | None = Field(default=None, max_length=200)
 
 
 class DecisionResponse(BaseModel):
