@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     """Address the worker's ``/metrics`` binds to (``0.0.0.0`` in containers)."""
 
     approval_sla_seconds: float = 72 * 3600
+    approval_remind_after_seconds: float | None = 24 * 3600
+    approval_reassign_after_seconds: float | None = 48 * 3600
+    approval_final_after_seconds: float | None = 7 * 24 * 3600
+    approval_final_action: Literal["keep_waiting", "auto_reject", "auto_approve"] = "keep_waiting"
+    approval_escalation_group: str = "escalations"
+    approval_webhook_url: str | None = None
     max_document_pages: int = 200
     max_pixels_per_page: int = 50_000_000
     ocr_timeout_seconds: float = 120.0

@@ -21,6 +21,7 @@ from activities import runtime
 from activities.document_intake.activities import split_document
 from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
+from activities.notify import notify_webhook
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.settings import Settings, get_settings
@@ -30,7 +31,7 @@ from workflows.document_intake import DocumentIntakeWorkflow
 log = logging.getLogger("overseer.worker")
 
 WORKFLOWS: Sequence[type] = (DocumentIntakeWorkflow,)
-ACTIVITIES: Sequence[Any] = (record_events, split_document)
+ACTIVITIES: Sequence[Any] = (record_events, split_document, notify_webhook)
 
 
 def langgraph_plugin() -> LangGraphPlugin:
