@@ -100,9 +100,11 @@ def explain_items(items: Sequence[CatalogItem], model: DemandModel, *, policy: P
 
 
 def summarise(item: CatalogItem, explanation: dict[str, Any]) -> str:
-    """One or two sentences naming the biggest moves and what drove them."""
+    """One sentence naming the (at most two) biggest moves and what drove them."""
     parts = []
-    for tier, row in explanation["tiers"].items():
+    moved = sorted(explanation["tiers"].items(),
+                   key=lambda kv: -abs(kv[1]["recommended"] - kv[1]["current"]))[:2]
+    for tier, row in moved:
         delta = row["recommended"] - row["current"]
         if abs(delta) < 0.005:
             continue

@@ -22,6 +22,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+RULES = "rules"
+"""The effective model name when no LLM is configured (the deterministic strategy)."""
+
 STREAM_TOPIC = "chat"
 """Topic on the pricing workflow's ``WorkflowStream`` (wire name: never renamed)."""
 

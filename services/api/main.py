@@ -13,7 +13,7 @@ from observability.tracing import setup_tracing
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from services.api.errors import install_error_handlers
-from services.api.routes import approvals, health, pipelines, runs, submissions
+from services.api.routes import approvals, chat, health, pipelines, policy, runs, submissions
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for module in (submissions, runs, approvals, pipelines, health):
+    for module in (submissions, runs, approvals, pipelines, health, chat, policy):
         app.include_router(module.router)
     from overseer.catalogue import CATALOGUE
 

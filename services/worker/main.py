@@ -21,22 +21,26 @@ from activities import runtime
 from activities.document_intake.activities import split_document
 from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
+from activities.pricing.graph import GRAPH_NAME as PRICING_GRAPH
+from activities.pricing.graph import build_pricing_graph
 from activities.notify import notify_webhook
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from workflows.document_intake import DocumentIntakeWorkflow
+from workflows.pricing import PricingWorkflow
 
 log = logging.getLogger("overseer.worker")
 
-WORKFLOWS: Sequence[type] = (DocumentIntakeWorkflow,)
+WORKFLOWS: Sequence[type] = (DocumentIntakeWorkflow, PricingWorkflow)
 ACTIVITIES: Sequence[Any] = (record_events, split_document, notify_webhook)
 
 
 def langgraph_plugin() -> LangGraphPlugin:
     """A plugin over freshly built graphs (the plugin rewrites the graphs it is given)."""
-    return LangGraphPlugin(graphs={GRAPH_NAME: build_document_intake_graph()})
+    return LangGraphPlugin(graphs={GRAPH_NAME: build_document_intake_graph(),
+                                   PRICING_GRAPH: build_pricing_graph()})
 
 
 def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: int = 8) -> Worker:

@@ -1,0 +1,164 @@
+"""The pricing orchestrator graph (seed 003 AC1, Task 1).
+
+    START → router ─┬─ optimizer   → optimizer_worker     ─┐
+                    ├─ policy      → policy_checker_worker ─┤
+                    ├─ explainer   → explainer_worker      ─┤
+                    ├─ sensitivity → sensitivity_worker    ─┼─→ router …
+                    ├─ reporter    → reporter_worker       ─┘
+                    ├─ approval    → approval_gate (interrupt → human) → END
+                    └─ end         → END
+
+The router follows the plan made from the ask (``router.build_plan``) one step per visit and
+is bounded by ``max_iterations``. Workers run as Temporal activities (catalog I/O, CPU, an
+optional LLM); the router, its edge and the approval gate run in the workflow (cheap,
+deterministic). Routers and workflow nodes are ``async`` and module-level; build a fresh graph
+for every registration (the plugin rewrites the graph it is given).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from temporalio.common import RetryPolicy
+
+from activities.pricing.router import next_route
+from activities.pricing.state import PricingState
+
+GRAPH_NAME = "pricing"
+
+STEP_NODES = {
+    "optimizer": "optimizer_worker",
+    "policy": "policy_checker_worker",
+    "explainer": "explainer_worker",
+    "sensitivity": "sensitivity_worker",
+    "reporter": "reporter_worker",
+    "approval": "approval_gate",
+}
+"""Plan step → node name (the seed's node names)."""
+
+NODE_TOOLS = {
+    "optimizer_worker": "optimize_price",
+    "policy_checker_worker": "check_policy",
+    "explainer_worker": "explain_decision",
+    "sensitivity_worker": "sensitivity_analysis",
+    "reporter_worker": "compose_report",
+    "approval_gate": "request_approval",
+}
+"""Node → the tool it calls (the stream's ``tool_call`` name)."""
+
+NON_RETRYABLE = ["invalid_request", "not_found", "llm_malformed_response"]
+
+NODE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=NON_RETRYABLE,
+)
+
+
+def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph:
+    """Build (not compile) the pricing orchestrator graph.
+
+    Args:
+        for_temporal: attach ``execute_in``/timeouts/retry metadata for the Temporal plugin;
+            False gives a plain LangGraph graph (unit tests).
+
+    Returns:
+        A fresh ``StateGraph`` over :class:`PricingState`.
+    """
+    from activities.pricing import nodes
+
+    def activity_meta(summary: str, *, minutes: float = 2) -> dict[str, Any] | None:
+        if not for_temporal:
+            return None
+        return {"execute_in": "activity", "start_to_close_timeout": timedelta(minutes=minutes),
+                "heartbeat_timeout": timedelta(seconds=30), "retry_policy": NODE_RETRY,
+                "summary": summary}
+
+    in_workflow = {"execute_in": "workflow"} if for_temporal else None
+    graph = StateGraph(PricingState)
+    graph.add_node("router", router, metadata=in_workflow)
+    graph.add_node("optimizer_worker", nodes.optimizer_worker,
+                   metadata=activity_meta("optimize prices under guardrails"))
+    graph.add_node("policy_checker_worker", nodes.policy_checker_worker,
+                   metadata=activity_meta("check tier hierarchy and thresholds"))
+    graph.add_node("explainer_worker", nodes.explainer_worker,
+                   metadata=activity_meta("explain recommendations"))
+    graph.add_node("sensitivity_worker", nodes.sensitivity_worker,
+                   metadata=activity_meta("elasticity sensitivity band"))
+    graph.add_node("reporter_worker", nodes.reporter_worker,
+                   metadata=activity_meta("compose analyst summary", minutes=5))
+    graph.add_node("approval_gate", approval_gate, metadata=in_workflow)
+    graph.add_edge(START, "router")
+    graph.add_conditional_edges("router", route_after_router,
+                                {**{n: n for n in STEP_NODES.values()}, "end": END})
+    for step, node in STEP_NODES.items():
+        if step != "approval":
+            graph.add_edge(node, "router")
+    graph.add_edge("approval_gate", END)
+    return graph
+
+
+async def router(state: PricingState) -> dict[str, Any]:
+    """Node ``router`` (seed 003 router): pick the next plan step, bounded by max_iterations."""
+    route, reason = next_route(dict(state))
+    update: dict[str, Any] = {"route": route, "route_reason": reason}
+    if route not in ("end", "approval"):
+        update["iterations"] = int(state.get("iterations", 0)) + 1
+    return update
+
+
+async def route_after_router(state: PricingState) -> str:
+    """Conditional edge: the node for the router's route (``end`` → END)."""
+    route = state.get("route") or "end"
+    return STEP_NODES.get(route, "end")
+
+
+async def approval_gate(state: PricingState) -> dict[str, Any]:
+    """Node ``approval_gate`` (seed 003 approval.py): pause the proposal for human sign-off.
+
+    The interrupt payload is what the reviewer sees; the workflow resumes the graph with
+    the gate's normalised decision ``{"decision", "updates", "decided_by", "note"}`` where
+    ``updates`` are the reviewer's validated price edits ``{"<item_id>.<tier>": price}``.
+
+    Returns:
+        On approve: ``approved_prices``, status completed, outcome approved; on reject:
+        status/outcome rejected.
+    """
+    decision = interrupt(approval_payload(state))
+    steps = [*state.get("completed_steps", []), "approval"]
+    if decision.get("decision") != "approve":
+        return {"decision": decision, "status": "rejected", "outcome": "rejected",
+                "completed_steps": steps}
+    approved = {item: dict(prices) for item, prices in
+                ((state.get("proposal") or {}).get("proposed_prices") or {}).items()}
+    for key, price in (decision.get("updates") or {}).items():
+        item, _, tier = key.rpartition(".")
+        approved.setdefault(item, {})[tier] = float(price)
+    return {"decision": decision, "approved_prices": approved,
+            "status": "completed", "outcome": "approved", "completed_steps": steps}
+
+
+def approval_payload(state: PricingState) -> dict[str, Any]:
+    """What the approval request shows: the proposal, today's violations, the summary."""
+    proposal = state.get("proposal") or {}
+    policy = (state.get("outputs") or {}).get("policy") or {}
+    changes = proposal.get("changes", {})
+    return {
+        "thread_id": state.get("run_id"),
+        "kind": "pricing_proposal",
+        "summary": state.get("report", ""),
+        "changes": changes,
+        "proposed_prices": proposal.get("proposed_prices", {}),
+        "items_meta": proposal.get("items_meta", {}),
+        "change_count": sum(len(v) for v in changes.values()),
+        "uplift_pct": proposal.get("uplift_pct"),
+        "objective": proposal.get("objective"),
+        "violations_fixed": policy.get("violations_total", 0),
+        "review_reason_codes": ["price_changes_need_sign_off"],
+        "edit_format": "updates: {\"<item_id>.<tier>\": \"<price>\"}, checked against the policy",
+    }

@@ -1,0 +1,105 @@
+"""``compose_report`` (seed 003 reporter_worker): a concise analyst summary for leadership.
+
+Offline it fills a fixed template from the workers' structured outputs (``strategy: rules``);
+with a model configured the model rewrites the same facts in prose, streaming tokens
+(``strategy: llm:<model>``). The model is given only the template's facts and told not to
+invent numbers; the template is also the fallback when the model answers nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from activities.pricing.catalog import TIER_LABELS
+
+REPORT_PROMPT = (
+    "You are a pricing analyst writing for leadership. Rewrite the facts below as a concise "
+    "summary (at most 150 words, short paragraphs or bullets). Use only the numbers given; "
+    "never invent prices, percentages or items. Keep item ids as written. End with the "
+    "sign-off line unchanged if there is one."
+)
+
+
+def scope_label(scope: dict[str, Any], items: int) -> str:
+    """``ASTR 4 — Black Holes… (TB006-campus)`` or ``all items, premium, online``."""
+    if scope.get("item_ids"):
+        ids = ", ".join(scope["item_ids"][:3])
+        return f"{scope.get('matched') or ids} ({ids})"
+    parts = [p for p in (scope.get("segment"), scope.get("region")) if p]
+    return "all items" + (", " + ", ".join(parts) if parts else "") + f" ({items} items)"
+
+
+def template_report(state: dict[str, Any]) -> str:
+    """The deterministic analyst summary from whatever workers ran.
+
+    Args:
+        state: the graph state (``outputs``, ``proposal``, ``violations``, ``scope``, ``run_id``).
+
+    Returns:
+        Plain text, a few lines; ends with the sign-off line when a proposal awaits approval.
+    """
+    outputs = state.get("outputs", {})
+    scope = state.get("scope", {})
+    lines: list[str] = []
+    opt = outputs.get("optimizer")
+    n_items = (opt or outputs.get("policy") or {}).get("items", 0)
+    lines.append(f"Pricing review for {scope_label(scope, n_items)}.")
+    proposal = state.get("proposal") or {}
+    changes = proposal.get("changes", {})
+    if opt:
+        moves = [m for tiers in changes.values() for m in tiers.values()]
+        up = sum(1 for m in moves if m["to"] > m["from"])
+        lines.append(
+            f"- Proposal: {len(moves)} price changes on {len(changes)} items ({up} up, "
+            f"{len(moves) - up} down); expected {opt['objective']} {proposal.get('uplift_pct', 0):+.2f}% "
+            f"under the fitted demand model (max change ±{opt['max_change_pct']:.0%})."
+        )
+        if opt.get("relaxed_items"):
+            lines.append(f"- {opt['relaxed_items']} items needed more than the max change to "
+                         "restore the tier hierarchy (flagged in the proposal).")
+    policy = outputs.get("policy")
+    if policy:
+        counts = policy.get("counts", {})
+        if policy.get("violations_total"):
+            lines.append(
+                f"- Policy: today's prices break {policy['violations_total']} rules on "
+                f"{policy['items_with_violations']} items "
+                f"({counts.get('hierarchy_inversion', 0)} hierarchy inversions, "
+                f"{counts.get('tier_gap_below_threshold', 0)} gaps below threshold); "
+                + ("the proposal fixes all of them." if policy.get("proposal_ok", True) and opt
+                   else "suggested fixes are attached.")
+            )
+        else:
+            lines.append("- Policy: no violations in today's prices"
+                         + ("; the proposal passes every rule." if opt else "."))
+    explainer = outputs.get("explainer")
+    if explainer and explainer.get("summaries"):
+        lines.append("- Drivers: " + " ".join(explainer["summaries"][:3]))
+    sensitivity = outputs.get("sensitivity")
+    if sensitivity and sensitivity.get("summary"):
+        lines.append("- Sensitivity: " + sensitivity["summary"])
+    if changes:
+        top = sorted(((abs(m["to"] - m["from"]), item, tier, m) for item, tiers in changes.items()
+                      for tier, m in tiers.items()), key=lambda x: (-x[0], x[1], x[2]))[:5]
+        lines.append("- Largest changes: " + "; ".join(
+            f"{item} {TIER_LABELS.get(tier, tier)} {m['from']:.2f} → {m['to']:.2f}"
+            for _, item, tier, m in top) + ".")
+    if changes and "approval" in state.get("plan", []):
+        lines.append(f"Sign-off needed: approve or cancel thread {state.get('run_id')}.")
+    return "\n".join(lines) + "\n"
+
+
+async def stream_llm_report(model: Any, facts: str) -> AsyncIterator[tuple[str, dict[str, int]]]:
+    """Stream the model's rewrite of ``facts``: ``(text chunk, usage so far)`` pairs.
+
+    Raises:
+        Exception: transport errors propagate (the activity's retry policy applies).
+    """
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    async for chunk in model.astream([SystemMessage(REPORT_PROMPT), HumanMessage(facts)]):
+        text = chunk.content if isinstance(chunk.content, str) else ""
+        usage = getattr(chunk, "usage_metadata", None) or {}
+        yield text, {k: int(v) for k, v in usage.items()
+                     if k in ("input_tokens", "output_tokens") and v}
