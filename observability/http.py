@@ -60,7 +60,8 @@ def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = ()) 
     instrument_asyncpg()
     app.add_middleware(DecisionLinkMiddleware)  # type: ignore[arg-type]
     app.add_middleware(HTTPMetricsMiddleware)  # type: ignore[arg-type]
-    FastAPIInstrumentor.instrument_app(app, excluded_urls=EXCLUDED_URLS)
+    FastAPIInstrumentor.instrument_app(app, excluded_urls=EXCLUDED_URLS,
+                                       exclude_spans=["receive", "send"])
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics(request: Request) -> Response:

@@ -66,8 +66,13 @@ def instrument_asyncpg() -> None:
 
 
 def temporal_tracing_plugin() -> OpenTelemetryPlugin:
-    """The Temporal client/worker plugin that nests workflow and activity spans (DESIGN §2)."""
-    return OpenTelemetryPlugin()
+    """The Temporal client/worker plugin that nests workflow and activity spans (DESIGN §2).
+
+    ``add_temporal_spans`` makes the StartWorkflow, RunWorkflow, StartActivity and
+    RunActivity spans that turn one run into one readable tree (without it only the
+    context is propagated).
+    """
+    return OpenTelemetryPlugin(add_temporal_spans=True)
 
 
 def tracer(name: str = "overseer") -> trace.Tracer:
