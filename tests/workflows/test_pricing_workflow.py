@@ -1,0 +1,226 @@
+"""PricingWorkflow on a real dev server and real Postgres: stream, sign-off, cancel, restart, replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from activities import llm
+from activities.pricing.catalog import load_catalog_file
+from activities.pricing.router import decide_route, resolve_scope
+from overseer.catalogue import pricing_options
+from overseer.settings import Settings
+from overseer.store.artifacts import store_artifact
+from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
+from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from tests.helpers import assert_eventually, event_types
+from workflows.approval import DecisionInput
+from workflows.pricing import PricingInput, PricingWorkflow
+
+COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"
+HISTORIES = Path(__file__).parent / "histories"
+
+
+async def pricing_input(pool, message: str = COMPOSITE, *, model: str = "rules",
+                        plan: bool = True) -> PricingInput:
+    """Snapshot the sample catalog and record ``run.submitted`` as the API does."""
+    catalog = load_catalog_file()
+    run_id = str(uuid.uuid4())
+    route = decide_route(message, plan=plan)
+    async with pool.acquire() as conn:
+        await store_artifact(conn, catalog.to_csv(), kind="pricing_catalog", page_count=0,
+                             filename="catalog.csv", content_type="text/csv")
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": "pricing", "workflow_id": f"pricing-{run_id}",
+                  "submitted_by": "tester", "input": {"message": message}})])
+    return PricingInput(
+        run_id=run_id, message=message, plan=route.plan, route=route.to_dict(),
+        scope=resolve_scope(message, catalog),
+        catalog={"sha256": catalog.sha256, "items": len(catalog), "source": "sample"},
+        options=pricing_options(Settings(environment="test")), submitted_by="tester",
+        model=model, model_reason="test")
+
+
+async def start(client: Client, inp: PricingInput, task_queue: str):
+    return await client.start_workflow(PricingWorkflow.run, inp, id=f"pricing-{inp.run_id}",
+                                       task_queue=task_queue)
+
+
+async def read_stream(client: Client, workflow_id: str, *, until, from_offset: int = 0
+                      ) -> list[tuple[int, dict[str, Any]]]:
+    """Subscribe to the run's chat topic until ``until(event)``; ``[(offset, event)]``."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    async for item in stream.subscribe(["chat"], from_offset=from_offset,
+                                       poll_cooldown=timedelta(milliseconds=20)):
+        out.append((item.offset, item.data))
+        if until(item.data):
+            break
+    return out
+
+
+def paused(event: dict[str, Any]) -> bool:
+    return bool(event.get("awaiting_approval"))
+
+
+async def test_plan_streams_pauses_and_approval_with_edits_completes(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db, "Propose updates for TB006-online")
+    handle = await start(client, inp, task_queue)
+    first = await read_stream(client, handle.id, until=paused)
+    assert [o for o, _ in first] == list(range(len(first)))
+    kinds = [e.get("tool_call") for _, e in first if "tool_call" in e]
+    assert kinds == ["optimize_price", "check_policy", "explain_decision", "sensitivity_analysis",
+                     "compose_report", "request_approval"]
+    approval = first[-1][1]
+    assert approval["thread_id"] == inp.run_id and approval["approval"]["change_count"] >= 1
+
+    view = await handle.query(PricingWorkflow.get_status)
+    assert view.status == "awaiting_approval"
+    proposed = view.approval["payload"]["proposed_prices"]["TB006-online"]
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(PricingWorkflow.decide, DecisionInput(
+            decision="approve", updates={"TB006-online.usm": proposed["new"]}, decided_by="rita"))
+    assert refused.value.cause.type == "invalid_field_edits"
+    with pytest.raises(WorkflowUpdateFailedError) as not_number:
+        await handle.execute_update(PricingWorkflow.decide, DecisionInput(
+            decision="approve", updates={"TB006-online.usm": "cheap"}, decided_by="rita"))
+    assert not_number.value.cause.details[0]["errors"] == {"TB006-online.usm": "not_a_number"}
+
+    edited = round(proposed["usm"] - 1, 2)
+    done = await handle.execute_update(PricingWorkflow.decide, DecisionInput(
+        decision="approve", updates={"TB006-online.usm": str(edited)}, decided_by="rita",
+        note="one dollar lower on used"))
+    assert (done.status, done.outcome) == ("completed", "approved")
+    result = await handle.result()
+    assert result.result["approved_prices"]["TB006-online"]["usm"] == edited
+    assert result.final_event["done"] is True
+    assert "with 1 edits" in result.final_event["message"]
+
+    rest = await read_stream(client, handle.id, until=lambda e: e.get("done"),
+                             from_offset=first[-1][0] + 1)
+    assert rest[0][0] == first[-1][0] + 1 and rest[-1][1] == result.final_event
+    tokens = "".join(e.get("token", "") for _, e in first + rest)
+    assert tokens == result.final_event["message"]
+    types = await event_types(db, inp.run_id)
+    assert types[0] == "run.submitted" and types[-1] == "run.completed"
+    assert types.count("node.completed") == 5 and types.count("approval.decided") == 1
+
+
+async def test_an_ask_without_a_proposal_completes_without_the_gate(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    inp = await pricing_input(db, "Why was the price of TB006-campus recommended?", plan=False)
+    assert inp.plan == ["explainer", "reporter"]
+    result = await (await start(dev_server.client, inp, task_queue)).result()
+    assert (result.status, result.outcome) == ("completed", "answered")
+    assert result.final_event["tools_used"] == ["explain_decision", "compose_report"]
+    assert "TB006-campus" in result.final_event["message"]
+    assert "approval.requested" not in await event_types(db, inp.run_id)
+
+
+async def test_cancel_at_the_gate_ends_the_run_cancelled(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db, "Propose updates for budget items")
+    handle = await start(client, inp, task_queue)
+    await read_stream(client, handle.id, until=paused)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    final = await handle.query(PricingWorkflow.get_final_event)
+    assert final["outcome"] == "cancelled" and final["done"] is True
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
+    assert row["status"] == "cancelled"
+    approval = await db.fetchrow("SELECT status FROM approvals WHERE run_id = $1",
+                                 uuid.UUID(inp.run_id))
+    assert approval["status"] == "cancelled"
+
+
+async def test_paused_run_resumes_by_thread_id_on_a_new_worker(
+        dev_server: WorkflowEnvironment, db, task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db, "Propose updates for TB044-online")
+    async with build_worker(client, task_queue=task_queue):
+        handle = await start(client, inp, task_queue)
+        before = await read_stream(client, handle.id, until=paused)
+    # The first worker is gone; a new one replays the history (the InMemorySaver checkpoint
+    # and the stream log are rebuilt from it) and takes the decision.
+    async with build_worker(client, task_queue=task_queue):
+        thread = client.get_workflow_handle(f"pricing-{inp.run_id}")
+        done = await thread.execute_update(PricingWorkflow.decide, DecisionInput(
+            decision="approve", decided_by="rita"))
+        assert done.status == "completed"
+        after = await read_stream(client, thread.id, until=lambda e: e.get("done"))
+    assert [e for _, e in after[:len(before)]] == [e for _, e in before]
+    types = await event_types(db, inp.run_id)
+    assert types.count("node.completed") == 5  # no worker ran twice
+    assert types.count("approval.requested") == 1
+
+
+async def test_llm_reporter_streams_model_tokens_and_records_the_call(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    words = ["Leadership ", "summary: ", "hold ", "prices."]
+    llm.set_chat_model_factory(lambda settings, model: GenericFakeChatModel(
+        messages=iter([AIMessage(content="".join(words))])))
+    try:
+        inp = await pricing_input(db, "Check policy violations for TB001-online", plan=False,
+                                  model="fake-model")
+        result = await (await start(dev_server.client, inp, task_queue)).result()
+    finally:
+        llm.set_chat_model_factory(None)
+    assert result.final_event["strategy"] == "llm:fake-model"
+    assert result.final_event["message"] == "".join(words)
+    stream = await read_stream(dev_server.client, f"pricing-{inp.run_id}",
+                               until=lambda e: e.get("done"))
+    assert "".join(e.get("token", "") for _, e in stream) == "".join(words)
+    ledger = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND type = 'llm.called'",
+                            uuid.UUID(inp.run_id))
+    assert len(ledger) == 1 and json.loads(ledger[0]["data"])["model"] == "fake-model"
+
+
+async def test_pricing_histories_replay(dev_server: WorkflowEnvironment, worker: Worker, db,
+                                        task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db, "Propose updates for TB006-campus")
+    handle = await start(client, inp, task_queue)
+    await read_stream(client, handle.id, until=paused)
+    await handle.execute_update(PricingWorkflow.decide, DecisionInput(decision="approve",
+                                                                      decided_by="rita"))
+    await handle.result()
+    history = await handle.fetch_history()
+    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    if os.environ.get("OVERSEER_RECORD_HISTORIES"):
+        (HISTORIES / "pricing_approved.json").write_text(history.to_json())
+
+
+async def test_concurrent_subscribers_see_the_same_stream(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db, "Propose updates for TB006-campus")
+    handle = await start(client, inp, task_queue)
+    a, b = await asyncio.gather(read_stream(client, handle.id, until=paused),
+                                read_stream(client, handle.id, until=paused))
+    assert a == b
+
+    async def awaiting():
+        assert (await handle.query(PricingWorkflow.get_status)).status == "awaiting_approval"
+    await assert_eventually(awaiting)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
