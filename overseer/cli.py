@@ -157,3 +157,35 @@ def _wait(children: list[subprocess.Popen[bytes]]) -> None:
             time.sleep(0.5)
     except KeyboardInterrupt:
         return
+
+
+@app.command()
+def check(json_output: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+    """Prove the read models agree with the event log (exit 1 when they do not)."""
+    import asyncpg
+
+    from overseer.store.consistency import check_consistency
+
+    settings = Settings()
+    if not settings.database_url:
+        raise typer.BadParameter("OVERSEER_DATABASE_URL is not set")
+
+    async def _run() -> dict[str, object]:
+        conn = await asyncpg.connect(settings.database_url)
+        try:
+            return (await check_consistency(conn)).to_dict()
+        finally:
+            await conn.close()
+
+    report = asyncio.run(_run())
+    if json_output:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        verdict = "consistent" if report["ok"] else "INCONSISTENT"
+        typer.echo(f"{verdict}: {report['events']} events, {report['runs']} runs, "
+                   f"statuses {report['by_status']}")
+        for key in ("mismatched", "runs_without_submission", "duplicate_submissions",
+                    "duplicate_terminal_events", "decisions_without_request"):
+            if report[key] and (key != "mismatched" or any(report[key].values())):  # type: ignore[union-attr]
+                typer.echo(f"  {key}: {report[key]}")
+    raise typer.Exit(0 if report["ok"] else 1)

@@ -37,6 +37,12 @@ class AuthenticationError(OverseerError):
     http_status = 401
 
 
+class TokenExpiredError(AuthenticationError):
+    """A granted token past its ``expires_at`` (401)."""
+
+    code = "token_expired"
+
+
 class PermissionDeniedError(OverseerError):
     """The caller's role may not do this (403)."""
 

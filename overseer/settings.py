@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8000
     api_tokens: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """``{token: {"role": "submitter"|"reviewer"|"admin", "subject": name}}``."""
+    """``{token: {"role": "submitter"|"reviewer"|"admin", "subject": name, "expires_at"?: ISO-8601}}``."""
     tokens_file: Path | None = None
     """JSON file in the same shape as ``api_tokens`` (or the dev ``{role: token}`` shape)."""
     max_upload_bytes: int = 20 * 1024 * 1024
@@ -175,7 +175,8 @@ def _grants_from_file(path: Path) -> dict[str, dict[str, str]]:
         if isinstance(value, str):  # dev shape {role: token}
             grants[value] = {"role": key, "subject": f"dev-{key}"}
         elif isinstance(value, dict) and "role" in value:
-            grants[key] = {"role": value["role"], "subject": value.get("subject", key[:8])}
+            grants[key] = {"role": value["role"], "subject": value.get("subject", key[:8]),
+                           **({"expires_at": value["expires_at"]} if value.get("expires_at") else {})}
         else:
             raise ValueError(f"{path}: entry {key!r} is neither a token nor a grant")
     return grants

@@ -37,7 +37,7 @@ NODE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
+    maximum_attempts=10,  # ~2.5 min of backoff: rides out a Postgres restart
     non_retryable_error_types=NON_RETRYABLE,
 )
 
@@ -45,7 +45,9 @@ LLM_NODE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=3,  # seed 002 R5.6; the node reports failure itself on the last attempt
+    # Model errors get 3 attempts (seed 002 R5.6: the node reports the failure itself on the
+    # 3rd); the rest are for database outages, which must not fail a run.
+    maximum_attempts=10,
     non_retryable_error_types=NON_RETRYABLE,
 )
 

@@ -119,6 +119,25 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX approvals_assignee ON approvals (assigned_to) WHERE status = 'pending';
         """,
     ),
+    (
+        "security_events",
+        """
+        CREATE TABLE security_events (
+            seq          bigserial PRIMARY KEY,
+            occurred_at  timestamptz NOT NULL DEFAULT now(),
+            code         text NOT NULL,
+            status       integer NOT NULL,
+            subject      text,
+            method       text NOT NULL,
+            path         text NOT NULL,
+            client       text,
+            trace_id     text
+        );
+        CREATE INDEX security_events_time ON security_events (occurred_at);
+        CREATE TRIGGER security_events_no_update BEFORE UPDATE OR DELETE ON security_events
+            FOR EACH ROW EXECUTE FUNCTION events_append_only();
+        """,
+    ),
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated
 
 import asyncpg
@@ -11,7 +12,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from temporalio.client import Client
 
-from overseer.errors import AuthenticationError, PermissionDeniedError
+from overseer.errors import AuthenticationError, PermissionDeniedError, TokenExpiredError
 from overseer.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False)
@@ -53,6 +54,7 @@ def get_principal(
 
     Raises:
         AuthenticationError: no token, or a token that is not granted (401).
+        TokenExpiredError: a granted token past its ``expires_at`` (401).
     """
     if credentials is None or not credentials.credentials:
         raise AuthenticationError("missing bearer token")
@@ -60,6 +62,9 @@ def get_principal(
     token = credentials.credentials
     for known, grant in grants.items():
         if hmac.compare_digest(known.encode(), token.encode()):
+            expires = grant.get("expires_at")
+            if expires and datetime.fromisoformat(expires) <= datetime.now(UTC):
+                raise TokenExpiredError("bearer token expired", details={"expired_at": expires})
             return Principal(subject=grant["subject"], role=grant["role"])
     raise AuthenticationError("invalid bearer token")
 

@@ -27,8 +27,10 @@ def install_error_handlers(app: FastAPI) -> None:
     """Render domain errors, validation errors, HTTP errors and crashes in the one shape."""
 
     @app.exception_handler(OverseerError)
-    async def _domain(_: Request, exc: OverseerError) -> JSONResponse:
+    async def _domain(request: Request, exc: OverseerError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+        if exc.code in SECURITY_CODES:
+            await record_security_event(request, exc.code, exc.http_status)
         return JSONResponse(error_body(exc.code, exc.message, exc.details),
                             status_code=exc.http_status, headers=headers)
 
@@ -46,5 +48,46 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _crash(_: Request, exc: Exception) -> JSONResponse:
+        if is_dependency_outage(exc):
+            log.warning("dependency unavailable: %s", type(exc).__name__)
+            return JSONResponse(error_body("dependency_unavailable",
+                                           "a backing service (Postgres or Temporal) is unavailable; "
+                                           "retry shortly"),
+                                status_code=503, headers={"Retry-After": "5"})
         log.exception("unhandled error", exc_info=exc)
         return JSONResponse(error_body("internal_error", "internal error"), status_code=500)
+
+
+SECURITY_CODES = frozenset({"unauthenticated", "token_expired", "forbidden", "claimed_by_other"})
+"""Refusals written to the append-only ``security_events`` table."""
+
+
+def is_dependency_outage(exc: BaseException) -> bool:
+    """Postgres or Temporal unreachable (a 503 with Retry-After, not a 500)."""
+    import asyncpg
+    from temporalio.service import RPCError, RPCStatusCode
+
+    if isinstance(exc, RPCError):
+        return exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
+    return isinstance(exc, (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                            asyncpg.CannotConnectNowError, ConnectionError, OSError, TimeoutError))
+
+
+async def record_security_event(request: Request, code: str, status: int) -> None:
+    """Append a refused request to ``security_events`` (best effort: never fails the answer)."""
+    from observability.tracing import current_trace_id
+
+    pool = getattr(request.app.state, "pool", None)
+    if pool is None:
+        return
+    auth = request.headers.get("authorization", "")
+    grant = request.app.state.grants.get(auth.removeprefix("Bearer ").strip()) if auth else None
+    try:
+        await pool.execute(
+            """INSERT INTO security_events (code, status, subject, method, path, client, trace_id)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)""",
+            code, status, (grant or {}).get("subject"), request.method, request.url.path[:500],
+            request.client.host if request.client else None, current_trace_id(),
+        )
+    except Exception:  # noqa: BLE001 — the refusal itself must still be answered
+        log.warning("could not record security event", exc_info=True)

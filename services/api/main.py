@@ -13,6 +13,7 @@ from observability.tracing import setup_tracing
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from services.api.errors import install_error_handlers
+from services.api.limits import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from services.api.routes import approvals, chat, health, pipelines, policy, runs, submissions
 
 
@@ -48,6 +49,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodySizeLimit,
+                       max_body_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES)
     for module in (submissions, runs, approvals, pipelines, health, chat, policy):
         app.include_router(module.router)
     from overseer.catalogue import CATALOGUE
