@@ -24,13 +24,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-system-deps: ## Tesseract OCR from Debian, installed when missing and running as root
+system-deps: ## Tesseract OCR (and, for the tests, Prometheus) from Debian, installed when missing and running as root
 	@if ! command -v tesseract >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing tesseract-ocr …"; \
 	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
 	  else \
 	    echo "Tesseract is missing: install tesseract-ocr and tesseract-ocr-eng (needs root)"; exit 1; \
+	  fi; \
+	fi
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing prometheus (test-only: the observability tests scrape the stack with it) …"; \
+	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+	      && (systemctl disable --now prometheus >/dev/null 2>&1 || service prometheus stop >/dev/null 2>&1 || true); \
+	  else \
+	    echo "prometheus is missing: the tests that need it are skipped (apt-get install prometheus)"; \
 	  fi; \
 	fi
 

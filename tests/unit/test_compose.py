@@ -180,6 +180,7 @@ def test_no_placeholder_secrets_are_baked_into_the_api():
                     reason="promtool (Debian's prometheus package) is not installed")
 def test_promtool_accepts_the_prometheus_config_and_rules():
     for args in (["check", "config", str(OBS / "prometheus" / "prometheus.yml")],
+                 ["check", "config", str(OBS / "prometheus" / "prometheus-local.yml")],
                  ["check", "rules", str(OBS / "prometheus" / "alerts.yml")]):
         done = subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
