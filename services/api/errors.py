@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,8 +24,54 @@ def error_body(code: str, message: str, details: dict | None = None) -> dict:
     return {"code": code, "message": message, "details": details or {}}
 
 
+ERROR_STATUSES: dict[str, str] = {
+    "400": "Malformed request",
+    "401": "Missing, invalid or expired bearer token (`unauthenticated`, `token_expired`)",
+    "403": "The token's role may not do this (`forbidden`)",
+    "404": "Unknown run, approval or pipeline (`not_found`)",
+    "409": "Not in a state that allows this (`not_awaiting_approval`, `claimed_by_other`, `conflict`)",
+    "413": "Body over the size limit (`payload_too_large`)",
+    "415": "Unsupported document type (`unsupported_media_type`)",
+    "422": "Invalid request, unreadable document or invalid field edits",
+    "503": "Postgres or Temporal unavailable (`dependency_unavailable`); retry",
+}
+
+ERROR_BODY_SCHEMA: dict[str, Any] = {
+    "title": "ErrorBody",
+    "type": "object",
+    "required": ["code", "message", "details"],
+    "properties": {"code": {"type": "string", "description": "stable machine-readable code"},
+                   "message": {"type": "string"},
+                   "details": {"type": "object", "additionalProperties": True}},
+}
+
+
+def install_openapi_errors(app: FastAPI) -> None:
+    """Document the one error shape for every operation, so clients (and fuzzers) know it."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = generate()
+        schema.setdefault("components", {}).setdefault("schemas", {})["ErrorBody"] = (
+            ERROR_BODY_SCHEMA)
+        ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                for status, description in ERROR_STATUSES.items():
+                    if status == "422" or status not in responses:
+                        responses[status] = {"description": description, "content": ref}
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render domain errors, validation errors, HTTP errors and crashes in the one shape."""
+    install_openapi_errors(app)
 
     @app.exception_handler(OverseerError)
     async def _domain(request: Request, exc: OverseerError) -> JSONResponse:
@@ -48,6 +95,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _crash(_: Request, exc: Exception) -> JSONResponse:
+        import asyncpg
+
+        if isinstance(exc, asyncpg.DataError):
+            # SQLSTATE class 22: a caller's value Postgres cannot store or compare (a NUL
+            # byte in a query string, an interval out of range) — the request is invalid.
+            return JSONResponse(error_body("invalid_request", "a parameter is not a valid value",
+                                           {"sqlstate": exc.sqlstate}), status_code=422)
         if is_dependency_outage(exc):
             log.warning("dependency unavailable: %s", type(exc).__name__)
             return JSONResponse(error_body("dependency_unavailable",

@@ -33,6 +33,8 @@ from workflows.approval import ClaimInput, DecisionInput, ReassignInput
 router = APIRouter(prefix="/v1/admin/approvals", tags=["approvals"])
 
 SlaState = Literal["ok", "breached"]
+MAX_AGE_SECONDS = 10 * 366 * 24 * 3600.0
+"""Ten years: larger ages are refused (Postgres intervals overflow past that range)."""
 
 
 class ClaimedByOtherError(ConflictError):
@@ -49,7 +51,7 @@ async def list_approvals(
     pipeline: str | None = None,
     assignee: str | None = None,
     sla_state: SlaState | None = None,
-    min_age_seconds: Annotated[float | None, Query(ge=0)] = None,
+    min_age_seconds: Annotated[float | None, Query(ge=0, le=MAX_AGE_SECONDS)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> list[ApprovalView]:
     """Approval requests, oldest first (the queue order), filtered."""
