@@ -1,0 +1,94 @@
+"""The benchmark's handle on a running stack: Postgres pool, Temporal client, run helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import asyncpg
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from activities import runtime
+from overseer.bench.inputs import Doc, store_run
+from overseer.settings import Settings
+from overseer.stack import ManagedStack
+from overseer.store.db import create_pool
+from workflows.document_intake import DocumentIntakeInput, DocumentIntakeWorkflow
+from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
+
+T = TypeVar("T")
+
+
+@dataclass
+class Harness:
+    """What every scenario uses: the stack, a pool and a Temporal client.
+
+    The pool is also this process's activity runtime, which the in-process baselines need.
+    """
+
+    stack: ManagedStack
+    pool: asyncpg.Pool
+    client: Client
+    settings: Settings
+
+    @classmethod
+    async def connect(cls, stack: ManagedStack, *, pool_size: int = 20) -> Harness:
+        """Connect to ``stack`` and install this process's activity runtime on its database."""
+        settings = Settings(environment="test", database_url=stack.database_url)
+        pool = await create_pool(stack.database_url, max_size=pool_size)
+        runtime.configure(pool, settings)
+        client = await Client.connect(stack.temporal_address)
+        return cls(stack=stack, pool=pool, client=client, settings=settings)
+
+    async def close(self) -> None:
+        """Close the pool (the client needs no closing)."""
+        await self.pool.close()
+
+    async def store(self, docs: Sequence[Doc]) -> list[DocumentIntakeInput]:
+        """Store documents and their ``run.submitted`` events; inputs in the same order."""
+        return [await store_run(self.pool, d, self.settings) for d in docs]
+
+    async def start(self, inp: DocumentIntakeInput) -> WorkflowHandle[Any, Any]:
+        """Start one run as the API does (same id scheme, task queue and search attributes)."""
+        return await self.client.start_workflow(
+            DocumentIntakeWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+            task_queue=DEFAULT_TASK_QUEUE,
+            search_attributes=TypedSearchAttributes([
+                SearchAttributePair(PIPELINE_ATTRIBUTE, "document_intake"),
+                SearchAttributePair(STATUS_ATTRIBUTE, "running")]),
+        )
+
+    async def run_to_end(self, inp: DocumentIntakeInput) -> Any:
+        """Start one run and wait for its result."""
+        handle = await self.start(inp)
+        return await handle.result()
+
+    async def count_status(self, status: str) -> int:
+        """Runs with ``status`` in the ``runs`` read model."""
+        return int(await self.pool.fetchval("SELECT count(*) FROM runs WHERE status = $1", status))
+
+
+async def run_bounded(items: Sequence[T], fn: Callable[[T], Awaitable[Any]], *,
+                      concurrency: int) -> tuple[float, list[float], list[Any]]:
+    """Run ``fn`` over ``items`` with at most ``concurrency`` in flight.
+
+    Returns:
+        ``(elapsed_seconds, per_item_latency_seconds, results)``, results in input order.
+    """
+    sem = asyncio.Semaphore(concurrency)
+    latencies: list[float] = [0.0] * len(items)
+    results: list[Any] = [None] * len(items)
+
+    async def one(i: int, item: T) -> None:
+        async with sem:
+            t0 = time.perf_counter()
+            results[i] = await fn(item)
+            latencies[i] = time.perf_counter() - t0
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
+    return time.perf_counter() - start, latencies, results
