@@ -34,27 +34,35 @@ class BodySizeLimit:
             await _too_large(send, self.max_body_bytes)
             return
         seen = 0
-        started = False
+        exceeded = False
+        answered = False
 
         async def counting_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body_bytes:
+                    exceeded = True
                     raise _BodyTooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
+        async def guarded_send(message: Message) -> None:
+            # Body parsers may turn our interruption into their own 400: answer 413 instead.
+            nonlocal answered
+            if exceeded:
+                if not answered:
+                    answered = True
+                    await _too_large(send, self.max_body_bytes)
+                return
+            answered = answered or message["type"] == "http.response.start"
             await send(message)
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, guarded_send)
         except _BodyTooLarge:
-            if not started:
+            if not answered:
+                answered = True
                 await _too_large(send, self.max_body_bytes)
 
 

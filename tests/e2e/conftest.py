@@ -57,7 +57,10 @@ def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
               tokens["reviewer"]: {"role": "reviewer", "subject": "rita"},
               tokens["admin"]: {"role": "admin", "subject": "root"},
               "e2e-other-submitter-token-00001": {"role": "submitter", "subject": "bob"},
-              "e2e-second-reviewer-token-000001": {"role": "reviewer", "subject": "sam"}}
+              "e2e-second-reviewer-token-000001": {"role": "reviewer", "subject": "sam"},
+              "e2e-expired-token-00000000000001": {"role": "admin", "subject": "old",
+                                                   "expires_at": "2020-01-01T00:00:00+00:00"}}
+    tokens["expired"] = "e2e-expired-token-00000000000001"
     tokens["other"] = "e2e-other-submitter-token-00001"
     tokens["reviewer2"] = "e2e-second-reviewer-token-000001"
     port = _free_port()
