@@ -48,7 +48,8 @@ class RouteDecision:
         path: ``single_agent`` or ``orchestrator``.
         intents: recognised intents (see :data:`INTENTS`), in canonical order.
         plan: orchestrator steps, e.g. ``["optimizer", "policy", "reporter", "approval"]``.
-        reason: why (``plan_param``, ``composite``, ``single_intent``, ``no_intent``).
+        reason: why (``plan_param``, ``composite``, ``worker_intent``, ``single_intent``,
+            ``no_intent``).
         strategy: ``rules`` or ``llm:<model>`` when the classifier added an intent.
     """
 
@@ -98,7 +99,8 @@ def decide_route(message: str, *, plan: bool = False,
         return RouteDecision("single_agent", intents, [], "no_intent", strategy)
     if intents == ["optimizer"]:
         return RouteDecision("single_agent", intents, [], "single_intent", strategy)
-    return RouteDecision("orchestrator", intents, build_plan(intents), "composite", strategy)
+    reason = "composite" if len(intents) > 1 else "worker_intent"
+    return RouteDecision("orchestrator", intents, build_plan(intents), reason, strategy)
 
 
 def build_plan(intents: Sequence[str]) -> list[str]:
