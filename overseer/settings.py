@@ -61,6 +61,16 @@ class Settings(BaseSettings):
     metrics_host_worker: str = "127.0.0.1"
     """Address the worker's ``/metrics`` binds to (``0.0.0.0`` in containers)."""
 
+    console_session_secret: str | None = None
+    """Key signing review-console session cookies (>= 32 chars in production); None in
+    development generates one under ``data_dir``; None in production disables the console login."""
+    console_session_seconds: float = 8 * 3600
+    """Lifetime of a review-console session cookie."""
+    console_page_max_px: int = 1600
+    """Longest side, in pixels, of a document page image the console renders."""
+    temporal_web_url: str | None = None
+    """Base URL of the Temporal Web UI for console links; None = ``http://127.0.0.1:<temporal_ui_port>``."""
+
     approval_sla_seconds: float = 72 * 3600
     approval_remind_after_seconds: float | None = 24 * 3600
     approval_reassign_after_seconds: float | None = 48 * 3600
@@ -140,12 +150,53 @@ class Settings(BaseSettings):
                         "OVERSEER_API_TOKENS holds a placeholder or short token (< 24 chars); "
                         "refusing to start in production"
                     )
+            secret = self.console_session_secret
+            if secret is not None and (secret.lower() in PLACEHOLDER_SECRETS or len(secret) < 32):
+                raise ValueError(
+                    "OVERSEER_CONSOLE_SESSION_SECRET is a placeholder or short (< 32 chars); "
+                    "refusing to start in production"
+                )
         return self
 
     @property
     def dev_tokens_path(self) -> Path:
         """Where ``make run`` writes ``{"submitter": …, "reviewer": …, "admin": …}``."""
         return self.data_dir / "dev-tokens.json"
+
+    def console_secret(self) -> bytes | None:
+        """The key that signs review-console sessions.
+
+        ``console_session_secret`` when set; otherwise, outside production, a random key
+        generated once per install in ``data_dir/console-secret`` (like the dev tokens), so
+        API processes sharing the data dir accept each other's sessions.
+
+        Returns:
+            The key, or None in production without a configured secret (console login off).
+        """
+        if self.console_session_secret:
+            return self.console_session_secret.encode()
+        if self.environment == "production":
+            return None
+        path = self.data_dir / "console-secret"
+        if not path.exists():
+            import os
+            import secrets
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".console-secret.{os.getpid()}")
+            tmp.write_text(secrets.token_urlsafe(48))
+            tmp.chmod(0o600)
+            try:
+                os.link(tmp, path)  # atomic: never a half-written key for a concurrent reader
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+            finally:
+                tmp.unlink()
+        return path.read_text().strip().encode()
+
+    def temporal_web_base_url(self) -> str:
+        """Base URL of the Temporal Web UI (no trailing slash)."""
+        return (self.temporal_web_url or f"http://127.0.0.1:{self.temporal_ui_port}").rstrip("/")
 
     def load_token_grants(self) -> dict[str, dict[str, str]]:
         """All accepted tokens: ``api_tokens`` plus ``tokens_file``, and the dev file in development.

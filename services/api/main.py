@@ -14,7 +14,8 @@ from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from services.api.errors import install_error_handlers
 from services.api.limits import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
-from services.api.routes import approvals, chat, health, pipelines, policy, runs, submissions
+from services.api.routes import approvals, chat, health, pipelines, policy, runs, stats, submissions
+from services.api.routes.console import install_console
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -51,8 +52,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit,
                        max_body_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES)
-    for module in (submissions, runs, approvals, pipelines, health, chat, policy):
+    for module in (submissions, runs, approvals, pipelines, health, chat, policy, stats):
         app.include_router(module.router)
+    install_console(app)
     from overseer.catalogue import CATALOGUE
 
     install_api_observability(app, pipelines=tuple(CATALOGUE))

@@ -1,0 +1,7 @@
+"""The review console's parts: signed sessions, document page rendering, templates and static files.
+
+``session.py`` (cookies, CSRF), ``pages.py`` (page PNGs and text), ``templates/`` (Jinja2,
+autoescaped), ``static/`` (vendored htmx 2.0.11 with its 0BSD licence, CSS, keyboard
+shortcuts). The routes live in ``services/api/routes/console.py``; the guide is
+``docs/review-console.md``.
+"""
