@@ -58,8 +58,8 @@ def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = ()) 
 
     metrics.set_build_info("overseer-api")
     instrument_asyncpg()
-    app.add_middleware(DecisionLinkMiddleware)  # type: ignore[arg-type]
-    app.add_middleware(HTTPMetricsMiddleware)  # type: ignore[arg-type]
+    app.add_middleware(DecisionLinkMiddleware)
+    app.add_middleware(HTTPMetricsMiddleware)
     FastAPIInstrumentor.instrument_app(app, excluded_urls=EXCLUDED_URLS,
                                        exclude_spans=["receive", "send"])
 

@@ -139,7 +139,7 @@ def _record_finish(meter: Any, pipeline: str, status: str, outcome: str, start_t
 def _elapsed_ms(start_time: Any) -> int:
     if not start_time:
         return 0
-    return round((workflow.now() - start_time).total_seconds() * 1000)
+    return round(float((workflow.now() - start_time).total_seconds()) * 1000)
 
 
 def _status_of(result: Any) -> tuple[str, str]:

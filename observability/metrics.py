@@ -318,7 +318,7 @@ async def _approval_wait_seconds(conn: Any, event: Any) -> float | None:
     decided = datetime.fromisoformat(str(decided_raw))
     if decided.tzinfo is None:
         decided = decided.replace(tzinfo=requested.tzinfo)
-    return max(0.0, (decided - requested).total_seconds())
+    return max(0.0, float((decided - requested).total_seconds()))
 
 
 def _current_workflow_id() -> str | None:
