@@ -5,13 +5,18 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup system-deps lint examples clean
+.PHONY: run test reliability setup system-deps lint examples clean
 
 run: setup ## start the embedded stack (Postgres, Temporal + Web UI, worker, API) in the foreground
 	$(BIN)/overseer run
 
 test: setup ## set up, then run the whole suite (exit code 5 — no tests collected — fails)
-	@set -o pipefail; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@set -o pipefail; $(BIN)/python -m pytest -m "not reliability" $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+reliability: setup ## fault scenarios under load (~20 min), then docs/reliability.md from the results
+	@set -o pipefail; $(BIN)/python -m pytest -m reliability tests/reliability -v $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m tests.reliability.report; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 setup: system-deps $(STAMP)

@@ -1,0 +1,158 @@
+"""Faults under load on the real embedded stack (``make reliability``; the smoke test runs in ``make test``).
+
+Each scenario: a fresh stack with two workers, a mixed load of documents (typed, plain
+text, office scans; some missing a required field) submitted with Idempotency-Keys by
+retrying clients, one fault class injected, then the verdict: every accepted run is
+terminal or awaiting approval, duplicate concurrent decisions apply once, nothing is
+lost or duplicated, and the read models equal the ones rebuilt from the event log.
+Results go to ``test-artifacts/reliability/*.json``; ``python -m tests.reliability.report``
+turns them into docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from overseer.stack import ManagedStack
+from tests.reliability.harness import (
+    Clients,
+    Outcome,
+    finish,
+    last_event_seq,
+    mixed_load,
+    run_async,
+    time_to_progress,
+)
+from tests.workflows.llm_support import LocalOpenAI, Scripted, completion, llm_answer
+
+LOAD = 200
+
+
+def _background(target) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def _assert(outcome: Outcome) -> None:
+    assert not outcome.lost, outcome.lost[:10]
+    assert outcome.settled == outcome.accepted
+    assert outcome.consistency["ok"], outcome.consistency
+    assert outcome.decisions_applied * 2 == outcome.decisions_sent
+
+
+def _kill_workers(stack: ManagedStack, outcome: Outcome, *, rounds: int, every: float) -> None:
+    for _ in range(rounds):
+        time.sleep(every)
+        seq = run_async(lambda: last_event_seq(stack))
+        stack.kill_worker(0, signal.SIGKILL)
+        stack.start_worker()
+        outcome.recovery_seconds.append(round(time_to_progress(stack, seq), 2))
+
+
+def test_smoke_worker_sigkill_under_small_load(tmp_path: Path):
+    """The short subset that runs in ``make test``: 20 documents, one SIGKILL."""
+    with ManagedStack(tmp_path).start(workers=2) as stack:
+        outcome = Outcome("smoke_worker_sigkill", "SIGKILL one worker once", 20)
+        clients = Clients(stack)
+        submitting = _background(lambda: clients.submit_all(mixed_load(20, seed=9)))
+        _kill_workers(stack, outcome, rounds=1, every=2.0)
+        submitting.join()
+        _assert(finish(stack, outcome, clients))
+
+
+@pytest.mark.reliability
+def test_worker_sigkill_repeatedly(tmp_path: Path):
+    with ManagedStack(tmp_path).start(workers=2) as stack:
+        outcome = Outcome("worker_sigkill", "SIGKILL a worker every 5 s (4 times) during OCR",
+                          LOAD)
+        clients = Clients(stack)
+        submitting = _background(lambda: clients.submit_all(mixed_load(LOAD, seed=1)))
+        started = time.monotonic()
+        _kill_workers(stack, outcome, rounds=4, every=5.0)
+        submitting.join()
+        _assert(finish(stack, outcome, clients))
+        outcome.wall_seconds = round(time.monotonic() - started, 1)
+        outcome.save()
+
+
+@pytest.mark.reliability
+def test_temporal_restart_mid_run(tmp_path: Path):
+    with ManagedStack(tmp_path).start(workers=2) as stack:
+        outcome = Outcome("temporal_restart", "restart the Temporal dev server (same SQLite)",
+                          LOAD)
+        clients = Clients(stack)
+        submitting = _background(lambda: clients.submit_all(mixed_load(LOAD, seed=2)))
+        started = time.monotonic()
+        time.sleep(6)
+        seq = run_async(lambda: last_event_seq(stack))
+        stack.restart_temporal(down_seconds=3)
+        outcome.recovery_seconds.append(round(time_to_progress(stack, seq), 2))
+        submitting.join()
+        _assert(finish(stack, outcome, clients))
+        outcome.wall_seconds = round(time.monotonic() - started, 1)
+        outcome.save()
+
+
+@pytest.mark.reliability
+def test_postgres_down_30_seconds(tmp_path: Path):
+    with ManagedStack(tmp_path).start(workers=2) as stack:
+        outcome = Outcome("postgres_stop", "stop Postgres for 30 s mid-run", LOAD)
+        clients = Clients(stack)
+        submitting = _background(lambda: clients.submit_all(mixed_load(LOAD, seed=3)))
+        started = time.monotonic()
+        time.sleep(6)
+        stack.stop_postgres()
+        time.sleep(30)
+        stack.start_postgres()
+        outcome.recovery_seconds.append(round(time_to_progress(stack, 0), 2))
+        submitting.join()
+        _assert(finish(stack, outcome, clients))
+        outcome.wall_seconds = round(time.monotonic() - started, 1)
+        outcome.save()
+
+
+@pytest.mark.reliability
+def test_llm_endpoint_faults(tmp_path: Path):
+    faults = [Scripted(status=500), Scripted(status=429, headers={"retry-after": "1"}),
+              Scripted(body=completion("{}").body, delay_seconds=3.0),
+              completion("this is not JSON"), completion(llm_answer(grade=("9", None)))]
+    script = [faults[i % len(faults)] for i in range(2000)]
+    with LocalOpenAI(script) as llm, ManagedStack(tmp_path, env_overrides={
+            "OVERSEER_LLM_BASE_URL": llm.base_url, "OVERSEER_LLM_TIMEOUT_SECONDS": "1"}
+            ).start(workers=2) as stack:
+        outcome = Outcome("llm_faults", "LLM endpoint: 500s, 429 + Retry-After, hangs past the "
+                          "time-out, malformed JSON", LOAD)
+        clients = Clients(stack)
+        started = time.monotonic()
+        clients.submit_all(mixed_load(LOAD, seed=4, scanned_share=0.1, missing_share=0.6))
+        _assert(finish(stack, outcome, clients))
+        outcome.notes.append(f"{len(llm.requests)} model requests served")
+        outcome.wall_seconds = round(time.monotonic() - started, 1)
+        outcome.save()
+
+
+@pytest.mark.reliability
+def test_api_restarts_while_clients_retry(tmp_path: Path):
+    with ManagedStack(tmp_path).start(workers=2) as stack:
+        outcome = Outcome("api_restart", "SIGKILL and restart the API twice while clients "
+                          "submit with Idempotency-Keys and retry", LOAD)
+        clients = Clients(stack)
+        docs = mixed_load(LOAD, seed=5, scanned_share=0.1)
+        submitting = _background(lambda: clients.submit_all(docs))
+        started = time.monotonic()
+        for _ in range(2):
+            time.sleep(4)
+            down = time.monotonic()
+            stack.restart_api()
+            outcome.recovery_seconds.append(round(time.monotonic() - down, 2))
+        submitting.join()
+        _assert(finish(stack, outcome, clients))
+        assert len(set(clients.accepted.values())) == len(clients.accepted) == len(docs)
+        outcome.wall_seconds = round(time.monotonic() - started, 1)
+        outcome.save()
