@@ -55,6 +55,7 @@ def _kill_workers(stack: ManagedStack, outcome: Outcome, *, rounds: int, every: 
         outcome.recovery_seconds.append(round(time_to_progress(stack, seq), 2))
 
 
+@pytest.mark.timeout(900)
 def test_smoke_worker_sigkill_under_small_load(tmp_path: Path):
     """The short subset that runs in ``make test``: 20 documents, one SIGKILL."""
     with ManagedStack(tmp_path).start(workers=2) as stack:
@@ -67,6 +68,7 @@ def test_smoke_worker_sigkill_under_small_load(tmp_path: Path):
 
 
 @pytest.mark.reliability
+@pytest.mark.timeout(1800)
 def test_worker_sigkill_repeatedly(tmp_path: Path):
     with ManagedStack(tmp_path).start(workers=2) as stack:
         outcome = Outcome("worker_sigkill", "SIGKILL a worker every 5 s (4 times) during OCR",
@@ -82,6 +84,7 @@ def test_worker_sigkill_repeatedly(tmp_path: Path):
 
 
 @pytest.mark.reliability
+@pytest.mark.timeout(1800)
 def test_temporal_restart_mid_run(tmp_path: Path):
     with ManagedStack(tmp_path).start(workers=2) as stack:
         outcome = Outcome("temporal_restart", "restart the Temporal dev server (same SQLite)",
@@ -100,6 +103,7 @@ def test_temporal_restart_mid_run(tmp_path: Path):
 
 
 @pytest.mark.reliability
+@pytest.mark.timeout(1800)
 def test_postgres_down_30_seconds(tmp_path: Path):
     with ManagedStack(tmp_path).start(workers=2) as stack:
         outcome = Outcome("postgres_stop", "stop Postgres for 30 s mid-run", LOAD)
@@ -118,6 +122,7 @@ def test_postgres_down_30_seconds(tmp_path: Path):
 
 
 @pytest.mark.reliability
+@pytest.mark.timeout(1800)
 def test_llm_endpoint_faults(tmp_path: Path):
     faults = [Scripted(status=500), Scripted(status=429, headers={"retry-after": "1"}),
               Scripted(body=completion("{}").body, delay_seconds=3.0),
@@ -138,6 +143,7 @@ def test_llm_endpoint_faults(tmp_path: Path):
 
 
 @pytest.mark.reliability
+@pytest.mark.timeout(1800)
 def test_api_restarts_while_clients_retry(tmp_path: Path):
     with ManagedStack(tmp_path).start(workers=2) as stack:
         outcome = Outcome("api_restart", "SIGKILL and restart the API twice while clients "
