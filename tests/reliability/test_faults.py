@@ -132,10 +132,14 @@ def test_llm_endpoint_faults(tmp_path: Path):
             "OVERSEER_LLM_BASE_URL": llm.base_url, "OVERSEER_LLM_TIMEOUT_SECONDS": "1"}
             ).start(workers=2) as stack:
         outcome = Outcome("llm_faults", "LLM endpoint: 500s, 429 + Retry-After, hangs past the "
-                          "time-out, malformed JSON", LOAD)
+                          "time-out, malformed JSON; SIGKILL a worker twice during LLM calls",
+                          LOAD)
         clients = Clients(stack)
         started = time.monotonic()
-        clients.submit_all(mixed_load(LOAD, seed=4, scanned_share=0.1, missing_share=0.6))
+        docs = mixed_load(LOAD, seed=4, scanned_share=0.1, missing_share=0.6)
+        submitting = _background(lambda: clients.submit_all(docs))
+        _kill_workers(stack, outcome, rounds=2, every=6.0)
+        submitting.join()
         _assert(finish(stack, outcome, clients))
         outcome.notes.append(f"{len(llm.requests)} model requests served")
         outcome.wall_seconds = round(time.monotonic() - started, 1)
