@@ -41,7 +41,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCLUDED_URLS = "/metrics,/healthz,/readyz"
-_DECISION_PATH = re.compile(r"^/v1/admin/approvals/(?P<run_id>[^/]+)/decision/?$")
+# The admin API's decision and the review console's form post (services/api/routes/console.py).
+_DECISION_PATH = re.compile(
+    r"^/(?:v1/admin/approvals|console/items)/(?P<run_id>[^/]+)/decision/?$")
 
 
 def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = ()) -> None:
@@ -106,7 +108,7 @@ class HTTPMetricsMiddleware:
 
 
 class DecisionLinkMiddleware:
-    """Wraps ``POST /v1/admin/approvals/{run_id}/decision`` in a span linked to the run's trace."""
+    """Wraps a decision POST (admin API or review console) in a span linked to the run's trace."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
