@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-system-deps: ## Tesseract OCR (and, for the tests, Prometheus) from Debian, installed when missing and running as root
+system-deps: ## Tesseract OCR (and, for the tests, Prometheus and Chromium) from Debian, installed when missing and running as root
 	@if ! command -v tesseract >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing tesseract-ocr …"; \
@@ -45,6 +45,14 @@ system-deps: ## Tesseract OCR (and, for the tests, Prometheus) from Debian, inst
 	      && (systemctl disable --now prometheus >/dev/null 2>&1 || service prometheus stop >/dev/null 2>&1 || true); \
 	  else \
 	    echo "prometheus is missing: the tests that need it are skipped (apt-get install prometheus)"; \
+	  fi; \
+	fi
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (test-only: the review console's browser tests drive it headless) …"; \
+	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; \
+	  else \
+	    echo "chromium is missing: the console browser tests will fail (apt-get install chromium)"; \
 	  fi; \
 	fi
 
