@@ -204,19 +204,40 @@ async def test_reviewer_edits_a_field_approves_and_sees_the_run_complete(page: P
     await expect(page.locator("#approve")).to_have_count(0)
 
 
+XSS_FORM = f"""What My Father Means to Me - Official Entry
+
+Student Name: {XSS}          City: Evanston
+Grade:                                        School: Roosevelt Middle School
+Teacher Name: Ms. Baker                       Phone Number: (773) 555-0164
+Father's Name: Carlos Kowalski                E-mail: olivia65@example.com
+
+Your Essay (please type or print)
+
+My father taught me to read. P.S. {XSS} <img src=x onerror=alert(2)>
+"""
+
+
 async def test_user_values_are_escaped(page: Page, stack: Stack):
-    entry = corpus.make_entry(43, drop=["grade"])
-    text = corpus.render_text(entry).decode().replace(str(entry.fields["student_name"]), XSS, 1)
-    text += f"\n\nP.S. {XSS} <img src=x onerror=alert(2)>\n"
-    filename = '<img src=x onerror=alert(3)>.txt'
-    run_id = submit(stack, filename, text.encode(), "text/plain")
+    filename = "<img src=x onerror=alert(3)>.txt"
+    run_id = submit(stack, filename, XSS_FORM.encode(), "text/plain")
     run = await wait_for(stack, run_id, {"awaiting_approval", "completed", "failed"})
     assert run["status"] == "awaiting_approval", run
 
     await login(page, stack)
     await page.goto(f"{stack.base_url}/console/items/{run_id}")
+    # document text, the evidence snippet the City value was read from, the filename
     await expect(page.locator("#doc-text-1")).to_contain_text(XSS)
+    await expect(page.locator("tr[data-field='city'] .evidence")).to_contain_text(XSS)
     await expect(page.locator("#doc-meta")).to_contain_text(filename)
+    # a field value typed by the reviewer, refused by the workflow and shown again
+    await page.fill("#field-student_name", XSS)
+    await page.fill("#field-grade", "7")
+    await page.click("#approve")
+    await expect(page.locator("#decision-error")).to_contain_text("invalid_field_edits")
+    await expect(page.locator("#field-student_name")).to_have_value(XSS)
+    await expect(page.locator("#error-student_name")).to_be_visible()
+    await shot(page, "item-xss-field-value")
+    # a note
     await page.fill("#reject-note", f"spam {XSS}")
     await page.keyboard.press("Enter")
     await expect(page.locator("#done")).to_contain_text("reject")
@@ -228,7 +249,6 @@ async def test_user_values_are_escaped(page: Page, stack: Stack):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert await page.locator("script:not([src])").count() == 0
     assert await page.locator("img[src='x']").count() == 0
-    # the queue (decided view) escapes the note and values too
     await page.goto(f"{stack.base_url}/console/queue?status=decided")
     assert await page.locator("img[src='x']").count() == 0
 

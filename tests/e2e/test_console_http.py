@@ -166,3 +166,17 @@ def test_unknown_items_render_an_html_404(stack: Stack):
         assert 'id="page-error"' in res.text
     assert http.get("/console").headers["location"] == "/console/queue"
     assert stack.client("admin").get(f"/v1/runs/{uuid.uuid4()}").json()["code"] == "not_found"
+
+
+def test_templates_escape_stored_record_values_proposals_and_evidence():
+    from services.api.routes.console import templates
+
+    xss = "<script>alert(1)</script>"
+    evidence = {"page_number": 1, "snippet": xss, "label": xss, "method": xss, "score": 0.9}
+    fields = [{"name": "student_name", "label": xss, "required": True, "current": xss,
+               "proposed": xss, "proposed_evidence": evidence, "evidence": evidence,
+               "missing": False, "invalid": xss, "value": xss}]
+    html = templates.get_template("_fields.html").render(
+        fields=fields, payload_kind="review", error_fields={"student_name": xss})
+    assert "<script>" not in html
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 9
