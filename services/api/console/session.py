@@ -86,7 +86,7 @@ def grant_for_token(request: Request, token: str) -> dict[str, str] | None:
 def grant_expired(grant: dict[str, str]) -> bool:
     """Whether the grant's optional ``expires_at`` has passed."""
     expires = grant.get("expires_at")
-    return bool(expires) and datetime.fromisoformat(expires) <= datetime.now(UTC)
+    return expires is not None and datetime.fromisoformat(expires) <= datetime.now(UTC)
 
 
 def issue_session(secret: bytes, token: str, grant: dict[str, str],
@@ -178,7 +178,8 @@ def _fingerprints(request: Request, secret: bytes) -> dict[str, dict[str, str]]:
     if cached is None or cached[0] is not grants:
         cached = (grants, {token_fingerprint(secret, t): g for t, g in grants.items()})
         state.console_fingerprints = cached
-    return cached[1]  # type: ignore[no-any-return]
+    fingerprints: dict[str, dict[str, str]] = cached[1]
+    return fingerprints
 
 
 def _b64(data: bytes) -> str:

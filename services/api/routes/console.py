@@ -17,6 +17,7 @@ validates them and refusals (409, 422) are shown on the page. Templates autoesca
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import uuid
@@ -96,7 +97,8 @@ def install_console(app: FastAPI) -> None:
                 return Response(json.dumps({"code": exc.code, "message": exc.message,
                                             "details": exc.details}),
                                 status_code=exc.http_status, media_type="application/json")
-            return await json_handler(request, exc)  # type: ignore[no-any-return]
+            answer = json_handler(request, exc)
+            return await answer if inspect.isawaitable(answer) else answer
         if exc.code in SECURITY_CODES:
             await record_security_event(request, exc.code, exc.http_status)
         return _render(request, sessions.read_session(request), "error.html",
