@@ -67,9 +67,53 @@ class Harness:
         handle = await self.start(inp)
         return await handle.result()
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) used so far by each part of the stack and this process.
+
+        Wall-clock figures on a shared 2-core machine move with everyone else's load; CPU
+        seconds per run barely do, so every throughput trial records both.
+        """
+        import os
+
+        import psutil
+
+        out: dict[str, float] = {"bench": _cpu(psutil.Process(os.getpid()))}
+        parts = [("temporal", self.stack.temporal), ("api", self.stack.api),
+                 *((f"worker-{i}", w) for i, w in enumerate(self.stack.workers))]
+        for name, proc in parts:
+            if proc is not None and proc.poll() is None:
+                out[name] = _cpu(psutil.Process(proc.pid))
+        data_dir = str(self.stack.data_dir.resolve())
+        pg = 0.0
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            try:
+                if proc.info["name"] == "postgres" and _is_stack_postgres(proc, data_dir):
+                    pg += _cpu(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        out["postgres"] = pg
+        return out
+
     async def count_status(self, status: str) -> int:
         """Runs with ``status`` in the ``runs`` read model."""
         return int(await self.pool.fetchval("SELECT count(*) FROM runs WHERE status = $1", status))
+
+
+def _cpu(proc: Any) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def _is_stack_postgres(proc: Any, data_dir: str) -> bool:
+    """A postgres process of this stack: its postmaster's command line names our data dir."""
+    chain = [proc, *proc.parents()]
+    return any(data_dir in " ".join(p.cmdline()) for p in chain if p.name() == "postgres")
+
+
+def cpu_per_run_ms(before: dict[str, float], after: dict[str, float], runs: int) -> dict[str, float]:
+    """CPU milliseconds per run of each part between two :meth:`Harness.cpu_seconds` snapshots."""
+    return {k: round((after[k] - before.get(k, 0.0)) * 1000 / max(runs, 1), 1)
+            for k in after if k in before}
 
 
 async def run_bounded(items: Sequence[T], fn: Callable[[T], Awaitable[Any]], *,

@@ -31,6 +31,10 @@ def table(results: Sequence[ScenarioResult]) -> str:
         lines.append(f"{r.name:<28} {r.metric[:40]:<40} {o.fmt() if o else '-':>26} "
                      f"{b.fmt() if b else '-':>26} {q.fmt(3) if q else '-':>22}  "
                      f"{verdict}: {r.target}")
+        cpu = r.cpu_ratio_spread()
+        if cpu is not None:
+            lines.append(f"{'':<28} {'CPU per run, baseline ÷ Overseer':<40} {'':>26} {'':>26} "
+                         f"{cpu.fmt(3):>22}  (load-independent)")
     return "\n".join(lines)
 
 

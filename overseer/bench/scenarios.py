@@ -30,7 +30,7 @@ from overseer.bench.baselines import (
     render_pages_png,
     truncate_checkpoints,
 )
-from overseer.bench.harness import Harness, run_bounded
+from overseer.bench.harness import Harness, cpu_per_run_ms, run_bounded
 from overseer.bench.loadgen import run_wrk
 from overseer.bench.micro import four_step_latencies, micro_worker
 from overseer.bench.stats import ScenarioResult, Trial, latency_summary, load_average
@@ -119,18 +119,21 @@ async def text_throughput(h: Harness, cfg: BenchConfig, *, name: str = "text_thr
             for side in _trial_order(i):
                 docs = [inputs.text_pdf(s) for s in fresh_seeds(cfg.text_runs)]
                 runs = await h.store(docs)
-                load = load_average()
+                if side == "baseline":
+                    await truncate_checkpoints(h.pool)
+                load, cpu0 = load_average(), h.cpu_seconds()
                 if side == "overseer":
                     elapsed, lat, out = await run_bounded(runs, h.run_to_end,
                                                           concurrency=cfg.concurrency)
                     statuses = Counter(r.status for r in out)
                 else:
-                    await truncate_checkpoints(h.pool)
                     elapsed, lat, out = await run_bounded(runs, lg.run, concurrency=cfg.concurrency)
                     statuses = Counter(r.get("status", "awaiting_approval") for r in out)
+                cpu = cpu_per_run_ms(cpu0, h.cpu_seconds(), len(runs))
                 trial = Trial(len(runs) / elapsed, load, {
                     "elapsed_s": round(elapsed, 3), "statuses": dict(statuses),
-                    "latency": latency_summary(lat)})
+                    "latency": latency_summary(lat), "cpu_ms_per_run": cpu,
+                    "cpu_ms_per_run_total": round(sum(cpu.values()), 1)})
                 (res.overseer if side == "overseer" else res.baseline).append(trial)
     return res
 
@@ -154,9 +157,12 @@ async def scanned_throughput(h: Harness, cfg: BenchConfig) -> ScenarioResult:
         for side in _trial_order(i):
             load = load_average()
             if side == "overseer":
+                cpu0 = h.cpu_seconds()
                 elapsed, lat, out = await run_bounded(runs, h.run_to_end, concurrency=len(runs))
+                cpu = cpu_per_run_ms(cpu0, h.cpu_seconds(), len(pages))
                 res.overseer.append(Trial(len(pages) / elapsed, load, {
                     "pages": len(pages), "elapsed_s": round(elapsed, 3),
+                    "cpu_ms_per_page": cpu, "cpu_ms_per_page_total": round(sum(cpu.values()), 1),
                     "statuses": dict(Counter(r.status for r in out)),
                     "latency": latency_summary(lat)}))
             else:

@@ -172,6 +172,20 @@ class ScenarioResult:
         return Spread.of(paired_ratios([t.value for t in self.overseer],
                                        [t.value for t in self.baseline]))
 
+    def cpu_ratio_spread(self) -> Spread | None:
+        """Spread of baseline CPU per run ÷ Overseer CPU per run, trial by trial.
+
+        The CPU-bound throughput ratio a quiet machine would show: it barely moves with
+        other processes' load, unlike wall-clock throughput. None unless both sides
+        recorded ``cpu_ms_per_run_total`` in their trial details.
+        """
+        key = "cpu_ms_per_run_total"
+        if (not self.overseer or len(self.overseer) != len(self.baseline)
+                or not all(key in t.details for t in [*self.overseer, *self.baseline])):
+            return None
+        return Spread.of([ratio(b.details[key], o.details[key])
+                          for o, b in zip(self.overseer, self.baseline, strict=True)])
+
     def verdict(self) -> bool | None:
         """Whether the median meets the target (None when the scenario has no numeric target)."""
         if self.target_value is None:
@@ -186,7 +200,8 @@ class ScenarioResult:
         out = asdict(self)
         for key, spread in (("overseer_spread", self.overseer_spread()),
                             ("baseline_spread", self.baseline_spread()),
-                            ("ratio_spread", self.ratio_spread())):
+                            ("ratio_spread", self.ratio_spread()),
+                            ("cpu_ratio_spread", self.cpu_ratio_spread())):
             out[key] = asdict(spread) if spread is not None else None
         out["meets_target"] = self.verdict()
         return out
