@@ -61,19 +61,6 @@ CATALOGUE: dict[str, PipelineSpec] = {
             human_gate="approve (with price edits that must keep the policy) or reject a price "
                        "proposal; cancel by thread id",
         ),
-        PipelineSpec(
-            name="pricing",
-            workflow_type="PricingWorkflow",
-            seed="003",
-            description=(
-                "Pricing policy orchestrator: router → optimizer → policy check → explainer / "
-                "sensitivity → analyst report → sign-off, streamed over SSE; simple asks answer "
-                "on a single-agent fast path"
-            ),
-            accepts=("application/json",),
-            human_gate="approve (with price edits that must keep the policy) or reject a price "
-                       "proposal; cancel by thread id",
-        ),
     )
 }
 
@@ -109,20 +96,6 @@ def document_intake_options(settings: Settings) -> dict[str, Any]:
         "approval": approval_ladder_options(settings),
         "llm_budget_usd": settings.llm_run_budget_usd,
         "llm_budget_tokens": settings.llm_run_budget_tokens,
-    }
-
-
-def pricing_options(settings: Settings) -> dict[str, Any]:
-    """The options snapshot a pricing run starts with (policy, optimizer, sensitivity, limits)."""
-    return {
-        "policy": {"min_gap_pct": settings.pricing_min_gap_pct,
-                   "segment_overrides": dict(settings.pricing_segment_gaps),
-                   "region_overrides": dict(settings.pricing_region_gaps)},
-        "optimizer": {"objective": settings.pricing_objective,
-                      "max_change_pct": settings.pricing_max_change_pct},
-        "sensitivity": {"width": settings.pricing_sensitivity_width, "points": 9},
-        "max_iterations": settings.pricing_max_iterations,
-        "approval_sla_seconds": settings.approval_sla_seconds,
     }
 
 

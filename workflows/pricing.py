@@ -199,7 +199,7 @@ class PricingWorkflow(ApprovalGate):
 
     async def _run_graph(self, inp: PricingInput) -> PricingResult:
         app = registered_graph(GRAPH_NAME).compile(checkpointer=InMemorySaver())
-        config: dict[str, Any] = {"configurable": {"thread_id": inp.run_id},
+        config: Any = {"configurable": {"thread_id": inp.run_id},
                                   "recursion_limit": 4 * int(inp.options.get("max_iterations", 8))
                                   + 10}
         state: dict[str, Any] = {

@@ -21,9 +21,9 @@ from activities import runtime
 from activities.document_intake.activities import split_document
 from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
+from activities.notify import notify_webhook
 from activities.pricing.graph import GRAPH_NAME as PRICING_GRAPH
 from activities.pricing.graph import build_pricing_graph
-from activities.notify import notify_webhook
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.settings import Settings, get_settings

@@ -103,6 +103,29 @@ def test_fast_path_sse_matches_the_golden_shape(stack: Stack):
     assert all(list(e["data"]) == ["token", "done", "seq"] for e in events[1:-1])
 
 
+def test_a_session_follow_up_explains_the_previous_answer(stack: Stack):
+    sub = stack.client("submitter")
+    session = f"s-{time.monotonic_ns()}"
+    first = sub.post("/api/v1/chat", json={"message": "What is the optimal price for TB006-campus?",
+                                           "session_id": session}).json()
+    assert "TB006-campus" in first["message"]
+    follow = sub.post("/api/v1/chat", json={"message": "Why was that price recommended?",
+                                            "session_id": session})
+    assert follow.status_code == 200, follow.text
+    body = follow.json()
+    assert body["tools_used"] == ["explain_decision", "compose_report"]
+    assert "TB006-campus" in body["message"] and "segment demand response" in body["message"]
+    idem = {"Idempotency-Key": f"k-{session}"}
+    one = sub.post("/api/v1/chat", json={"message": "Why was that price recommended?",
+                                         "session_id": session}, headers=idem).json()
+    two = sub.post("/api/v1/chat", json={"message": "Why was that price recommended?",
+                                         "session_id": session}, headers=idem).json()
+    assert one["thread_id"] == two["thread_id"] and one == two
+    clash = sub.post("/api/v1/chat", json={"message": "Something else entirely, explain"},
+                     headers=idem)
+    assert clash.status_code == 409 and clash.json()["code"] == "conflict"
+
+
 def test_composite_ask_streams_pauses_approves_and_resumes_without_duplicates(stack: Stack):
     sub, rev = stack.client("submitter"), stack.client("reviewer")
     first, _ = read_until(sub, "POST", "/api/v1/chat", lambda e: e.get("awaiting_approval"),

@@ -191,7 +191,7 @@ async def approve(body: ThreadRequest, principal: ReviewerDep, pool: PoolDep,
                   temporal: TemporalDep) -> JSONResponse:
     """Sign off a paused plan (reviewers); answers the run's final event once it has finished."""
     handle = await thread_handle(pool, temporal, body.thread_id, principal)
-    decision = DecisionInput(decision="approve", updates=body.updates, note=body.note,  # type: ignore[arg-type]
+    decision = DecisionInput(decision="approve", updates=body.updates, note=body.note,
                              decided_by=principal.subject)
     try:
         await handle.execute_update(PricingWorkflow.decide, decision)
