@@ -78,9 +78,11 @@ class Outcome:
     settled: int = 0
     lost: list[str] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
+    waiting_for_decision: int = 0
     decisions_sent: int = 0
     decisions_applied: int = 0
     decisions_refused: int = 0
+    decision_errors: list[str] = field(default_factory=list)
     consistency: dict[str, Any] = field(default_factory=dict)
     recovery_seconds: list[float] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -90,8 +92,9 @@ class Outcome:
     def ok(self) -> bool:
         """Nothing lost, nothing doubled, read models consistent."""
         return bool(not self.lost and self.settled == self.accepted
-                    and self.consistency.get("ok")
-                    and self.decisions_applied * 2 == self.decisions_sent)
+                    and self.consistency.get("ok") and not self.decision_errors
+                    and self.decisions_applied == self.waiting_for_decision
+                    and self.decisions_sent == 2 * self.waiting_for_decision)
 
     def save(self) -> Path:
         """Write ``test-artifacts/reliability/<scenario>.json``."""
@@ -174,32 +177,42 @@ def settle(stack: ManagedStack, run_ids: list[str], *, timeout_seconds: float = 
         time.sleep(1.0)
 
 
-def decide_twice(stack: ManagedStack, waiting: list[str]) -> tuple[int, int, int]:
+def decide_twice(stack: ManagedStack, waiting: list[str]) -> tuple[int, int, int, list[str]]:
     """Send two concurrent approvals (different reviewers' edits) to every waiting run.
 
     Returns:
-        ``(sent, applied, refused)``: exactly one of each pair should apply.
+        ``(sent, applied, refused, errors)``: exactly one of each pair should apply (200) and
+        the other be refused (409); ``errors`` lists anything else (5xx, transport failures).
     """
     sent = applied = refused = 0
+    errors: list[str] = []
     lock = threading.Lock()
 
     def one(run_id: str, grade: str) -> None:
         nonlocal sent, applied, refused
-        with stack.client("reviewer", timeout=60) as client:
-            res = client.post(f"/v1/admin/approvals/{run_id}/decision",
-                              json={"decision": "approve", "updates": {"grade": grade}})
+        try:
+            with stack.client("reviewer", timeout=300) as client:
+                res = client.post(f"/v1/admin/approvals/{run_id}/decision",
+                                  json={"decision": "approve", "updates": {"grade": grade}})
+        except httpx.HTTPError as err:
+            with lock:
+                sent += 1
+                errors.append(f"{run_id}: {type(err).__name__}")
+            return
         with lock:
             sent += 1
             if res.status_code == 200:
                 applied += 1
-            else:
+            elif res.status_code == 409:
                 refused += 1
+            else:
+                errors.append(f"{run_id}: {res.status_code} {res.text[:200]}")
 
     with ThreadPoolExecutor(8) as pool:
-        for run_id in waiting:
-            pool.submit(one, run_id, "7")
-            pool.submit(one, run_id, "8")
-    return sent, applied, refused
+        futures = [pool.submit(one, run_id, grade) for run_id in waiting for grade in ("7", "8")]
+    for future in futures:
+        future.result()
+    return sent, applied, refused, errors
 
 
 async def consistency(stack: ManagedStack) -> dict[str, Any]:
@@ -240,11 +253,12 @@ def finish(stack: ManagedStack, outcome: Outcome, clients: Clients) -> Outcome:
     outcome.client_retries = clients.retries
     outcome.refused_4xx = clients.refused
     run_ids = list(clients.accepted.values())
-    current = settle(stack, run_ids)
+    current = settle(stack, run_ids, timeout_seconds=1500)
     waiting = [r for r, s in current.items() if s == "awaiting_approval"]
-    outcome.decisions_sent, outcome.decisions_applied, outcome.decisions_refused = (
-        decide_twice(stack, waiting))
-    current = settle(stack, run_ids)
+    outcome.waiting_for_decision = len(waiting)
+    (outcome.decisions_sent, outcome.decisions_applied, outcome.decisions_refused,
+     outcome.decision_errors) = decide_twice(stack, waiting)
+    current = settle(stack, run_ids, timeout_seconds=600)
     outcome.settled = sum(1 for s in current.values() if s in SETTLED)
     outcome.lost = sorted(set(run_ids) - {r for r, s in current.items() if s in SETTLED})
     outcome.statuses = {}

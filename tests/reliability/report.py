@@ -64,18 +64,19 @@ def main() -> None:
         "the read models from the log and compares them row by row, and checks one "
         "`run.submitted` per run, at most one terminal event, never more decisions than requests.",
         "",
-        "| fault | docs | accepted | settled | lost | duplicated events | double-applied decisions "
-        "| read models = log | recovery (s) | statuses |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| fault | docs | accepted | settled | lost | duplicated events | decisions (pairs sent → "
+        "applied) | double-applied | read models = log | recovery (s) | statuses |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         c = r["consistency"]
         dup = len(c.get("duplicate_submissions", [])) + len(c.get("duplicate_terminal_events", []))
         double = len(c.get("decisions_without_request", [])) + max(
-            0, r["decisions_applied"] - r["decisions_sent"] // 2)
+            0, r["decisions_applied"] - r.get("waiting_for_decision", r["decisions_applied"]))
         lines.append(
             f"| {r['fault']} | {r['documents']} | {r['accepted']} | {r['settled']} | "
-            f"{len(r['lost'])} | {dup} | {double} | {'yes' if c.get('ok') else 'NO'} | "
+            f"{len(r['lost'])} | {dup} | {r['decisions_sent'] // 2} → {r['decisions_applied']} | "
+            f"{double} | {'yes' if c.get('ok') else 'NO'} | "
             f"{', '.join(str(x) for x in r['recovery_seconds']) or '—'} | "
             f"{', '.join(f'{k} {v}' for k, v in sorted(r['statuses'].items()))} |")
     lines += [
