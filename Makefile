@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability setup system-deps lint examples clean
+.PHONY: run test reliability bench setup system-deps lint examples clean
 
 run: setup ## start the embedded stack (Postgres, Temporal + Web UI, worker, API) in the foreground
 	$(BIN)/overseer run
@@ -55,6 +55,13 @@ system-deps: ## Tesseract OCR (and, for the tests, Prometheus and Chromium) from
 	    echo "chromium is missing: the console browser tests will fail (apt-get install chromium)"; \
 	  fi; \
 	fi
+
+bench: setup ## benchmark against the peers (docs/performance.md); ratios on stdout, JSON in bench-results/
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -qq >/dev/null 2>&1 || true; } && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; } || \
+	  echo "wrk is not installed: the API scenario uses only the Python open-loop generator"
+	$(BIN)/python -m overseer.bench $(BENCH_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -52,7 +52,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
             else:
                 result = await getattr(sc, _FUNCS[name])(h, cfg)
             results.append(result)
-            _say(table([result]).splitlines()[-1] + f"   ({time.perf_counter() - started:.0f} s)")
+            _say("\n".join(table([result]).splitlines()[2:]) + f"   ({time.perf_counter() - started:.0f} s)")
     finally:
         await h.close()
         stack.stop()

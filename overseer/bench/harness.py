@@ -100,8 +100,9 @@ class Harness:
 
 
 def _cpu(proc: Any) -> float:
+    """User + system CPU seconds of ``proc`` and its reaped children (Tesseract, OCR pools)."""
     times = proc.cpu_times()
-    return float(times.user + times.system)
+    return float(times.user + times.system + times.children_user + times.children_system)
 
 
 def _is_stack_postgres(proc: Any, data_dir: str) -> bool:
