@@ -86,7 +86,11 @@ def test_simple_ask_takes_the_fast_path_in_well_under_a_second(stack: Stack):
     assert "thread_id" not in final  # no workflow was started
     runs = sub.get("/v1/runs", params={"pipeline": "pricing"}).json()["items"]
     fast = [r for r in runs if r["result"] and r["result"].get("path") == "single_agent"]
-    assert fast and fast[0]["workflow_id"] == "" and fast[0]["status"] == "completed"
+    assert fast and fast[0]["status"] == "completed"
+    run_id = fast[0]["run_id"]
+    assert stack.client("reviewer").post(f"/v1/admin/approvals/{run_id}/decision",
+                                         json={"decision": "approve"}).status_code == 409
+    assert sub.get(f"/api/v1/chat/threads/{run_id}/stream").status_code == 404
 
 
 def test_fast_path_sse_matches_the_golden_shape(stack: Stack):
@@ -233,14 +237,18 @@ def test_keepalive_comments_only_after_interval_of_silence(stack: Stack):
                 seen.append((time.monotonic(), block))
                 if '"awaiting_approval":true' in block:
                     paused_at = time.monotonic()
-            if paused_at and sum(1 for _, b in seen if b == ": keepalive") >= 3:
+            after_pause = [b for t, b in seen if paused_at and t >= paused_at]
+            if after_pause.count(": keepalive") >= 3:
                 break
     keepalives = [i for i, (_, b) in enumerate(seen) if b == ": keepalive"]
-    assert len(keepalives) >= 3
     approval_index = next(i for i, (_, b) in enumerate(seen) if '"awaiting_approval":true' in b)
-    assert keepalives[0] > approval_index  # the run's own events never waited 0.3 s
-    gaps = [seen[i][0] - seen[i - 1][0] for i in keepalives]
-    assert all(g >= 0.25 for g in gaps), gaps
+    assert sum(1 for i in keepalives if i > approval_index) >= 3  # the human is the slow step
+    # Each keepalive follows `interval` of silence (exact timing: the unit test). Measured here
+    # at the client, where a frame delayed in transit shortens the gap after it: use the median.
+    gaps = sorted(seen[i][0] - seen[i - 1][0] for i in keepalives)
+    assert gaps[len(gaps) // 2] >= 0.25, gaps
+    data = [b for _, b in seen if b != ": keepalive"]
+    assert all(b.startswith("id: ") for b in data)
     thread = json.loads(seen[0][1].split("data: ", 1)[1])["thread_id"]
     stack.client("reviewer").post("/api/v1/chat/cancel", json={"thread_id": thread})
 

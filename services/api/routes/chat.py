@@ -179,7 +179,7 @@ async def thread_stream(
 ) -> StreamingResponse:
     """(Re)attach to an orchestrated run's stream; resumes after ``Last-Event-ID`` without duplicates."""
     view = await get_run(pool, thread_id, principal)
-    if view.pipeline != PIPELINE or not view.workflow_id:
+    if not is_orchestrated(view):
         raise NotFoundError(f"no orchestrated pricing thread {thread_id}")
     after = parse_last_event_id(last_event_id or last_event_id_param)
     return sse_response(frames(orchestrator_events(temporal, view.run_id, from_offset=after)),
@@ -318,7 +318,9 @@ async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal,
         await append_events(conn, [
             NewEvent(run_id=run_id, key="run.submitted", type=RUN_SUBMITTED,
                      actor=f"api:{principal.subject}",
-                     data={"pipeline": spec.name, "workflow_id": "",
+                     # The id its workflow would have: none exists, so Temporal answers
+                     # NOT_FOUND to anything sent there (the admin API's 409), never a 5xx.
+                     data={"pipeline": spec.name, "workflow_id": spec.workflow_id(run_id),
                            "submitted_by": principal.subject,
                            "input": {"message": body.message, "session_id": body.session_id,
                                      "path": "single_agent", "route": route.to_dict(),
@@ -445,9 +447,15 @@ async def thread_handle(pool: Any, temporal: Any, thread_id: str, principal: Pri
         NotFoundError: unknown thread, a fast-path answer, or someone else's thread.
     """
     view = await get_run(pool, thread_id, principal)
-    if view.pipeline != PIPELINE or not view.workflow_id:
+    if not is_orchestrated(view):
         raise NotFoundError(f"no orchestrated pricing thread {thread_id}")
     return temporal.get_workflow_handle(view.workflow_id)
+
+
+def is_orchestrated(view: Any) -> bool:
+    """A pricing run with a workflow (fast-path answers are runs without one)."""
+    return bool(view.pipeline == PIPELINE and view.workflow_id
+                and (view.result or {}).get("path") != "single_agent")
 
 
 async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,7 +78,8 @@ class PolicyItem(BaseModel):
     """One item's prices to check."""
 
     item_id: str = Field(min_length=1, max_length=200)
-    prices: dict[str, float] = Field(description="tier → price (USD, > 0)")
+    prices: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        description="tier → price (USD, > 0); tiers must be the policy's (new, exchange, repair, usm)")
     segment: str | None = None
     region: str | None = None
 
