@@ -130,3 +130,18 @@ async def test_fast_path_with_a_model_streams_through_astream_events_v1():
         llm.set_chat_model_factory(None)
     assert len(out) > 3 and out[-1]["strategy"] == "llm:fake-model"
     assert out[-1]["message"] == "New copies of ASTR 4 should stay at $119.97."
+
+
+def test_model_choice_is_the_llm_layers_with_an_allowlist_and_rules_offline():
+    from services.api.routes.chat import effective_model
+
+    offline = Settings(environment="test", llm_allowed_models=["gpt-4o-mini", "gpt-4o"])
+    assert effective_model(offline, None) == ("rules", "no_llm_endpoint")
+    assert effective_model(offline, "evil-model") == ("rules",
+                                                      "no_llm_endpoint;hint_not_allowlisted")
+    online = offline.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1"})
+    assert effective_model(online, "gpt-4o") == ("gpt-4o", "request_hint")
+    assert effective_model(online, "evil-model") == ("gpt-4o-mini",
+                                                     "global_default;hint_not_allowlisted")
+    assert effective_model(online.model_copy(update={"llm_admin_override": "gpt-4o"}),
+                           "gpt-4o-mini") == ("gpt-4o", "admin_override")
