@@ -9,6 +9,7 @@ step-derived ids, so a retried activity never duplicates them.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -16,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from activities.document_intake.assess import assess_record, public_snapshot, route_after_review
-from activities.document_intake.batch import slice_pages
+from activities.document_intake.batch import EntrySpan, slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
 from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
@@ -443,24 +444,12 @@ async def _finish_step(state: DocumentIntakeState, node: str, update: dict[str, 
 
 
 def _entry_pages(pages: list[PageText], span: dict[str, Any] | None) -> list[PageText]:
+    """The entry's part of each page (batch children); words and confidences stay the page's."""
     if not span:
         return pages
-    from activities.document_intake.batch import EntrySpan
-
-    return [
-        p if isinstance(p, PageText) else PageText.from_dict(_page_dict(p))
-        for p in slice_pages(pages, EntrySpan(**span))
-    ]
-
-
-def _page_dict(page: Any) -> dict[str, Any]:
-    if isinstance(page, dict):
-        return page
-    return {
-        "page_number": page.page_number, "text": page.text, "source": page.source,
-        "ocr_confidence": page.ocr_confidence, "coverage": getattr(page, "coverage", None),
-        "words": [], "dpi": getattr(page, "dpi", None),
-    }
+    by_number = {p.page_number: p for p in pages}
+    return [dataclasses.replace(by_number[part.page_number], text=part.text)
+            for part in slice_pages(pages, EntrySpan(**span))]
 
 
 def _pages(dicts: list[dict[str, Any]]) -> list[PageText]:
@@ -472,13 +461,3 @@ def _evidence_dict(evidence: Any) -> dict[str, Any]:
         "page_number": evidence.page_number, "snippet": evidence.snippet,
         "label": evidence.label, "method": evidence.method, "score": float(evidence.score),
     }
-
-
-def _validated(schema: FieldSchema, name: str, value: str | None) -> str | None:
-    from activities.document_intake.validate import normalise_value, validate_value
-
-    if value is None or name not in {f.name for f in schema.fields}:
-        return None
-    spec = schema.field(name)
-    normalised = normalise_value(spec, value)
-    return normalised if validate_value(spec, normalised) is None else None
