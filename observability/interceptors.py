@@ -107,10 +107,12 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
                                                    "stage": "started"})
         try:
             result = await super().execute_workflow(input)
-        except BaseException as err:
-            if isinstance(err, workflow.ContinueAsNewError) or not (
-                    workflow.is_failure_exception(err) or is_cancelled_exception(err)):
-                raise  # continue-as-new, or a workflow-task failure that Temporal retries
+        except (Exception, asyncio.CancelledError) as err:
+            # GeneratorExit (an evicted workflow's coroutine being closed, outside the workflow
+            # loop) is not caught at all; continue-as-new and workflow-task failures (which
+            # Temporal retries) are not finishes.
+            if isinstance(err, workflow.ContinueAsNewError) or not _is_finish(err):
+                raise
             status = "cancelled" if is_cancelled_exception(err) else "failed"
             code, _ = _error_type(err)
             _record_finish(meter, pipeline, status, code, info.start_time)
@@ -125,6 +127,13 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
             "run_id": run_id, "pipeline": pipeline, "status": status, "outcome": outcome,
             "total_duration_ms": _elapsed_ms(info.start_time)})
         return result
+
+
+def _is_finish(err: BaseException) -> bool:
+    try:
+        return bool(workflow.is_failure_exception(err) or is_cancelled_exception(err))
+    except Exception:  # not inside the workflow's event loop: nothing to record
+        return False
 
 
 def _record_finish(meter: Any, pipeline: str, status: str, outcome: str, start_time: Any) -> None:
