@@ -130,6 +130,9 @@ def _banner(settings: Settings, address: str, tokens: dict[str, str]) -> None:
         f"  Temporal         {address}",
         f"  Temporal Web UI  http://127.0.0.1:{settings.temporal_ui_port}"
         if not settings.temporal_address else "  Temporal Web UI  (external cluster)",
+        f"  metrics          {api}/metrics (API), "
+        f"http://{settings.metrics_host_worker}:{settings.metrics_port_worker}/metrics (worker)",
+        f"  review console   {api}/console",
         f"  dev tokens       {settings.dev_tokens_path}",
     ]
     lines += [f"    {role:<10} {token}" for role, token in tokens.items()]

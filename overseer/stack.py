@@ -144,6 +144,7 @@ class ManagedStack:
     def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
         """One more worker process (``env`` adds settings for it only)."""
         log = open(self.data_dir / f"worker-{len(self.workers)}.log", "ab")  # noqa: SIM115
+        env = {"OVERSEER_METRICS_PORT_WORKER": str(free_port()), **env}  # one /metrics per worker
         proc = subprocess.Popen([sys.executable, "-m", "services.worker.main"],
                                 env={**self.env(), **env}, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(proc)
