@@ -22,10 +22,10 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from workflows.approval import ApprovalGate, DecisionInput
 
@@ -114,30 +114,35 @@ class PricingWorkflow(ApprovalGate):
                                   intents=inp.route.get("intents")))
         try:
             result = await self._run_graph(inp)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ActivityError) as err:
+            if isinstance(err, ActivityError) and not is_cancelled_exception(err):
+                await self._fail(inp, err)
+            # Cancelled while waiting, or while an activity ran (it then fails as cancelled).
             await self._end("cancelled", "cancelled", RUN_CANCELLED,
                             "Cancelled: the plan was stopped and no prices changed.", {})
             self.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
-        except ActivityError as err:
-            cause = err.cause if isinstance(err.cause, ApplicationError) else None
-            error = {"code": cause.type if cause and cause.type else "activity_failed",
-                     "message": cause.message if cause else str(err)}
-            await self.record(RUN_FAILED, key="run.finished",
-                              data={"status": "failed", "outcome": None, "error": error,
-                                    "snapshot": {"outcome": None}})
-            await self.set_status("failed")
-            self._final = events.error(error["message"], error["code"], retryable=False,
-                                       thread_id=inp.run_id)
-            self._publish(self._final)
-            self.stream.detach_pollers()
-            await workflow.wait_condition(workflow.all_handlers_finished)
-            raise ApplicationError(error["message"], error, type=error["code"],
-                                   non_retryable=True) from err
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
+
+    async def _fail(self, inp: PricingInput, err: ActivityError) -> NoReturn:
+        """Record the failure, publish one error event, and fail the workflow (non-retryable)."""
+        cause = err.cause if isinstance(err.cause, ApplicationError) else None
+        error = {"code": cause.type if cause and cause.type else "activity_failed",
+                 "message": cause.message if cause else str(err)}
+        await self.record(RUN_FAILED, key="run.finished",
+                          data={"status": "failed", "outcome": None, "error": error,
+                                "snapshot": {"outcome": None}})
+        await self.set_status("failed")
+        self._final = events.error(error["message"], error["code"], retryable=False,
+                                   thread_id=inp.run_id)
+        self._publish(self._final)
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        raise ApplicationError(error["message"], error, type=error["code"],
+                               non_retryable=True) from err
 
     @workflow.query
     def get_final_event(self) -> dict[str, Any] | None:

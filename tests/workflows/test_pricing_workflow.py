@@ -140,16 +140,35 @@ async def test_cancel_at_the_gate_ends_the_run_cancelled(
     inp = await pricing_input(db, "Propose updates for budget items")
     handle = await start(client, inp, task_queue)
     await read_stream(client, handle.id, until=paused)
+
+    async def awaiting():
+        assert (await handle.query(PricingWorkflow.get_status)).status == "awaiting_approval"
+    await assert_eventually(awaiting)
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
     final = await handle.query(PricingWorkflow.get_final_event)
-    assert final["outcome"] == "cancelled" and final["done"] is True
+    assert final.get("outcome") == "cancelled" and final["done"] is True, final
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
     assert row["status"] == "cancelled"
     approval = await db.fetchrow("SELECT status FROM approvals WHERE run_id = $1",
                                  uuid.UUID(inp.run_id))
     assert approval["status"] == "cancelled"
+
+
+async def test_cancel_while_a_worker_runs_still_ends_cancelled(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    client = dev_server.client
+    inp = await pricing_input(db)
+    handle = await start(client, inp, task_queue)
+    await read_stream(client, handle.id, until=lambda e: e.get("tool_call") == "check_policy")
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    final = await handle.query(PricingWorkflow.get_final_event)
+    assert final.get("outcome") == "cancelled", final
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
+    assert row["status"] == "cancelled"
 
 
 async def test_paused_run_resumes_by_thread_id_on_a_new_worker(
@@ -224,3 +243,22 @@ async def test_concurrent_subscribers_see_the_same_stream(
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
+
+
+async def test_a_permanent_failure_ends_the_stream_with_one_error_event(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    inp = await pricing_input(db, "Propose updates for TB006-campus")
+    inp.catalog = {**inp.catalog, "sha256": "0" * 64}  # a snapshot that was never stored
+    handle = await start(dev_server.client, inp, task_queue)
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    stream = await read_stream(dev_server.client, handle.id, until=lambda e: e.get("done"))
+    final = stream[-1][1]
+    assert (final["code"], final["retryable"], final["done"]) == ("not_found", False, True)
+    assert sum(1 for _, e in stream if e.get("done")) == 1
+    row = await db.fetchrow("SELECT status, error FROM runs WHERE run_id = $1",
+                            uuid.UUID(inp.run_id))
+    assert row["status"] == "failed" and json.loads(row["error"])["code"] == "not_found"
+    history = await handle.fetch_history()
+    attempts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
+    assert all(e.activity_task_started_event_attributes.attempt == 1 for e in attempts)
