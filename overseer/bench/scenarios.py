@@ -63,7 +63,7 @@ class BenchConfig:
     latency_runs: int = 15
     parked: int = 1000
     park_concurrency: int = 32
-    decide_concurrency: int = 16
+    decide_concurrency: int = 4
     recovery_trials: int = 3
     api_rate: float = 50.0
     api_seconds: float = 15.0
