@@ -156,7 +156,7 @@ class ManagedStack:
         proc.send_signal(sig)
         proc.wait(30)
 
-    def start_api(self, *, ready_timeout_seconds: float = 60.0) -> None:
+    def start_api(self, *, ready_timeout_seconds: float = 240.0) -> None:
         """Start the API and wait for ``/readyz``."""
         log = open(self.data_dir / "api.log", "ab")  # noqa: SIM115
         self.api = subprocess.Popen(
@@ -172,7 +172,7 @@ class ManagedStack:
             self.api.wait(30)
         self.start_api()
 
-    def wait_ready(self, timeout_seconds: float = 60.0) -> None:
+    def wait_ready(self, timeout_seconds: float = 240.0) -> None:
         """Block until ``/readyz`` says ok.
 
         Raises:
