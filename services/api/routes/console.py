@@ -119,7 +119,9 @@ async def console_home() -> Response:
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_page(request: Request, next: str | None = None) -> Response:
-    """The login form: one field for an API token (reviewer or admin)."""
+    """The login form: one field for an API token (reviewer or admin); logged in, go on."""
+    if sessions.read_session(request) is not None:
+        return RedirectResponse(sessions.safe_next(next), 303)
     return _login_form(request, next_path=sessions.safe_next(next))
 
 
