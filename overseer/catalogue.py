@@ -28,6 +28,13 @@ class PipelineSpec:
     description: str
     accepts: tuple[str, ...]
     human_gate: str
+    submit_path: str | None = None
+    """Where runs are started; None = ``/v1/pipelines/<name>/runs`` (document upload)."""
+
+    @property
+    def entry_path(self) -> str:
+        """The path that starts a run of this pipeline."""
+        return self.submit_path or f"/v1/pipelines/{self.name}/runs"
 
     def workflow_id(self, run_id: str) -> str:
         """``<pipeline>-<run_id>`` (DESIGN §3)."""
@@ -60,6 +67,7 @@ CATALOGUE: dict[str, PipelineSpec] = {
             accepts=("application/json",),
             human_gate="approve (with price edits that must keep the policy) or reject a price "
                        "proposal; cancel by thread id",
+            submit_path="/api/v1/chat",
         ),
     )
 }

@@ -17,6 +17,6 @@ async def list_pipelines(_: PrincipalDep) -> list[PipelineView]:
     return [
         PipelineView(name=s.name, workflow_type=s.workflow_type, seed=s.seed,
                      description=s.description, accepts=list(s.accepts), human_gate=s.human_gate,
-                     links={"runs": f"/v1/pipelines/{s.name}/runs"})
+                     links={"runs": s.entry_path})
         for s in CATALOGUE.values()
     ]
