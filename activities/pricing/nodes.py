@@ -9,40 +9,20 @@ them. Workers call the services directly, never another agent (seed 003 Dev Note
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from activities.errors import temporal_errors
 from activities.pricing import tools
 from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
 from activities.pricing.stream import RULES, STREAM_TOPIC, chunks, token
-from overseer.errors import OverseerError
 from overseer.store.events import NODE_COMPLETED, ROUTE_DECIDED, NewEvent
 
-NodeFn = Callable[[PricingState], Awaitable[dict[str, Any]]]
 
-
-def permanent_errors_fail_fast(fn: NodeFn) -> NodeFn:
-    """Turn a permanent :class:`OverseerError` into a non-retryable ``ApplicationError``."""
-
-    @functools.wraps(fn)
-    async def wrapper(state: PricingState) -> dict[str, Any]:
-        try:
-            return await fn(state)
-        except OverseerError as err:
-            if err.retryable:
-                raise
-            raise ApplicationError(err.message, {"code": err.code, **err.details}, type=err.code,
-                                   non_retryable=True) from err
-
-    return wrapper
-
-
-@permanent_errors_fail_fast
+@temporal_errors
 async def optimizer_worker(state: PricingState) -> dict[str, Any]:
     """Node ``optimizer_worker`` (seed 003): ``optimize_price`` over the scope → the proposal.
 
@@ -56,7 +36,7 @@ async def optimizer_worker(state: PricingState) -> dict[str, Any]:
         "proposal": result["proposal"], "outputs": {"optimizer": result["output"]}})
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def policy_checker_worker(state: PricingState) -> dict[str, Any]:
     """Node ``policy_checker_worker`` (seed 003 AC4): violations in today's prices, fixes, proposal check.
 
@@ -72,7 +52,7 @@ async def policy_checker_worker(state: PricingState) -> dict[str, Any]:
     return await _finish(state, "policy", "check_policy", update)
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def explainer_worker(state: PricingState) -> dict[str, Any]:
     """Node ``explainer_worker`` (seed 003): Shapley contributions per recommended price."""
     catalog = await tools.load_catalog(state["catalog"])
@@ -80,7 +60,7 @@ async def explainer_worker(state: PricingState) -> dict[str, Any]:
     return await _finish(state, "explainer", "explain_decision", {"outputs": {"explainer": output}})
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def sensitivity_worker(state: PricingState) -> dict[str, Any]:
     """Node ``sensitivity_worker`` (seed 003): confidence band, worst/best, robustness score."""
     catalog = await tools.load_catalog(state["catalog"])
@@ -89,7 +69,7 @@ async def sensitivity_worker(state: PricingState) -> dict[str, Any]:
                          {"outputs": {"sensitivity": output}})
 
 
-@permanent_errors_fail_fast
+@temporal_errors
 async def reporter_worker(state: PricingState) -> dict[str, Any]:
     """Node ``reporter_worker`` (seed 003): the analyst summary, streamed as tokens.
 
