@@ -30,6 +30,8 @@ from tests import corpus
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "reliability"
 SETTLED = ("completed", "rejected", "failed", "cancelled", "awaiting_approval")
+FILL_INS = {"student_name": "Jordan Reviewer", "school": "Lincoln Middle School", "grade": "7"}
+"""What the simulated reviewer types for a required field OCR missed."""
 
 
 @dataclass
@@ -192,8 +194,15 @@ def decide_twice(stack: ManagedStack, waiting: list[str]) -> tuple[int, int, int
         nonlocal sent, applied, refused
         try:
             with stack.client("reviewer", timeout=300) as client:
+                updates = {"grade": grade}
                 res = client.post(f"/v1/admin/approvals/{run_id}/decision",
-                                  json={"decision": "approve", "updates": {"grade": grade}})
+                                  json={"decision": "approve", "updates": updates})
+                if res.status_code == 422 and res.json().get("code") == "invalid_field_edits":
+                    # OCR also missed another required field: a reviewer would fill it in too.
+                    missing = res.json()["details"].get("missing_fields", [])
+                    updates |= {f: FILL_INS.get(f, "Filled In") for f in missing}
+                    res = client.post(f"/v1/admin/approvals/{run_id}/decision",
+                                      json={"decision": "approve", "updates": updates})
         except httpx.HTTPError as err:
             with lock:
                 sent += 1
