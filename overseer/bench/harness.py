@@ -94,6 +94,27 @@ class Harness:
         out["postgres"] = pg
         return out
 
+    async def run_to_rest(self, inp: DocumentIntakeInput, *, poll_seconds: float = 0.1) -> str:
+        """Start one run and wait until it completes, fails or waits for a human; its status.
+
+        A scanned form whose OCR is not confident enough parks on the approval gate: its
+        machine work is done then, and waiting for its result would wait for a reviewer.
+        """
+        handle = await self.start(inp)
+        result = asyncio.ensure_future(handle.result())
+        try:
+            while True:
+                done, _ = await asyncio.wait({result}, timeout=poll_seconds)
+                if done:
+                    return str(result.result().status)
+                view = await handle.query("get_status")
+                status = view["status"] if isinstance(view, dict) else view.status
+                if status == "awaiting_approval":
+                    return "awaiting_approval"
+        finally:
+            if not result.done():
+                result.cancel()
+
     async def count_status(self, status: str) -> int:
         """Runs with ``status`` in the ``runs`` read model."""
         return int(await self.pool.fetchval("SELECT count(*) FROM runs WHERE status = $1", status))
