@@ -90,8 +90,13 @@ async def test_plan_streams_pauses_and_approval_with_edits_completes(
     approval = first[-1][1]
     assert approval["thread_id"] == inp.run_id and approval["approval"]["change_count"] >= 1
 
-    view = await handle.query(PricingWorkflow.get_status)
-    assert view.status == "awaiting_approval"
+    # The stream announces the sign-off as the gate opens; the status follows once the
+    # approval.requested event is written, so poll instead of reading it once.
+    async def awaiting():
+        view = await handle.query(PricingWorkflow.get_status)
+        assert view.status == "awaiting_approval"
+        return view
+    view = await assert_eventually(awaiting)
     proposed = view.approval["payload"]["proposed_prices"]["TB006-online"]
 
     with pytest.raises(WorkflowUpdateFailedError) as refused:
