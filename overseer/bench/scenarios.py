@@ -272,6 +272,9 @@ async def parked_approvals(h: Harness, cfg: BenchConfig) -> ScenarioResult:
         "decide_rate_per_s": round(len(handles) / decide_s, 2), "park_load": load}))
     res.extra["rss_mb_after_decisions"] = {k: round(v / 2**20, 1)
                                            for k, v in h.stack.process_rss_bytes().items()}
+    workers = [v for k, v in mb.items() if k.startswith("worker")]
+    res.extra["checks"] = {"worker RSS ≤ 300 MB": bool(workers) and max(workers) <= 300.0,
+                           "decision → completed p99 ≤ 1 s": summary.get("p99_ms", 1e9) <= 1000.0}
     return res
 
 

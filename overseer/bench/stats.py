@@ -187,7 +187,14 @@ class ScenarioResult:
                           for o, b in zip(self.overseer, self.baseline, strict=True)])
 
     def verdict(self) -> bool | None:
-        """Whether the median meets the target (None when the scenario has no numeric target)."""
+        """Whether the median meets the target (None when the scenario has no numeric target).
+
+        A scenario with several targets lists them in ``extra["checks"]`` (name → met);
+        then all of them must hold.
+        """
+        checks = self.extra.get("checks")
+        if checks:
+            return all(checks.values())
         if self.target_value is None:
             return None
         spread = self.ratio_spread() if self.target_on == "ratio" else self.overseer_spread()

@@ -115,3 +115,12 @@ async def test_smoke_baseline_and_temporal_floor(db, pg_url: str, dev_server: Wo
     path = write_json([result], tmp_path, config={}, tuning={})
     assert json.loads(path.read_text())["scenarios"][0]["name"] == "smoke"
     assert latencies[0] > 0
+
+
+def test_several_targets_must_all_hold():
+    parked = ScenarioResult("p", "p99 ms", False, target_value=1000.0, target_on="value",
+                            overseer=[Trial(600.0, [])],
+                            extra={"checks": {"rss": False, "p99": True}})
+    assert parked.verdict() is False
+    parked.extra["checks"]["rss"] = True
+    assert parked.verdict() is True
