@@ -25,7 +25,8 @@ from overseer.bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "pipeline_latency", "text_throughput", "scanned_throughput",
-         "recovery", "text_throughput_2_workers", "parked_approvals", "api_post")
+         "recovery", "text_throughput_2_workers", "parked_approvals", "api_post_no_worker",
+         "api_post")
 """Scenarios in running order: the API scenario last (it leaves runs queued behind it)."""
 
 
@@ -33,7 +34,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
     """Bring the stack up, run the selected scenarios, report; returns an exit code."""
     stack = ManagedStack(data_dir)
     t0 = time.perf_counter()
-    stack.start(workers=1, api="api_post" in only)
+    stack.start(workers=1, api=bool({"api_post", "api_post_no_worker"} & only))
     results: list[ScenarioResult] = []
     h = await Harness.connect(stack)
     try:
@@ -64,7 +65,8 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
 
 _FUNCS = {"temporal_floor": "temporal_floor", "pipeline_latency": "pipeline_latency",
           "text_throughput": "text_throughput", "scanned_throughput": "scanned_throughput",
-          "recovery": "recovery", "parked_approvals": "parked_approvals", "api_post": "api_post"}
+          "recovery": "recovery", "parked_approvals": "parked_approvals",
+          "api_post_no_worker": "api_post_no_worker", "api_post": "api_post"}
 
 
 def tuning() -> dict[str, object]:
@@ -89,10 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", choices=ORDER, help="scenarios to run (default: all)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--keep-data", action="store_true", help="keep the stack's data dir")
+    parser.add_argument("--profile", action="store_true",
+                        help="py-spy flame graph of the worker during a text-layer trial (into --out)")
     for f in dataclasses.fields(sc.BenchConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+        if f.name != "profile_dir":
+            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     args = parser.parse_args(argv)
-    cfg = sc.BenchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(sc.BenchConfig)})
+    cfg = sc.BenchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(sc.BenchConfig)
+                            if f.name != "profile_dir"})
+    cfg.profile_dir = args.out if args.profile else None
     data_dir = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     try:
         return asyncio.run(run(cfg, set(args.only or ORDER), args.out, data_dir))

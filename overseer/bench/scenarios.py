@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,8 @@ class BenchConfig:
         api_rate: requests/s of the API scenario.
         api_seconds: seconds per API trial.
         ocr_workers: processes in the bare-Tesseract pool (one per core).
+        profile_dir: where to write a py-spy flame graph of the worker during the first
+            Overseer text-layer trial (None: no profile).
     """
 
     repeats: int = 3
@@ -69,6 +72,7 @@ class BenchConfig:
     api_rate: float = 50.0
     api_seconds: float = 15.0
     ocr_workers: int = 2
+    profile_dir: Path | None = None
 
 
 _seeds = itertools.count(10_000)
@@ -124,9 +128,13 @@ async def text_throughput(h: Harness, cfg: BenchConfig, *, name: str = "text_thr
                     await truncate_checkpoints(h.pool)
                 load, cpu0 = load_average(), h.cpu_seconds()
                 if side == "overseer":
+                    spy = _start_profile(h, cfg, name) if i == 0 else None
                     elapsed, lat, out = await run_bounded(runs, h.run_to_end,
                                                           concurrency=cfg.concurrency)
                     statuses = Counter(r.status for r in out)
+                    if spy is not None:
+                        spy.wait(60)
+                        res.extra["profile"] = str(cfg.profile_dir / f"{name}-worker.svg")
                 else:
                     elapsed, lat, out = await run_bounded(runs, lg.run, concurrency=cfg.concurrency)
                     statuses = Counter(r.get("status", "awaiting_approval") for r in out)
@@ -137,6 +145,18 @@ async def text_throughput(h: Harness, cfg: BenchConfig, *, name: str = "text_thr
                     "cpu_ms_per_run_total": round(sum(cpu.values()), 1)})
                 (res.overseer if side == "overseer" else res.baseline).append(trial)
     return res
+
+
+def _start_profile(h: Harness, cfg: BenchConfig, name: str) -> subprocess.Popen[bytes] | None:
+    """py-spy flame graph of worker 0 for ~20 s (when ``cfg.profile_dir`` is set and py-spy exists)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if cfg.profile_dir is None or not Path(spy).exists() or not h.stack.workers:
+        return None
+    cfg.profile_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [spy, "record", "--pid", str(h.stack.workers[0].pid), "--duration", "20", "--rate", "50",
+         "--nonblocking", "--output", str(cfg.profile_dir / f"{name}-worker.svg")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 # --- 2. scanned documents ----------------------------------------------------------------------------
@@ -358,6 +378,22 @@ async def recovery(h: Harness, cfg: BenchConfig) -> ScenarioResult:
 # --- 6. API ------------------------------------------------------------------------------------------------
 
 
+async def api_post_no_worker(h: Harness, cfg: BenchConfig) -> ScenarioResult:
+    """The API scenario with runs sent to a task queue no worker polls: the API's own cost.
+
+    On two cores the worker and the Temporal server compete with the API for CPU; this
+    variant restarts the API with ``OVERSEER_TASK_QUEUE`` pointing nowhere, so its runs
+    only wait in Temporal, then restores it.
+    """
+    h.stack.env_overrides["OVERSEER_TASK_QUEUE"] = "bench-api-sink"
+    h.stack.restart_api(sig=15)
+    try:
+        return await api_post(h, cfg, with_worker=False)
+    finally:
+        h.stack.env_overrides.pop("OVERSEER_TASK_QUEUE", None)
+        h.stack.restart_api(sig=15)
+
+
 async def api_post(h: Harness, cfg: BenchConfig, *, with_worker: bool = True) -> ScenarioResult:
     """POST a small plain-text form at ``cfg.api_rate`` req/s from a separate load-generator process."""
     name = "api_post" if with_worker else "api_post_no_worker"
@@ -414,6 +450,6 @@ async def wait_worker_polling(h: Harness, within_seconds: float = 60.0) -> None:
     task.result()
 
 
-__all__ = ["BenchConfig", "api_post", "parked_approvals", "pipeline_latency",
+__all__ = ["BenchConfig", "api_post", "api_post_no_worker", "parked_approvals", "pipeline_latency",
            "recovery", "scaling", "scanned_throughput", "temporal_floor", "text_throughput",
            "wait_worker_polling"]
