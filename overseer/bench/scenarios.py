@@ -240,19 +240,22 @@ async def parked_approvals(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     started = time.perf_counter()
     sem = asyncio.Semaphore(cfg.park_concurrency)
     handles: list[WorkflowHandle[Any, Any]] = []
+    run_ids: list[uuid.UUID] = []
 
     async def park(i: int) -> None:
         async with sem:
             inp = await inputs.store_run(h.pool, distinct[i % len(distinct)], h.settings)
             handles.append(await h.start(inp))
+            run_ids.append(uuid.UUID(inp.run_id))
 
     await asyncio.gather(*(park(i) for i in range(cfg.parked)))
     starting = time.perf_counter() - started
     deadline = time.monotonic() + max(600.0, cfg.parked * 0.5)
     while True:
-        waiting = await h.count_status("awaiting_approval")
-        running = await h.count_status("running")
-        if running == 0 and waiting >= len(handles):
+        waiting = int(await h.pool.fetchval(
+            "SELECT count(*) FROM runs WHERE run_id = ANY($1) AND status = 'awaiting_approval'",
+            run_ids))
+        if waiting >= len(handles):
             break
         if time.monotonic() > deadline:
             res.notes.append(f"only {waiting} of {len(handles)} parked before the deadline")
