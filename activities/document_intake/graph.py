@@ -27,19 +27,14 @@ from activities.document_intake.routing import RoutingThresholds
 from activities.document_intake.routing import route_after_pipeline as _route
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
+from activities.retry import node_retry_policy
 
 GRAPH_NAME = "document_intake"
 
 NON_RETRYABLE = ["unreadable_document", "unsupported_media_type", "not_found",
                  "llm_malformed_response"]
 
-NODE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=10,  # ~2.5 min of backoff: rides out a Postgres restart
-    non_retryable_error_types=NON_RETRYABLE,
-)
+NODE_RETRY = node_retry_policy(NON_RETRYABLE)
 
 LLM_NODE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2),

@@ -22,10 +22,10 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
-from temporalio.common import RetryPolicy
 
 from activities.pricing.router import next_route
 from activities.pricing.state import PricingState
+from activities.retry import node_retry_policy
 
 GRAPH_NAME = "pricing"
 
@@ -51,13 +51,7 @@ NODE_TOOLS = {
 
 NON_RETRYABLE = ["invalid_request", "not_found", "llm_malformed_response"]
 
-NODE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
-    non_retryable_error_types=NON_RETRYABLE,
-)
+NODE_RETRY = node_retry_policy(NON_RETRYABLE)
 
 
 def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph:
