@@ -125,7 +125,7 @@ class JSONFormatter(logging.Formatter):
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
             if not keep_sensitive:
-                out["exception"] = _cut(out["exception"], 4000)
+                out["exception"] = _cut_traceback(out["exception"], 4000)
         return out
 
 
@@ -222,3 +222,40 @@ def _cut(value: Any, limit: int) -> Any:
         if len(text) > limit:
             return text[:limit] + f"…[{len(text) - limit} more chars]"
     return value
+
+
+def _cut_traceback(text: str, limit: int) -> str:
+    """Shorten a formatted traceback to about ``limit`` chars by cutting its *middle*.
+
+    The head (``Traceback (most recent call last):`` and the outermost frame) says where
+    the call came from; the tail (the innermost frames and the exception type and message)
+    says what failed and why, so it gets three quarters of the budget. Cuts fall on line
+    boundaries; one marker line says how much was left out.
+    """
+    if len(text) <= limit:
+        return text
+    head_budget = limit // 4
+    tail_budget = limit - head_budget
+    lines = text.splitlines(keepends=True)
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) > head_budget:
+            break
+        head.append(line)
+        used += len(line)
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head):]):
+        if used + len(line) > tail_budget:
+            break
+        tail.append(line)
+        used += len(line)
+    tail.reverse()
+    if not tail:
+        # One enormous last line (a long exception message): keep its end.
+        last = lines[-1]
+        tail = ["…" + last[-(tail_budget - 1):]]
+    omitted = len(text) - sum(map(len, head)) - sum(map(len, tail))
+    marker = f"  …[{omitted} chars of traceback cut]\n"
+    return "".join(head) + marker + "".join(tail)

@@ -71,3 +71,31 @@ def test_setup_logging_writes_json_lines_and_text_on_request():
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+def _deep(n: int) -> None:
+    # Alternates with _deeper so Python does not fold the frames into "repeated N times".
+    if n == 0:
+        raise ValueError("the innermost frame failed: bad row 17")
+    _deeper(n - 1)
+
+
+def _deeper(n: int) -> None:
+    _deep(n)
+
+
+def test_a_long_traceback_keeps_the_innermost_frames_and_the_message():
+    try:
+        _deep(80)
+    except ValueError:
+        import sys
+
+        record = logging.LogRecord("overseer.test", logging.ERROR, __file__, 1, "boom", (),
+                                   sys.exc_info())
+    out = json.loads(JSONFormatter().format(record))
+    exc = out["exception"]
+    assert len(exc) < 4200
+    assert exc.startswith("Traceback (most recent call last):")
+    assert exc.rstrip().endswith("ValueError: the innermost frame failed: bad row 17")
+    assert 'raise ValueError("the innermost frame failed' in exc
+    assert "chars of traceback cut" in exc
