@@ -41,19 +41,28 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCLUDED_URLS = "/metrics,/healthz,/readyz"
+_FROM_SETTINGS = object()
 # The admin API's decision and the review console's form post (services/api/routes/console.py).
 _DECISION_PATH = re.compile(
     r"^/(?:v1/admin/approvals|console/items)/(?P<run_id>[^/]+)/decision/?$")
 
 
-def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = ()) -> None:
+def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = (),
+                              metrics_token: str | None | object = _FROM_SETTINGS) -> None:
     """Instrument ``app`` and add ``GET /metrics`` (call once, before the app starts).
 
     Args:
         app: the FastAPI app; its lifespan must set ``app.state.pool`` (asyncpg) and
             ``app.state.temporal`` (a Temporal client) for the queue gauges and span links.
         pipelines: pipeline names that always get a queue-gauge series (0 when empty).
+        metrics_token: bearer token ``/metrics`` requires (None = none); by default
+            ``OVERSEER_METRICS_TOKEN`` from the settings.
     """
+    if metrics_token is _FROM_SETTINGS:
+        from overseer.settings import get_settings
+
+        metrics_token = get_settings().metrics_token
+    token = metrics_token if isinstance(metrics_token, str) and metrics_token else None
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
     from observability.tracing import instrument_asyncpg
@@ -67,7 +76,11 @@ def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = ()) 
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics(request: Request) -> Response:
-        """Prometheus scrape endpoint (no auth: expose it only on the private network)."""
+        """Prometheus scrape endpoint (``Authorization: Bearer`` when OVERSEER_METRICS_TOKEN is set)."""
+        if not metrics.metrics_authorized(request.headers.get("authorization"), token):
+            return Response("metrics need Authorization: Bearer <OVERSEER_METRICS_TOKEN>\n",
+                            status_code=401, media_type="text/plain",
+                            headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
         pool = getattr(request.app.state, "pool", None)
         if pool is not None:
             await metrics.refresh_queue_gauges(pool, known_pipelines=pipelines)

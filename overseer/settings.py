@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     pricing_sensitivity_width: float = 0.2
     """Elasticity perturbation for the sensitivity band (0.2 = ±20 %)."""
 
+    metrics_token: str | None = None
+    """Bearer token both ``/metrics`` endpoints (API and worker) require; None = no auth
+    (then only the bind address protects them). Prometheus: ``authorization: {credentials: …}``."""
+
     @field_validator("api_tokens", "llm_task_models", "llm_price_table", mode="before")
     @classmethod
     def _parse_tokens(cls, value: Any) -> Any:
