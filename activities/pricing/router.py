@@ -9,7 +9,10 @@ one, so the offline answer and the online answer route the same way for the seed
 * A **composite ask** — anything else, or ``plan=true`` — goes to the orchestrator with a plan:
   ``optimizer`` (when a proposal or price is asked for) → ``policy`` (always after a
   proposal, and when asked) → ``explainer`` → ``sensitivity`` → ``reporter`` (always last) →
-  ``approval`` (only when the plan proposes prices).
+  ``approval`` (only when the ask is a proposal or report of new prices, or ``plan=true``;
+  a question such as "what's the best price for X and why?" is answered, not signed off).
+
+Keywords match whole words (see :data:`KEYWORDS`), never substrings.
 
 The graph's ``router`` node follows the plan one step per visit, bounded by
 ``max_iterations`` (:func:`next_route`).
@@ -28,16 +31,45 @@ WORKERS = ("optimizer", "policy", "explainer", "sensitivity", "reporter")
 Path = Literal["single_agent", "orchestrator"]
 
 KEYWORDS: dict[str, tuple[str, ...]] = {
-    "optimizer": ("optimal price", "best price", "what price", "optimum", "optimize", "optimise",
-                  "recommend a price", "recommend prices", "price for", "pricing for"),
-    "policy": ("ensure hierarchy", "hierarchy", "check policy", "policy", "policies",
-               "violation", "compliance", "compliant", "far ", "guardrail", "inversion"),
-    "explainer": ("why", "explain", "driver", "factor", "reason"),
-    "sensitivity": ("robust", "sensitiv", "confidence", "worst", "best case", "what if",
-                    "uncertain", "risk"),
-    "report": ("propose", "proposal", "q1", "q2", "q3", "q4", "adjustment", "updates",
-               "summary", "summarize", "summarise", "leadership", "executive", "report", "plan"),
+    "optimizer": ("optimal", "optimum", "optimi*", "best price*", "what price*", "right price*",
+                  "reasonable price*", "fair price*", "how much should", "recommend a price",
+                  "recommend prices", "price for", "prices for", "pricing for"),
+    "policy": ("hierarch*", "polic*", "violat*", "complian*", "FAR", "guardrail*", "inversion*",
+               "inverted", "tier gap*"),
+    "explainer": ("why", "explain*", "driver*", "factor*", "reason", "reasons", "reasoning",
+                  "rationale", "how come"),
+    "sensitivity": ("robust*", "sensitiv*", "confiden*", "worst", "best case*", "what if",
+                    "uncertain*", "risk", "risks", "risky"),
+    "report": ("propos*", "q1", "q2", "q3", "q4", "adjustment*", "price update*",
+               "pricing update*", "update prices", "update the prices", "price change*",
+               "new prices", "reprice*", "repricing", "pricing plan", "price plan",
+               "summary", "summari*", "leadership", "executive", "report"),
 }
+"""Rule keywords per intent, matched as **whole words** (seed 003 "Routing Heuristics", extended).
+
+A phrase matches its words in order separated by spaces or hyphens; a trailing ``*`` allows
+any word ending (``optimi*`` = optimise, optimize, optimizing); an all-capitals entry is an
+acronym matched case-sensitively (``FAR``, so "how far can I push" is not a policy ask);
+everything else is case-insensitive. Whole words, not substrings: "reasonable" is not
+"reason", "sofar" is not "far".
+"""
+
+CHANGE_KEYWORDS = ("propos*", "q1", "q2", "q3", "q4", "adjustment*", "price update*",
+                   "pricing update*", "update prices", "update the prices", "price change*",
+                   "new prices", "reprice*", "repricing", "pricing plan", "price plan")
+"""The ``report`` keywords that ask for price *changes* (a proposal); the rest ask for a summary."""
+
+
+def _keyword_pattern(keyword: str) -> re.Pattern[str]:
+    words = keyword.split()
+    parts = [re.escape(w[:-1]) + r"\w*" if w.endswith("*") else re.escape(w) for w in words]
+    body = r"(?:\s+|\s*-\s*)".join(parts)
+    flags = 0 if keyword.isupper() and len(keyword) > 1 else re.IGNORECASE
+    return re.compile(rf"(?<!\w){body}(?!\w)", flags)
+
+
+_PATTERNS = {intent: tuple(_keyword_pattern(k) for k in kws) for intent, kws in KEYWORDS.items()}
+_CHANGE_PATTERNS = tuple(_keyword_pattern(k) for k in CHANGE_KEYWORDS)
 
 
 @dataclass
@@ -66,19 +98,13 @@ class RouteDecision:
 
 
 def rule_intents(message: str) -> list[str]:
-    """Intents whose keywords appear in ``message`` (case-insensitive), canonical order."""
-    text = f" {message.lower()} "
-    found = []
-    for intent in INTENTS:
-        for kw in KEYWORDS[intent]:
-            if kw == "why":
-                if re.search(r"\bwhy\b", text):
-                    found.append(intent)
-                    break
-            elif kw in text:
-                found.append(intent)
-                break
-    return found
+    """Intents whose keywords appear in ``message`` as whole words, in canonical order."""
+    return [intent for intent in INTENTS if any(p.search(message) for p in _PATTERNS[intent])]
+
+
+def asks_for_changes(message: str) -> bool:
+    """Whether ``message`` asks for new prices (a proposal), not only for an answer or a summary."""
+    return any(p.search(message) for p in _CHANGE_PATTERNS)
 
 
 def decide_route(message: str, *, plan: bool = False,
@@ -87,37 +113,58 @@ def decide_route(message: str, *, plan: bool = False,
 
     Args:
         message: the user's ask.
-        plan: the ``plan`` query parameter (forces the orchestrator).
+        plan: the ``plan`` query parameter (forces the orchestrator, with a sign-off step).
         extra_intents: intents an LLM classifier found (added to the rules' intents).
         strategy: recorded with the decision.
     """
     intents = [i for i in INTENTS if i in set(rule_intents(message)) | set(extra_intents)]
     if plan:
-        return RouteDecision("orchestrator", intents, build_plan(intents or ["report"]),
-                             "plan_param", strategy)
+        return RouteDecision("orchestrator", intents,
+                             build_plan(intents or ["report"], sign_off=True), "plan_param",
+                             strategy)
     if not intents:
         return RouteDecision("single_agent", intents, [], "no_intent", strategy)
     if intents == ["optimizer"]:
         return RouteDecision("single_agent", intents, [], "single_intent", strategy)
     reason = "composite" if len(intents) > 1 else "worker_intent"
-    return RouteDecision("orchestrator", intents, build_plan(intents), reason, strategy)
+    return RouteDecision("orchestrator", intents,
+                         build_plan(intents, sign_off=asks_for_changes(message)), reason,
+                         strategy)
 
 
-def build_plan(intents: Sequence[str]) -> list[str]:
-    """The orchestrator's ordered steps for ``intents`` (see module docstring)."""
+def build_plan(intents: Sequence[str], *, sign_off: bool | None = None) -> list[str]:
+    """The orchestrator's ordered steps for ``intents`` (see module docstring).
+
+    Args:
+        intents: recognised intents.
+        sign_off: whether the ask is a proposal that changes prices (:func:`asks_for_changes`,
+            or ``plan=true``). None (callers that only have intents): any ``report`` ask counts.
+
+    A ``report`` ask alongside policy/explainer/sensitivity questions and no proposal
+    ("a report on current inversions") reports on those; a bare report ask ("executive summary
+    for leadership") or a proposal computes new prices. ``approval`` is planned only for a
+    sign-off ask that computes prices, and even then the router skips it when the proposal
+    changes nothing (:func:`next_route`): a question that changes no price never waits for a
+    sign-off.
+    """
     wanted = set(intents)
-    propose = bool(wanted & {"optimizer", "report"})
+    if sign_off is None:
+        sign_off = "report" in wanted
+    questions = wanted & {"policy", "explainer", "sensitivity"}
+    report_prices = "report" in wanted and (sign_off or not questions)
+    propose = "optimizer" in wanted or report_prices
+    full_report = "report" in wanted and propose
     steps: list[str] = []
     if propose:
         steps.append("optimizer")
     if propose or "policy" in wanted:
         steps.append("policy")
-    if "explainer" in wanted or "report" in wanted:
+    if "explainer" in wanted or full_report:
         steps.append("explainer")
-    if "sensitivity" in wanted or "report" in wanted:
+    if "sensitivity" in wanted or full_report:
         steps.append("sensitivity")
     steps.append("reporter")
-    if propose:
+    if propose and (sign_off or report_prices):
         steps.append("approval")
     return steps
 

@@ -87,3 +87,95 @@ def test_scope_resolution_items_filters_and_follow_ups():
                         "matched": None}
     follow = resolve_scope("Why was that price recommended?", catalog, previous=named)
     assert follow["item_ids"] == ["TB006-campus"]
+
+
+# --- issue 17: a labelled set of real-sounding asks and the route each should take ---------------
+# (message, kind, expected plan); an empty plan means the single agent. Kinds: simple, composite,
+# ambiguous (a keyword inside another word, or a word that means something else), off-topic.
+# Labelled by what an analyst asking it wants, before the router was changed.
+EXPLAIN = ["explainer", "reporter"]
+SENSE = ["sensitivity", "reporter"]
+POLICY = ["policy", "reporter"]
+ROUTER_CASES: list[tuple[str, str, list[str]]] = [
+    ("What is the optimal price for ASTR 4?", "simple", []),
+    ("What is a reasonable price for ASTR 4?", "ambiguous", []),
+    ("Best price for the calculus textbook at the campus store?", "simple", []),
+    ("What price should we charge for new copies of Organic Chemistry?", "simple", []),
+    ("How much should a used copy of PHYSICS 1A cost?", "simple", []),
+    ("Optimize prices for premium items", "simple", []),
+    ("Can you recommend a price for ECON 11?", "simple", []),
+    ("What's the right price for the exchange tier of MATH 31A?", "simple", []),
+    ("Give me pricing for online budget books", "simple", []),
+    ("How far can I push the price of ASTR 4?", "ambiguous", []),
+    ("How far off is the ASTR 4 price from optimal?", "ambiguous", []),
+    ("Reasonably priced alternatives to ASTR 4?", "ambiguous", []),
+    ("Any updates on the catalog import?", "ambiguous", []),
+    ("What's the reason for the current ASTR 4 price?", "simple", EXPLAIN),
+    ("Is the reasoning behind the budget prices written down anywhere?", "simple", EXPLAIN),
+    ("Explain the drivers behind the ASTR 4 recommendation", "simple", EXPLAIN),
+    ("Why is the used price so close to new for MATH 31A?", "simple", EXPLAIN),
+    ("What factors drive prices in the premium segment?", "simple", EXPLAIN),
+    ("Why was that price recommended?", "simple", EXPLAIN),
+    ("How robust is the recommendation for ECON 11?", "simple", SENSE),
+    ("What if elasticity is 20% higher than we assume?", "simple", SENSE),
+    ("What's the worst case for margin if demand drops?", "simple", SENSE),
+    ("How confident are you in these numbers?", "simple", SENSE),
+    ("Check policy violations for online items", "simple", POLICY),
+    ("Are there any hierarchy inversions in the budget segment?", "simple", POLICY),
+    ("Show me listings that are far from compliant", "ambiguous", POLICY),
+    ("Are our online listings FAR compliant?", "simple", POLICY),
+    ("What's our policy on used book prices?", "simple", POLICY),
+    ("Give me a report on current tier inversions", "composite", POLICY),
+    ("Propose Q1 pricing updates ensuring hierarchy; summarize", "composite", FULL),
+    ("Propose Q2 adjustments for the campus store and explain the drivers", "composite", FULL),
+    ("Draft a pricing proposal for leadership", "composite", FULL),
+    ("Prepare an executive summary of next quarter's price changes", "composite", FULL),
+    ("Plan price updates for all online items", "composite", FULL),
+    ("Executive summary for leadership", "composite", FULL),
+    ("What's the best price for ASTR 4 and why?", "composite",
+     ["optimizer", "policy", "explainer", "reporter"]),
+    ("Give me the optimal price for ECON 11 and how sensitive it is to elasticity", "composite",
+     ["optimizer", "policy", "sensitivity", "reporter"]),
+    ("Optimize premium prices without breaking the hierarchy", "composite",
+     ["optimizer", "policy", "reporter"]),
+    ("Why was that price recommended, and how robust is it?", "composite",
+     ["explainer", "sensitivity", "reporter"]),
+    ("What is a reasonable price for ASTR 4, and what's the risk if demand is weaker?",
+     "composite", ["optimizer", "policy", "sensitivity", "reporter"]),
+    ("hello there", "off-topic", []),
+    ("What's the weather like in Los Angeles?", "off-topic", []),
+    ("Who wrote the calculus textbook?", "off-topic", []),
+    ("Thanks, that's all for today", "off-topic", []),
+    ("Can you help me reset my password?", "off-topic", []),
+    ("Tell me a joke about economists", "off-topic", []),
+]
+
+
+def router_accuracy() -> tuple[int, int, list[str]]:
+    """(correct, total, misses) of ``decide_route`` on :data:`ROUTER_CASES` (path and plan)."""
+    misses = []
+    for message, _kind, plan in ROUTER_CASES:
+        decision = decide_route(message)
+        path = "orchestrator" if plan else "single_agent"
+        if (decision.path, decision.plan) != (path, plan):
+            misses.append(f"{message!r}: {decision.path} {decision.plan}")
+    return len(ROUTER_CASES) - len(misses), len(ROUTER_CASES), misses
+
+
+def test_the_labelled_set_has_every_kind_of_ask():
+    kinds = [kind for _, kind, _ in ROUTER_CASES]
+    assert len(ROUTER_CASES) >= 40
+    assert {kinds.count(k) >= 5 for k in ("simple", "composite", "ambiguous", "off-topic")} == {True}
+
+
+@pytest.mark.parametrize(("message", "kind", "plan"), ROUTER_CASES, ids=lambda v: str(v)[:40])
+def test_labelled_asks_take_their_route(message: str, kind: str, plan: list[str]):
+    decision = decide_route(message)
+    assert (decision.path, decision.plan) == ("orchestrator" if plan else "single_agent", plan)
+
+
+def test_a_question_that_proposes_no_change_has_no_sign_off_step():
+    assert "approval" not in decide_route("What's the best price for ASTR 4 and why?").plan
+    assert "approval" not in decide_route("How robust is the price, and why?").plan
+    assert decide_route("Propose new prices for ASTR 4 and explain why").plan[-1] == "approval"
+    assert decide_route("What is the optimal price?", plan=True).plan[-1] == "approval"
