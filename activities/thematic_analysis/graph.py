@@ -1,0 +1,152 @@
+"""The thematic_analysis graph (seed 002 R3 long-term flow, R7 routing).
+
+    START → load_dataset ─┬─ Send(coder, identity) × N ─→ code_aggregator → reviewer
+                          └─ (empty window) ─────────────→ code_aggregator
+    reviewer ─┬─ (review_codebook and codes) → codebook_review (interrupt → human) ─┐
+              └──────────────────────────────────────────────────────────────────────┤
+              ┌──────────────────────────────────────────────────────────────────────┘
+              ├─ (codes, not rejected) → Send(theme_coder, identity) × N → theme_aggregator → finish
+              └─ (0 codes or rejected) ──────────────────────────────────────────────────→ finish → END
+
+Plain LangGraph: no Temporal import. Node metadata ``{"overseer": {...}}`` (see
+:class:`overseer.pipelines.NodeOptions`) places ``codebook_review`` in the workflow (cheap,
+pure, interrupts) and ``finish`` in a local activity (it reads the clock); everything else
+is an activity, so the N coders show as parallel activities. Coders and theme coders get 3
+attempts (seed R5.6: model retries with backoff are Temporal's). Routers are sync and pure.
+Build a fresh graph per registration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send, interrupt
+
+from activities.thematic_analysis import nodes
+from activities.thematic_analysis.coding import apply_edits, validate_edits
+from activities.thematic_analysis.state import ThematicState
+
+GRAPH_NAME = "thematic_analysis"
+
+NON_RETRYABLE = ["invalid_dataset", "invalid_identities", "not_found", "coding_failed",
+                 "theme_stage_failed", "llm_malformed_response"]
+
+EDIT_FORMAT = ('updates: {"merge": [["<code_id>", "<code_id>", ...]], '
+               '"rename": {"<code_id>": "<new label>"}, "delete": ["<code_id>"]}')
+
+
+def _meta(**overseer: Any) -> dict[str, Any]:
+    return {"overseer": {"non_retryable": NON_RETRYABLE, **overseer}}
+
+
+def build_thematic_analysis_graph() -> StateGraph:
+    """Build (not compile) the thematic_analysis graph.
+
+    Returns:
+        A fresh ``StateGraph`` over :class:`ThematicState`; compile it with any checkpointer
+        (the interrupt of ``codebook_review`` needs one).
+    """
+    graph = StateGraph(ThematicState)
+    graph.add_node("load_dataset", nodes.load_dataset,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
+                                  summary="parse, window and split the dataset"))
+    graph.add_node("coder", nodes.coder,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=3,
+                                  summary="coder: code the window through one identity"))
+    graph.add_node("code_aggregator", nodes.code_aggregator,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
+                                  summary="merge the coders' codes"))
+    graph.add_node("reviewer", nodes.reviewer,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
+                                  summary="review and update the codebook"))
+    graph.add_node("codebook_review", codebook_review, metadata=_meta(run_in="workflow"))
+    graph.add_node("theme_coder", nodes.theme_coder,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=3,
+                                  summary="theme coder: group codes through one identity"))
+    graph.add_node("theme_aggregator", nodes.theme_aggregator,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
+                                  summary="consensus themes, names, quotes, sentiment"))
+    graph.add_node("finish", nodes.finish,
+                   metadata=_meta(run_in="local_activity", timeout_seconds=10,
+                                  summary="token usage, durations, completion"))
+    graph.add_edge(START, "load_dataset")
+    graph.add_conditional_edges("load_dataset", fan_out_coders, ["coder", "code_aggregator"])
+    graph.add_edge("coder", "code_aggregator")
+    graph.add_edge("code_aggregator", "reviewer")
+    graph.add_conditional_edges("reviewer", route_after_reviewer,
+                                ["codebook_review", "theme_coder", "finish"])
+    graph.add_conditional_edges("codebook_review", fan_out_theme_coders, ["theme_coder", "finish"])
+    graph.add_edge("theme_coder", "theme_aggregator")
+    graph.add_edge("theme_aggregator", "finish")
+    graph.add_edge("finish", END)
+    return graph
+
+
+def fan_out_coders(state: ThematicState) -> list[Send] | str:
+    """Edge after load_dataset (R3.1): one ``Send`` per identity; an empty window skips coding."""
+    if not (state.get("dataset") or {}).get("sentences"):
+        return "code_aggregator"
+    return [Send("coder", _coder_input(state, identity)) for identity in state.get("identities", [])]
+
+
+def route_after_reviewer(state: ThematicState) -> list[Send] | str:
+    """Edge after reviewer (R3.4, R7.1, R7.2): human codebook review if asked, else themes or finish."""
+    if state.get("codebook") and (state.get("metadata") or {}).get("review_codebook"):
+        return "codebook_review"
+    return fan_out_theme_coders(state)
+
+
+def fan_out_theme_coders(state: ThematicState) -> list[Send] | str:
+    """Themes per identity (R3.5) when there are codes and the codebook was not rejected."""
+    rejected = (state.get("codebook_decision") or {}).get("decision") == "reject"
+    if rejected or not state.get("codebook"):
+        return "finish"
+    codebook = state["codebook"]
+    return [Send("theme_coder", {**_coder_input(state, identity), "codebook": codebook})
+            for identity in state.get("identities", [])]
+
+
+async def codebook_review(state: ThematicState) -> dict[str, Any]:
+    """Node ``codebook_review``: a reviewer approves (with optional edits) or rejects the codebook.
+
+    The interrupt payload (``kind: codebook_review``) is the codebook with each code's id,
+    label, definition, count, identities and up to five quote ids (text through the quotes
+    endpoint). ``interrupt()`` returns ``{"decision", "note", "updates", "resume",
+    "decided_by"}``; ``updates`` are :class:`~activities.thematic_analysis.coding.CodebookEdits`,
+    already checked by ``check_decision`` and re-checked here (pure).
+
+    Returns:
+        On approve: the edited ``codebook`` and ``codebook_decision``; on reject: only
+        ``codebook_decision`` (the run finishes without themes, status ``rejected``).
+    """
+    codebook = state.get("codebook") or []
+    decision = interrupt(codebook_payload(state))
+    recorded = {k: decision.get(k) for k in ("decision", "note", "updates", "decided_by")}
+    if decision.get("decision") != "approve":
+        return {"codebook_decision": recorded}
+    edits = validate_edits(codebook, decision.get("updates") or {})
+    return {"codebook": apply_edits(codebook, edits) if not edits.empty else codebook,
+            "codebook_decision": recorded}
+
+
+def codebook_payload(state: ThematicState) -> dict[str, Any]:
+    """What the codebook approval shows (JSON; quote ids only, never text)."""
+    return {
+        "kind": "codebook_review",
+        "analysis_id": state.get("run_id"),
+        "account_id": state.get("account_id"),
+        "window": {k: (state.get("dataset") or {}).get(k) for k in ("start_date", "end_date")},
+        "codebook": [{"code_id": c["code_id"], "label": c["label"],
+                      "definition": c.get("definition", ""), "count": c["count"],
+                      "identities": c.get("identities", []), "quote_ids": c["quote_ids"][:5]}
+                     for c in state.get("codebook") or []],
+        "review_reason_codes": ["codebook_review_requested"],
+        "edit_format": EDIT_FORMAT,
+    }
+
+
+def _coder_input(state: ThematicState, identity: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": state.get("run_id", ""), "identity": identity,
+            "dataset": state.get("dataset", {}), "options": state.get("options", {}),
+            "metadata": state.get("metadata", {})}

@@ -1,0 +1,223 @@
+"""The model strategy of the coders and theme coders (seed 002 R3, R5.6, R8).
+
+A coder prompts with its identity's ``prompt_prefix`` and an evenly spaced sample of the
+window's sentences, each with its quote id; every quote id the model cites is checked to
+exist in the window's data, unknown ids are dropped (and counted), and a code left without
+quotes is dropped. A theme coder sees the codebook (ids, labels, definitions) and may only
+group existing code ids. Calls go through :func:`activities.llm.call_json`: one
+``llm.called`` ledger event per attempt, transient failures re-raised before the last
+attempt so Temporal retries them with backoff (3 attempts), token usage returned per call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from activities.thematic_analysis.dataset import Corpus
+from activities.thematic_analysis.identities import Identity
+from activities.thematic_analysis.options import ThematicOptions
+
+log = logging.getLogger("overseer.thematic_analysis")
+
+CODER_INSTRUCTIONS = (
+    "Code the sentences below for a thematic analysis. Reply with one JSON object only: "
+    '{"codes": [{"label": "<2-5 words>", "definition": "<one sentence>", '
+    '"quote_ids": ["<ids of the sentences that show it>"]}]}. Cite only ids listed below; '
+    "never invent or alter an id. Give at most {max_codes} codes."
+)
+THEME_INSTRUCTIONS = (
+    "Group these codes into themes for a thematic analysis. Reply with one JSON object only: "
+    '{"themes": [{"name": "<3-6 words>", "description": "<one sentence>", '
+    '"code_ids": ["<ids of codes listed below>"]}]}. Use only code ids listed below. Give at '
+    "most {max_themes} themes."
+)
+
+
+@dataclass
+class ModelOutput:
+    """What one model-backed coder or theme coder produced.
+
+    Attributes:
+        items: codes or theme proposals (already checked against the data).
+        call: usage of the call ``{node, identity_id, model, input_tokens, output_tokens,
+            cost_usd, strategy}``.
+        dropped_quote_ids: cited ids that do not exist in the window (coders) or unknown code
+            ids (theme coders).
+    """
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    call: dict[str, Any] = field(default_factory=dict)
+    dropped_quote_ids: int = 0
+
+
+def settings() -> Any:
+    """The activity runtime's settings, or settings from the environment when none is configured."""
+    from activities.runtime import get_runtime
+
+    try:
+        return get_runtime().settings
+    except RuntimeError:
+        from overseer.settings import Settings
+
+        return Settings()
+
+
+def model_enabled() -> bool:
+    """True when coders call a model (an endpoint, DRY_RUN or a test's fake model)."""
+    from activities.llm import llm_enabled
+
+    return llm_enabled(settings())
+
+
+def sample_sentences(corpus: Corpus, limit: int) -> list[str]:
+    """Up to ``limit`` quote ids evenly spaced over the window (deterministic)."""
+    ids = corpus.quote_ids
+    if len(ids) <= limit:
+        return list(ids)
+    step = len(ids) / limit
+    return [ids[int(i * step)] for i in range(limit)]
+
+
+def coder_messages(identity: Identity, corpus: Corpus, ids: Sequence[str],
+                   options: ThematicOptions) -> list[BaseMessage]:
+    """The coder prompt: the identity's prefix, the instructions, ``id: sentence`` lines."""
+    lines = "\n".join(f"{q}: {corpus.text[q]}" for q in ids)
+    return [
+        SystemMessage(f"{identity.prompt_prefix.strip()}\n\n"
+                      + CODER_INSTRUCTIONS.replace("{max_codes}", str(options.codes_per_identity))),
+        HumanMessage(f"Sentences:\n{lines}"),
+    ]
+
+
+def theme_messages(identity: Identity, codebook: Sequence[Mapping[str, Any]],
+                   options: ThematicOptions) -> list[BaseMessage]:
+    """The theme-coder prompt: the identity's prefix, the instructions, the codebook as JSON lines."""
+    lines = "\n".join(json.dumps({"code_id": c["code_id"], "label": c["label"],
+                                  "definition": c.get("definition", ""), "count": c["count"]})
+                      for c in codebook)
+    return [
+        SystemMessage(f"{identity.prompt_prefix.strip()}\n\n"
+                      + THEME_INSTRUCTIONS.replace("{max_themes}", str(options.max_themes))),
+        HumanMessage(f"Codes:\n{lines}"),
+    ]
+
+
+async def model_coder(identity: Identity, corpus: Corpus, options: ThematicOptions, *,
+                      run_id: str, node: str) -> ModelOutput:
+    """Codes from the model for one identity; cited quote ids verified against the window.
+
+    Raises:
+        LLMCallError: the call failed (transient ones are retried by Temporal; the node
+            decides when to stop).
+        BudgetExceededError: the call would pass the run's budget.
+    """
+    ids = sample_sentences(corpus, options.llm_sentences)
+    result, call = await _call(coder_messages(identity, corpus, ids, options), options,
+                               run_id=run_id, node=node, identity=identity)
+    out = ModelOutput(call=call)
+    raw_codes = result.data.get("codes")
+    for raw in raw_codes if isinstance(raw_codes, list) else []:
+        if not isinstance(raw, dict) or not str(raw.get("label") or "").strip():
+            continue
+        cited = [str(q) for q in raw.get("quote_ids") or [] if isinstance(q, str | int)]
+        valid = list(dict.fromkeys(q for q in cited if q in corpus.text))
+        out.dropped_quote_ids += len(cited) - len([q for q in cited if q in corpus.text])
+        if not valid:
+            continue
+        out.items.append({
+            "label": str(raw["label"]).strip()[:120],
+            "definition": str(raw.get("definition") or "").strip()[:500],
+            "terms": [],
+            "quote_ids": valid[: options.max_quotes_per_code],
+            "count": len(valid),
+            "identity_id": identity.id,
+            "strategy": result.strategy,
+        })
+    if out.dropped_quote_ids:
+        log.warning("coder cited quotes that are not in the data", extra={
+            "analysis_id": run_id, "identity_id": identity.id,
+            "dropped_quote_ids": out.dropped_quote_ids})
+    return out
+
+
+async def model_theme_coder(identity: Identity, codebook: Sequence[Mapping[str, Any]],
+                            options: ThematicOptions, *, run_id: str, node: str) -> ModelOutput:
+    """Theme proposals from the model for one identity; unknown code ids dropped.
+
+    Raises:
+        LLMCallError, BudgetExceededError: as :func:`model_coder`.
+    """
+    result, call = await _call(theme_messages(identity, codebook, options), options,
+                               run_id=run_id, node=node, identity=identity)
+    known = {str(c["code_id"]) for c in codebook}
+    out = ModelOutput(call=call)
+    raw_themes = result.data.get("themes")
+    for raw in raw_themes if isinstance(raw_themes, list) else []:
+        if not isinstance(raw, dict):
+            continue
+        cited = [str(c) for c in raw.get("code_ids") or []]
+        valid = sorted({c for c in cited if c in known})
+        out.dropped_quote_ids += len(cited) - len([c for c in cited if c in known])
+        if valid:
+            out.items.append({"name": str(raw.get("name") or "").strip()[:120],
+                              "description": str(raw.get("description") or "").strip()[:500],
+                              "code_ids": valid, "identity_id": identity.id,
+                              "strategy": result.strategy})
+    return out
+
+
+async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id: str, node: str,
+                identity: Identity) -> tuple[Any, dict[str, Any]]:
+    from activities.llm import LLMContext, call_json
+
+    ctx = LLMContext(run_id=run_id, node=node, step=0, budget_usd=options.llm_budget_usd,
+                     budget_tokens=options.llm_budget_tokens, hint=options.llm_model_hint)
+    record, spend = _ledger()
+    result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
+                             record=record, spend=spend)
+    call = {"node": node, "identity_id": identity.id, "model": result.model,
+            "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
+            "cost_usd": result.cost_usd or 0.0, "price_known": result.cost_usd is not None,
+            "strategy": result.strategy}
+    return result, call
+
+
+def _ledger() -> tuple[Any, dict[str, float] | None]:
+    """Ledger writer and spend source: the event log inside a worker; none in plain LangGraph."""
+    from activities.runtime import get_runtime
+
+    try:
+        get_runtime()
+    except RuntimeError:
+        async def discard(events: list[Any]) -> None:
+            return None
+
+        return discard, {"cost_usd": 0.0, "tokens": 0.0, "calls": 0.0}
+    return None, None
+
+
+def estimate_cost_usd(corpus: Corpus, identities: int, codebook_codes: int,
+                      options: ThematicOptions) -> dict[str, Any]:
+    """The expected LLM cost of a run, from prompt sizes (seed 002 R8.3's "estimate").
+
+    Returns:
+        ``{"usd", "input_tokens", "output_tokens", "model"}``; ``usd`` is None when the
+        model has no known price.
+    """
+    from activities.llm import price_usd, select_model
+
+    cfg = settings()
+    sample = sample_sentences(corpus, options.llm_sentences)
+    coder_in = sum(len(corpus.text[q]) + 16 for q in sample) // 4 + 200
+    theme_in = codebook_codes * 40 + 200
+    input_tokens = identities * (coder_in + theme_in)
+    output_tokens = identities * 2 * cfg.llm_max_output_tokens
+    model = select_model("extraction", cfg, hint=options.llm_model_hint).model
+    return {"usd": price_usd(model, input_tokens, output_tokens, cfg),
+            "input_tokens": input_tokens, "output_tokens": output_tokens, "model": model}

@@ -1,0 +1,422 @@
+"""Nodes of the thematic_analysis graph (seed 002 R3-R5, R7, R8, R10).
+
+Activity nodes (the default placement): ``load_dataset``, ``coder`` and ``theme_coder``
+(one per identity, in parallel), ``code_aggregator``, ``reviewer``, ``theme_aggregator``
+and ``finish``. The human gate ``codebook_review`` runs in the workflow (see graph.py).
+
+Error policy (seed R5): a coder or theme coder never fails the run — its error is caught
+and recorded in ``errors`` (after the last attempt when a model call is transient, so
+Temporal's backoff applies first); ``load_dataset``, the aggregators and the reviewer
+raise, which fails the run, after logging ``status=failed`` and trying to record a failed
+checkpoint. Logs carry the seed's fields (analysis_id, account_id, tenant_id, stage,
+duration_ms, timestamp) and never interaction text (R10.5).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from activities.thematic_analysis import coding, themes
+from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
+from activities.thematic_analysis.identities import Identity, load_identities
+from activities.thematic_analysis.llm_steps import (
+    estimate_cost_usd,
+    model_coder,
+    model_enabled,
+    model_theme_coder,
+)
+from activities.thematic_analysis.options import ThematicOptions
+from overseer.errors import OverseerError
+
+log = logging.getLogger("overseer.thematic_analysis")
+
+CHECKPOINT_RECORDED = "checkpoint.recorded"
+"""Event type of a seed R4 checkpoint in the run's event log (wire name)."""
+
+COST_OVERRUN_RATIO = 1.2
+"""Seed R8.3: warn when the actual LLM cost exceeds the estimate by more than 20 %."""
+
+STATE_WARNING_BYTES = 10 * 1024 * 1024
+"""Seed R2.3: warn when the serialised state passes 10 MB."""
+
+Node = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+# --- load_dataset -----------------------------------------------------------------------------
+
+
+async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
+    """Node ``load_dataset``: validate metadata, window the upload, snapshot identities.
+
+    Returns:
+        ``dataset`` (reference), ``account_id``, ``interaction_ids``, ``identities``,
+        ``strategy``, ``cost_estimate``, ``started_at``, a stage duration.
+
+    Raises:
+        DatasetError, IdentitiesConfigError, NotFoundError: permanent; the run fails.
+    """
+    started = time.monotonic()
+    fields = _log_fields(state)
+    log.info("thematic analysis started", extra={**fields, "stage": "started"})
+    try:
+        options = ThematicOptions.model_validate(state.get("options") or {})
+        identities = load_identities(options.identities_path)
+        account_id, first, last = parse_window_metadata(dict(state.get("metadata") or {}))
+        document = dict(state.get("document") or {})
+        if not document.get("sha256"):
+            from activities.thematic_analysis.dataset import DatasetError
+
+            raise DatasetError("the run has no uploaded dataset", details={})
+        ref = {"sha256": document["sha256"], "filename": document.get("filename") or "",
+               "content_type": document.get("content_type"), "account_id": account_id,
+               "start_date": first.isoformat(), "end_date": last.isoformat()}
+        corpus = await load_corpus(ref)
+    except Exception as err:
+        _log_failed(fields, "load_dataset", err)
+        failure = _as_failure(err)
+        if failure is err:
+            raise
+        raise failure from err
+    uses_model = model_enabled()
+    estimate = None
+    if uses_model:
+        estimate = estimate_cost_usd(corpus, len(identities), options.max_codes, options)
+        if options.cost_estimate_usd is not None:
+            estimate["usd"] = options.cost_estimate_usd
+    ref.update(interactions=len(corpus.interaction_ids), sentences=len(corpus.quote_ids))
+    duration = _ms(started)
+    log.info("stage completed", extra={**fields, "stage": "load_dataset", "duration_ms": duration,
+                                       "interactions": len(corpus.interaction_ids),
+                                       "sentences": len(corpus.quote_ids)})
+    return {
+        "dataset": ref, "account_id": account_id, "interaction_ids": list(corpus.interaction_ids),
+        "identities": [i.model_dump() for i in identities],
+        "strategy": "llm" if uses_model else "rules", "cost_estimate": estimate,
+        "started_at": time.time(), "status": "running",
+        "stage_durations": [{"stage": "load_dataset", "node": "load_dataset",
+                             "duration_ms": duration}],
+    }
+
+
+# --- coder / theme_coder (may fail) -----------------------------------------------------------
+
+
+async def coder(payload: dict[str, Any]) -> dict[str, Any]:
+    """Node ``coder`` (one ``Send`` per identity): code the window through one identity's lens.
+
+    Returns:
+        ``coder_results`` + one entry, or ``errors`` + one entry when it failed (R5.1);
+        ``llm_calls`` when a model was called; a stage duration.
+
+    Raises:
+        ApplicationError: only a transient model failure before the last attempt.
+    """
+    identity = Identity.model_validate(payload["identity"])
+    options = ThematicOptions.model_validate(payload.get("options") or {})
+    started = time.monotonic()
+    fields = {**_log_fields(payload), "identity_id": identity.id}
+    update: dict[str, Any] = {}
+    try:
+        corpus = await load_corpus(payload["dataset"])
+        if model_enabled():
+            out = await model_coder(identity, corpus, options, run_id=payload.get("run_id", ""),
+                                    node=f"coder:{identity.id}")
+            result = {"identity_id": identity.id, "codes": out.items, "strategy": "llm",
+                      "dropped_quote_ids": out.dropped_quote_ids}
+            update["llm_calls"] = [out.call]
+        else:
+            codes = coding.rules_coder(identity, corpus, options)
+            result = {"identity_id": identity.id, "codes": codes, "strategy": "rules",
+                      "dropped_quote_ids": 0}
+        update["coder_results"] = [result]
+    except Exception as err:
+        _reraise_if_retrying(err, options)
+        update["errors"] = [_tolerated(err, stage="coding", node="coder", identity=identity,
+                                       fields=fields)]
+    duration = _ms(started)
+    log.info("stage completed", extra={**fields, "stage": "coder", "duration_ms": duration,
+                                       "codes": len((update.get("coder_results") or [{}])[0]
+                                                    .get("codes", []))})
+    update["stage_durations"] = [{"stage": "coding", "node": "coder",
+                                  "identity_id": identity.id, "duration_ms": duration}]
+    return update
+
+
+async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
+    """Node ``theme_coder`` (one ``Send`` per identity): propose themes over the codebook.
+
+    Returns:
+        ``theme_proposals`` + its proposals, or ``errors`` + one entry when it failed (R5.4);
+        ``llm_calls`` when a model was called; a stage duration.
+
+    Raises:
+        ApplicationError: only a transient model failure before the last attempt.
+    """
+    identity = Identity.model_validate(payload["identity"])
+    options = ThematicOptions.model_validate(payload.get("options") or {})
+    started = time.monotonic()
+    fields = {**_log_fields(payload), "identity_id": identity.id}
+    update: dict[str, Any] = {}
+    codebook = payload.get("codebook") or []
+    try:
+        if model_enabled():
+            out = await model_theme_coder(identity, codebook, options,
+                                          run_id=payload.get("run_id", ""),
+                                          node=f"theme_coder:{identity.id}")
+            update["theme_proposals"] = out.items
+            update["llm_calls"] = [out.call]
+        else:
+            corpus = await load_corpus(payload["dataset"])
+            update["theme_proposals"] = themes.rules_theme_coder(identity, codebook, corpus,
+                                                                 options)
+    except Exception as err:
+        _reraise_if_retrying(err, options)
+        update["errors"] = [_tolerated(err, stage="themes", node="theme_coder",
+                                       identity=identity, fields=fields)]
+    duration = _ms(started)
+    log.info("stage completed", extra={**fields, "stage": "theme_coder", "duration_ms": duration})
+    update["stage_durations"] = [{"stage": "themes", "node": "theme_coder",
+                                  "identity_id": identity.id, "duration_ms": duration}]
+    return update
+
+
+# --- aggregators and reviewer (must not fail) --------------------------------------------------
+
+
+def fatal_stage(stage: str) -> Callable[[Node], Node]:
+    """Decorate a node whose failure fails the run (R5.2, R5.3, R5.5).
+
+    Logs ``status=failed`` with the error code, tries to record a failed checkpoint (fail
+    open), and re-raises (domain errors as non-retryable ``ApplicationError``).
+    """
+
+    def wrap(fn: Node) -> Node:
+        @functools.wraps(fn)
+        async def node(state: dict[str, Any]) -> dict[str, Any]:
+            started = time.monotonic()
+            try:
+                update = await fn(state)
+            except Exception as err:
+                fields = _log_fields(state)
+                _log_failed(fields, stage, err)
+                await _persist_checkpoint(state, {
+                    "analysis_id": state.get("run_id"), "stage": stage, "status": "failed",
+                    "error": _error_dict(err), "created_at": _now()})
+                failure = _as_failure(err)
+                if failure is err:
+                    raise
+                raise failure from err
+            duration = _ms(started)
+            log.info("stage completed", extra={**_log_fields(state), "stage": stage,
+                                               "duration_ms": duration})
+            update.setdefault("stage_durations", []).append(
+                {"stage": stage, "node": fn.__name__, "duration_ms": duration})
+            return update
+
+        return node
+
+    return wrap
+
+
+@fatal_stage("code_aggregator")
+async def code_aggregator(state: dict[str, Any]) -> dict[str, Any]:
+    """Node ``code_aggregator`` (R3.2): merge all coders' codes into a draft codebook.
+
+    Raises:
+        CodingFailedError: every coder failed on a non-empty window.
+    """
+    options = ThematicOptions.model_validate(state.get("options") or {})
+    results = sorted(state.get("coder_results") or [], key=lambda r: r["identity_id"])
+    dataset = state.get("dataset") or {}
+    if not results and state.get("identities") and dataset.get("sentences"):
+        raise coding.CodingFailedError(
+            "every coder failed", details={"errors": [e.get("code") for e in
+                                                       state.get("errors") or []]})
+    if not dataset.get("sentences"):
+        return {"codebook": []}
+    corpus = await load_corpus(dataset)
+    return {"codebook": coding.aggregate_codes(results, corpus, options)}
+
+
+@fatal_stage("reviewer")
+async def reviewer(state: dict[str, Any]) -> dict[str, Any]:
+    """Node ``reviewer`` (R3.3): update the codebook; record checkpoint ``coding_complete`` (R4.1)."""
+    options = ThematicOptions.model_validate(state.get("options") or {})
+    codebook = state.get("codebook") or []
+    if codebook:
+        corpus = await load_corpus(state["dataset"])
+        identities = [Identity.model_validate(i) for i in state.get("identities") or []]
+        codebook = coding.review_codebook(codebook, corpus, options, identities)
+    checkpoint = await _checkpoint(state, "coding_complete", codes=len(codebook),
+                                   code_ids=[c["code_id"] for c in codebook])
+    return {"codebook": codebook, "checkpoints": [checkpoint]}
+
+
+@fatal_stage("theme_aggregator")
+async def theme_aggregator(state: dict[str, Any]) -> dict[str, Any]:
+    """Node ``theme_aggregator`` (R3.6): consensus themes; checkpoint ``theme_complete`` (R4.2).
+
+    Raises:
+        ThemeStageError: codes exist but every theme coder failed.
+    """
+    options = ThematicOptions.model_validate(state.get("options") or {})
+    codebook = state.get("codebook") or []
+    proposals = sorted(state.get("theme_proposals") or [],
+                       key=lambda p: (p.get("identity_id", ""), p.get("code_ids", [])))
+    corpus = await load_corpus(state["dataset"])
+    found = themes.aggregate_themes(proposals, codebook, corpus, options)
+    checkpoint = await _checkpoint(state, "theme_complete", themes=len(found),
+                                   theme_ids=[t["theme_id"] for t in found])
+    return {"themes": found, "checkpoints": [checkpoint]}
+
+
+async def finish(state: dict[str, Any]) -> dict[str, Any]:
+    """Node ``finish``: token usage (R8), durations, the cost-overrun check, the completion log (R10.3).
+
+    Returns:
+        ``token_usage``, ``durations_ms``, ``warnings``, ``status``, ``outcome``; ``themes``
+        is set to ``[]`` when the theme stage was skipped (0 codes, R7.2).
+    """
+    fields = _log_fields(state)
+    usage = token_usage(state.get("llm_calls") or [])
+    warnings: list[str] = []
+    estimate = (state.get("cost_estimate") or {}).get("usd")
+    if estimate is not None and usage["cost_usd"] > COST_OVERRUN_RATIO * float(estimate):
+        warnings.append("cost_overrun")
+        log.warning("llm cost exceeds the estimate by more than 20%", extra={
+            **fields, "cost_usd": usage["cost_usd"], "estimate_usd": estimate})
+    durations: dict[str, int] = {}
+    for item in state.get("stage_durations") or []:
+        durations[item["stage"]] = durations.get(item["stage"], 0) + int(item["duration_ms"])
+    total = int((time.time() - float(state.get("started_at") or time.time())) * 1000)
+    durations["total"] = total
+    rejected = (state.get("codebook_decision") or {}).get("decision") == "reject"
+    codebook = state.get("codebook") or []
+    outcome = "codebook_rejected" if rejected else "no_codes" if not codebook else "themes"
+    update: dict[str, Any] = {
+        "token_usage": usage, "durations_ms": durations, "warnings": warnings,
+        "status": "rejected" if rejected else "completed", "outcome": outcome,
+    }
+    if outcome != "themes":
+        update["themes"] = []
+    size = len(json.dumps({**state, **update}, default=str))
+    if size > STATE_WARNING_BYTES:
+        warnings.append("state_large")
+        log.warning("state is large", extra={**fields, "state_bytes": size})
+    log.info("thematic analysis completed", extra={
+        **fields, "status": update["status"], "total_duration_ms": total,
+        "codes_generated": len(codebook), "themes_generated": len(state.get("themes") or []),
+        "errors": len(state.get("errors") or []), "total_tokens": usage["total_tokens"]})
+    return update
+
+
+def token_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of the run's model calls (R8.1, R8.2): tokens, calls, cost, per node."""
+    by_node: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        node = by_node.setdefault(call["node"], {"prompt_tokens": 0, "completion_tokens": 0,
+                                                 "cost_usd": 0.0, "calls": 0})
+        node["prompt_tokens"] += int(call.get("input_tokens", 0))
+        node["completion_tokens"] += int(call.get("output_tokens", 0))
+        node["cost_usd"] = round(node["cost_usd"] + float(call.get("cost_usd") or 0.0), 8)
+        node["calls"] += 1
+    prompt = sum(n["prompt_tokens"] for n in by_node.values())
+    completion = sum(n["completion_tokens"] for n in by_node.values())
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion, "calls": len(calls),
+            "cost_usd": round(sum(n["cost_usd"] for n in by_node.values()), 8),
+            "by_node": dict(sorted(by_node.items()))}
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+async def _checkpoint(state: dict[str, Any], stage: str, **data: Any) -> dict[str, Any]:
+    entry = {"analysis_id": state.get("run_id"), "stage": stage, "status": "in_progress"
+             if stage == "coding_complete" else "completed", "created_at": _now(), **data}
+    entry["persisted"] = await _persist_checkpoint(state, entry)
+    return entry
+
+
+async def _persist_checkpoint(state: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Append the checkpoint to the event log when inside a worker; never raises (R4.5 fail open)."""
+    try:
+        from temporalio import activity
+
+        if not activity.in_activity() or not state.get("run_id"):
+            return False
+        from activities.events import append_from_activity
+        from overseer.store.events import NewEvent
+
+        await append_from_activity([NewEvent(
+            run_id=state["run_id"], key=f"{CHECKPOINT_RECORDED}:{entry['stage']}:{entry['status']}",
+            type=CHECKPOINT_RECORDED, actor=f"activity:{entry['stage']}",
+            data={k: v for k, v in entry.items() if k not in ("code_ids", "theme_ids")})])
+        return True
+    except Exception as err:  # noqa: BLE001 - fail open by design (seed R4.5)
+        log.error("checkpoint not persisted", extra={
+            "analysis_id": state.get("run_id"), "stage": entry.get("stage"),
+            "error_code": type(err).__name__})
+        return False
+
+
+def _reraise_if_retrying(err: Exception, options: ThematicOptions) -> None:
+    """Let Temporal retry a transient failure (model 429/5xx/time-out) before the last attempt."""
+    retryable = isinstance(err, OverseerError) and err.retryable
+    if not retryable:
+        return
+    from temporalio import activity
+
+    if activity.in_activity() and activity.info().attempt < options.llm_max_attempts:
+        raise _as_failure(err)
+
+
+def _tolerated(err: Exception, *, stage: str, node: str, identity: Identity,
+               fields: dict[str, Any]) -> dict[str, Any]:
+    error = {"stage": stage, "node": node, "identity_id": identity.id, **_error_dict(err)}
+    log.error("node failed; the run goes on without it", extra={
+        **fields, "stage": node, "error_code": error["code"]})
+    return error
+
+
+def _log_failed(fields: dict[str, Any], stage: str, err: BaseException) -> None:
+    log.error("thematic analysis failed", extra={
+        **fields, "stage": stage, "status": "failed", "error_code": _error_dict(err)["code"],
+        "error_message": _error_dict(err)["message"]})
+
+
+def _error_dict(err: BaseException) -> dict[str, Any]:
+    from activities.errors import error_dict
+
+    return error_dict(err)
+
+
+def _as_failure(err: Exception) -> Exception:
+    """Domain errors leave nodes as Temporal ApplicationErrors (permanent ones non-retryable)."""
+    if isinstance(err, OverseerError):
+        from activities.errors import as_application_error
+
+        return as_application_error(err)
+    return err
+
+
+def _log_fields(state: dict[str, Any]) -> dict[str, Any]:
+    metadata = state.get("metadata") or {}
+    dataset = state.get("dataset") or {}
+    return {"analysis_id": state.get("run_id"),
+            "account_id": dataset.get("account_id") or metadata.get("account_id"),
+            "tenant_id": metadata.get("tenant_id"), "timestamp": _now()}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
