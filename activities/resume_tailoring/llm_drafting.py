@@ -1,0 +1,106 @@
+"""Resume tailoring's use of the LLM layer (``activities/llm.py``): one prompted draft per round.
+
+A model is used only when the worker's settings configure one (``llm_enabled``); otherwise
+the rules drafter runs and every record says ``strategy: rules``. Whatever the model
+answers is checked mechanically by the drafting node (schema and the honesty rule) — the
+prompt asks for honesty, the check enforces it.
+
+Outside a Temporal activity (plain LangGraph runs, unit tests) there is no event writer, so
+the call's ledger events are dropped and the spend counts from zero.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from temporalio import activity
+
+from activities.llm import LLMContext, call_json, llm_enabled
+from overseer.settings import Settings
+
+NODE = "resume_drafting_agent"
+
+
+@dataclass(frozen=True)
+class ModelDraft:
+    """A model's draft: the JSON Resume it answered and ``llm:<model>``."""
+
+    resume: dict[str, Any]
+    strategy: str
+
+
+def settings() -> Settings | None:
+    """The worker's settings, or None when no activity runtime is configured."""
+    from activities.runtime import get_runtime
+
+    try:
+        return get_runtime().settings
+    except RuntimeError:
+        return None
+
+
+def enabled() -> bool:
+    """True when a model drafts (an endpoint, DRY_RUN, or a test's fake model factory)."""
+    current = settings()
+    return current is not None and llm_enabled(current)
+
+
+def strategy_name() -> str:
+    """``rules`` offline, ``llm`` when a model will draft (the exact model comes per call)."""
+    return "llm" if enabled() else "rules"
+
+
+async def draft_with_model(state: dict[str, Any], base: dict[str, Any], job: dict[str, Any],
+                           directives: list[dict[str, Any]]) -> ModelDraft:
+    """Ask the model for a tailored JSON Resume.
+
+    Raises:
+        LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the node.
+        LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step.
+    """
+    current = settings()
+    assert current is not None
+    options = state.get("options") or {}
+    revision = int(state.get("revision_count") or 0)
+    ctx = LLMContext(run_id=str(state.get("run_id") or "local"), node=NODE, step=revision,
+                     budget_usd=options.get("llm_budget_usd"),
+                     budget_tokens=options.get("llm_budget_tokens"),
+                     hint=options.get("llm_model_hint"))
+    in_activity = activity.in_activity()
+    result = await call_json(
+        drafting_messages(base, job, directives), task="drafting", ctx=ctx, settings=current,
+        record=None if in_activity else _discard,
+        spend=None if in_activity else {"cost_usd": 0.0, "tokens": 0.0},
+    )
+    resume = result.data.get("resume", result.data)
+    if not isinstance(resume, dict):
+        resume = {}
+    return ModelDraft(resume=resume, strategy=result.strategy)
+
+
+def drafting_messages(base: dict[str, Any], job: dict[str, Any],
+                      directives: list[dict[str, Any]]) -> list[BaseMessage]:
+    """The drafting prompt: base resume, job keywords, directives; the honesty rule stated."""
+    keywords = [k["phrase"] for k in job.get("keywords", [])]
+    return [
+        SystemMessage(
+            "You tailor a resume to a job. Reply with one JSON object {\"resume\": <JSON "
+            "Resume>}. You may reorder, select, rephrase and emphasise. Never add an employer, "
+            "institution, job title, date, degree, skill or number that the base resume does "
+            "not contain; a job keyword the resume does not support is left out. Follow the "
+            "directives; a directive of kind 'avoid' names a claim you must not make."
+        ),
+        HumanMessage(
+            f"Job: {job.get('title', '')} at {job.get('company', '')}\n"
+            f"Job keywords: {json.dumps(keywords)}\n"
+            f"Directives: {json.dumps(directives)}\n"
+            f"Base resume: {json.dumps(base)[:12000]}"
+        ),
+    ]
+
+
+async def _discard(events: list[Any]) -> None:
+    """Ledger sink outside an activity (no event store to write to)."""
