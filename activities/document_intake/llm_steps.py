@@ -1,8 +1,12 @@
 """Document intake's use of the LLM layer: prompted extraction of only the missing fields.
 
-A model's value is taken only when it validates, and its evidence is strong only when
-the line the model quotes really is in the document and contains the value — so a
-hallucinated value can at most be *proposed* to a human, never auto-applied.
+A model's value is taken only when it validates **and its quote is verified**: the line the
+model quotes must be in the document text (OCR text for scans; compared with whitespace,
+case and spacing around punctuation normalised), must contain the value, and must say more
+than the bare value. A value whose quote fails the check is kept apart
+(:attr:`LLMExtraction.unverified`): it is never written into the record, never pre-filled
+and never applied on approval — a reviewer sees it as a suggestion with
+:data:`QUOTE_NOT_FOUND`. Every answered field's check is in :attr:`LLMExtraction.quote_checks`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ LLM_MAX_ATTEMPTS = 3
 
 VERIFIED_QUOTE_SCORE = 0.9
 UNVERIFIED_SCORE = 0.5
+QUOTE_NOT_FOUND = "quote not found in the document"
+"""The note a reviewer sees beside a value whose quote failed the check."""
 
 
 @dataclass
@@ -34,8 +40,17 @@ class LLMExtraction:
     """What one prompted extraction gave.
 
     Attributes:
-        values: field → validated, normalised value.
-        evidence: field → :class:`Evidence` (method ``llm_quote``).
+        values: field → validated, normalised value whose quote is verified (the only
+            values a caller may write into the record or propose as updates).
+        evidence: field → :class:`Evidence` (method ``llm_quote``) of ``values``.
+        unverified: field → validated, normalised value whose quote is *not* in the
+            document (or does not contain the value): a suggestion for a human only.
+        unverified_evidence: field → :class:`Evidence` of ``unverified`` (score
+            :data:`UNVERIFIED_SCORE`, the quote as the model gave it).
+        quote_checks: field → ``{"value", "quote", "quote_verified", "reason"}`` for every
+            field the model answered with a valid value (``reason``: ``verified``,
+            ``no_quote``, ``quote_not_in_document``, ``value_not_in_quote``,
+            ``quote_is_only_the_value``).
         strategy: ``llm:<model>``, or ``rules`` when the call failed.
         failure: the permanent failure's code (``llm_refused``, …), if the call failed.
         blocked: budget details when the call would have passed the run's budget.
@@ -43,6 +58,9 @@ class LLMExtraction:
 
     values: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
+    unverified: dict[str, str] = field(default_factory=dict)
+    unverified_evidence: dict[str, Evidence] = field(default_factory=dict)
+    quote_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     strategy: str = "rules"
     failure: str | None = None
     blocked: dict[str, Any] | None = None
@@ -97,24 +115,60 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
         normalised = normalise_value(spec, value)
         if validate_value(spec, normalised) is not None:
             continue
-        out.values[name] = normalised
-        out.evidence[name] = _evidence(pages, value, quote if isinstance(quote, str) else None)
+        quote_text = quote if isinstance(quote, str) else None
+        evidence, reason = check_quote(pages, value, quote_text)
+        verified = reason == "verified"
+        out.quote_checks[name] = {"value": normalised, "quote": (quote_text or "")[:MAX_SNIPPET_CHARS],
+                                  "quote_verified": verified, "reason": reason}
+        if verified:
+            out.values[name] = normalised
+            out.evidence[name] = evidence
+        else:
+            out.unverified[name] = normalised
+            out.unverified_evidence[name] = evidence
     return out
 
 
-def _evidence(pages: Sequence[PageText], value: str, quote: str | None) -> Evidence:
-    want_value = _fold(value)
-    if quote and want_value and want_value in _fold(quote):
-        for page in pages:
-            if _fold(quote) in _fold(page.text):
-                factor = 1.0 if page.ocr_confidence is None else 0.5 + 0.5 * page.ocr_confidence
-                return Evidence(page_number=page.page_number, snippet=quote[:MAX_SNIPPET_CHARS],
-                                label="llm", method="llm_quote",
-                                score=round(VERIFIED_QUOTE_SCORE * factor, 4))
+def check_quote(pages: Sequence[PageText], value: str, quote: str | None
+                ) -> tuple[Evidence, str]:
+    """Check a model's quote against the document; the evidence and the check's reason.
+
+    Args:
+        pages: the pages the model read (their ``text``: text layer or OCR text).
+        value: the value as the model wrote it.
+        quote: the line the model says states it.
+
+    Returns:
+        ``(evidence, reason)``; reason ``verified`` (evidence scored
+        :data:`VERIFIED_QUOTE_SCORE` × the page's OCR factor, on the page holding the quote)
+        or why not (evidence scored :data:`UNVERIFIED_SCORE`).
+    """
     first = pages[0].page_number if pages else 1
-    return Evidence(page_number=first, snippet=(quote or "")[:MAX_SNIPPET_CHARS], label="llm",
-                    method="llm_quote", score=UNVERIFIED_SCORE)
+    unverified = Evidence(page_number=first, snippet=(quote or "")[:MAX_SNIPPET_CHARS],
+                          label="llm", method="llm_quote", score=UNVERIFIED_SCORE)
+    if not quote or not quote.strip():
+        return unverified, "no_quote"
+    folded_quote, folded_value = _fold(quote), _fold(value)
+    if not folded_value or folded_value not in folded_quote:
+        return unverified, "value_not_in_quote"
+    # A quote that is only the value ("9") proves nothing: any 9 on the page would match.
+    context = _alnum(folded_quote.replace(folded_value, " ", 1))
+    if len(context) < 3 and len(_alnum(folded_value)) < 6:
+        return unverified, "quote_is_only_the_value"
+    for page in pages:
+        if folded_quote in _fold(page.text):
+            factor = 1.0 if page.ocr_confidence is None else 0.5 + 0.5 * page.ocr_confidence
+            return Evidence(page_number=page.page_number, snippet=quote[:MAX_SNIPPET_CHARS],
+                            label="llm", method="llm_quote",
+                            score=round(VERIFIED_QUOTE_SCORE * factor, 4)), "verified"
+    return unverified, "quote_not_in_document"
 
 
 def _fold(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    """Case-folded, whitespace collapsed, no spaces around punctuation (``Grade : 9`` = ``grade:9``)."""
+    text = re.sub(r"\s+", " ", text).strip().casefold()
+    return re.sub(r" ?([^\w\s]) ?", r"\1", text)
+
+
+def _alnum(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,7 @@ from activities.document_intake.extract import (
     find_candidates,
     resolve_candidates,
 )
+from activities.document_intake.llm_steps import QUOTE_NOT_FOUND, LLMExtraction
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import (
     can_approve_record,
@@ -43,8 +45,10 @@ from activities.document_intake.validate import (
 __all__ = [
     "DEFAULT_MIN_EVIDENCE_SCORE",
     "Proposal",
+    "proposal_from_llm",
     "proposal_is_acceptable",
     "propose_updates",
+    "quote_check_payload",
 ]
 
 DEFAULT_MIN_EVIDENCE_SCORE = 0.85
@@ -67,6 +71,14 @@ class Proposal(BaseModel):
         unresolved: field → reason, for requested fields with no proposal
             (``not_found``, ``unknown_field``, ``already_valid``, ``conflicting_values`` or
             a validation reason of the best candidate seen).
+        suggestions: field → value a model proposed whose quote is **not** in the document:
+            shown to a reviewer, never part of ``updates`` (so never pre-filled, never
+            applied on approval, never auto-applied).
+        suggestion_evidence: field → the model's (unverified) quote as evidence.
+        quote_verified: every proposed field (``updates`` and ``suggestions``) → whether the
+            text it was read from is in the document. Rules proposals read lines of the
+            document itself, so theirs are always True.
+        notes: field → note for the reviewer (``"quote not found in the document"``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +88,51 @@ class Proposal(BaseModel):
     strength: float = Field(ge=0.0, le=1.0)
     strategy: str = "rules"
     unresolved: dict[str, str] = Field(default_factory=dict)
+    suggestions: dict[str, str] = Field(default_factory=dict)
+    suggestion_evidence: dict[str, Evidence] = Field(default_factory=dict)
+    quote_verified: dict[str, bool] = Field(default_factory=dict)
+    notes: dict[str, str] = Field(default_factory=dict)
+
+
+def proposal_from_llm(extraction: LLMExtraction) -> Proposal:
+    """The review proposal of a model's answer: verified values as updates, the rest as suggestions.
+
+    Args:
+        extraction: :func:`activities.document_intake.llm_steps.extract_with_llm`'s result.
+
+    Returns:
+        A proposal whose ``updates`` hold only quote-verified values (``strength`` is their
+        weakest evidence, 0 when none); unverified values are ``suggestions`` with the note
+        :data:`~activities.document_intake.llm_steps.QUOTE_NOT_FOUND`.
+    """
+    scores = [e.score for e in extraction.evidence.values()]
+    return Proposal(
+        updates=dict(extraction.values), evidence=dict(extraction.evidence),
+        strength=min(scores) if scores else 0.0, strategy=extraction.strategy,
+        suggestions=dict(extraction.unverified),
+        suggestion_evidence=dict(extraction.unverified_evidence),
+        quote_verified={**{k: True for k in extraction.values},
+                        **{k: False for k in extraction.unverified}},
+        notes={k: QUOTE_NOT_FOUND for k in extraction.unverified},
+    )
+
+
+def quote_check_payload(proposal: Proposal) -> dict[str, Any]:
+    """The quote check of ``proposal`` as plain data, for the ``review.suggested`` event and the
+    approval payload's ``proposal`` (merge it into both).
+
+    Returns:
+        ``{"quote_verified": {field: bool}, "suggestions": {field: value},
+        "suggestion_evidence": {field: evidence dict}, "notes": {field: note},
+        "unverified_fields": [field, …]}``.
+    """
+    return {
+        "quote_verified": dict(proposal.quote_verified),
+        "suggestions": dict(proposal.suggestions),
+        "suggestion_evidence": {k: v.model_dump() for k, v in proposal.suggestion_evidence.items()},
+        "notes": dict(proposal.notes),
+        "unverified_fields": sorted(k for k, ok in proposal.quote_verified.items() if not ok),
+    }
 
 
 def propose_updates(
@@ -126,7 +183,9 @@ def propose_updates(
         updates[name] = value
         evidence[name] = result.evidence[name]
     strength = min((e.score for e in evidence.values()), default=0.0)
-    return Proposal(updates=updates, evidence=evidence, strength=strength, unresolved=unresolved)
+    # Rules read lines of the document itself: their snippets are in it by construction.
+    return Proposal(updates=updates, evidence=evidence, strength=strength, unresolved=unresolved,
+                    quote_verified={k: True for k in updates})
 
 
 def proposal_is_acceptable(
@@ -150,11 +209,13 @@ def proposal_is_acceptable(
 
     Returns:
         ``(acceptable, reason)`` with reason ``accepted``, ``no_updates``,
-        ``invalid_updates``, ``overwrites_valid_value``, ``still_not_approvable`` or
+        ``unverified_quote`` (an update whose quote is not in the document), ``invalid_updates``, ``overwrites_valid_value``, ``still_not_approvable`` or
         ``weak_evidence``.
     """
     if not proposal.updates:
         return False, "no_updates"
+    if any(not proposal.quote_verified.get(name, True) for name in proposal.updates):
+        return False, "unverified_quote"
     if validate_updates(proposal.updates, schema):
         return False, "invalid_updates"
     current = validate_record(record, schema)
