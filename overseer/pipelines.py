@@ -26,13 +26,22 @@ What a graph sees (nothing here needs the graph to import Overseer):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from overseer.errors import OverseerError
+from overseer.errors import NotFoundError, OverseerError
 
 DEFAULT_DECISIONS: tuple[str, ...] = ("approve", "reject")
 
@@ -131,3 +140,242 @@ class Pipeline:
     def workflow_id(self, run_id: str) -> str:
         """``<pipeline>-<run_id>`` (DESIGN §3)."""
         return f"{self.name}-{run_id}"
+
+    @property
+    def env_prefix(self) -> str:
+        """Where its options are read from: ``OVERSEER_<NAME>__`` (``-`` becomes ``_``)."""
+        return f"OVERSEER_{self.name.upper().replace('-', '_')}__"
+
+    def options(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The options snapshot a run starts with: the options model read from the environment.
+
+        ``OVERSEER_<NAME>__<FIELD>=value`` sets a field (JSON values are parsed, so lists
+        and numbers work). Returns ``{}`` when the pipeline has no options model.
+
+        Raises:
+            pydantic.ValidationError: a variable does not validate (at start-up).
+        """
+        if self.options_model is None:
+            return {}
+        environ = os.environ if environ is None else environ
+        raw: dict[str, Any] = {}
+        for field_name in self.options_model.model_fields:
+            value = environ.get(self.env_prefix + field_name.upper())
+            if value is not None:
+                try:
+                    raw[field_name] = json.loads(value)
+                except json.JSONDecodeError:
+                    raw[field_name] = value
+        return self.options_model.model_validate(raw).model_dump(mode="json")
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+PROJECT_GRAPHS = Path(__file__).resolve().parents[1] / "langgraph.json"
+"""The project's own ``langgraph.json``: the reference pipelines, registered like a user's graph."""
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class RegistryError(ValueError):
+    """A ``langgraph.json`` or one of its entries cannot be loaded (raised at start-up)."""
+
+
+class Registry:
+    """Every hosted pipeline by name, loaded once per process from ``langgraph.json`` files.
+
+    The worker builds its workflows' graphs and node activities from it; the API, the
+    catalogue and the console list and start pipelines from it.
+    """
+
+    def __init__(self, pipelines: Mapping[str, Pipeline]) -> None:
+        self._pipelines = dict(pipelines)
+        self._builders: dict[str, Any] = {}
+
+    def __iter__(self) -> Iterator[Pipeline]:
+        return iter(sorted(self._pipelines.values(), key=lambda p: p.name))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pipelines
+
+    def names(self) -> list[str]:
+        """Pipeline names, sorted."""
+        return sorted(self._pipelines)
+
+    def get(self, name: str) -> Pipeline:
+        """The pipeline called ``name``.
+
+        Raises:
+            NotFoundError: no such pipeline (404, with the known names).
+        """
+        try:
+            return self._pipelines[name]
+        except KeyError:
+            raise NotFoundError(f"unknown pipeline {name!r}",
+                                details={"known": self.names()}) from None
+
+    def builder(self, name: str) -> Any:
+        """The pipeline's ``StateGraph`` (built once per process and never compiled in place).
+
+        Raises:
+            NotFoundError: no such pipeline.
+            RegistryError: its graph entry does not give a graph.
+        """
+        if name not in self._builders:
+            self._builders[name] = builder_of(self.get(name).graph, name)
+        return self._builders[name]
+
+
+def builder_of(graph: Any, name: str = "graph") -> Any:
+    """The ``StateGraph`` behind ``graph``: a builder, a compiled graph, or a factory of either.
+
+    Factories may take no argument or one ``config`` argument (``{}`` is passed), as
+    ``langgraph.json`` allows.
+
+    Raises:
+        RegistryError: ``graph`` (or what the factory returns) is neither.
+    """
+    from langgraph.graph import StateGraph
+    from langgraph.pregel import Pregel
+
+    if callable(graph) and not isinstance(graph, (StateGraph, Pregel)):
+        params = [p for p in inspect.signature(graph).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+        graph = graph({}) if params else graph()
+    if isinstance(graph, Pregel):
+        builder = getattr(graph, "builder", None)
+        if builder is None:
+            raise RegistryError(f"{name}: a compiled graph without its StateGraph builder "
+                                "(Functional API entrypoints are not supported yet)")
+        graph = builder
+    if not isinstance(graph, StateGraph):
+        raise RegistryError(f"{name}: expected a StateGraph, a compiled graph or a factory of "
+                            f"one, got {type(graph).__name__}")
+    return graph
+
+
+def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
+    """Pipelines named in one ``langgraph.json`` (the LangGraph CLI's format).
+
+    ``graphs`` maps a name to ``"./path/file.py:attr"`` or ``"package.module:attr"``; the
+    attribute may be a :class:`Pipeline` (Overseer's declaration) or anything
+    :func:`builder_of` accepts. ``dependencies`` entries that are paths are put on
+    ``sys.path`` (packages are not installed); ``env`` (a dict or a ``.env`` file) fills
+    environment variables that are not already set.
+
+    Raises:
+        RegistryError: unreadable file, bad entry, import error, bad name.
+    """
+    path = Path(path).resolve()
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise RegistryError(f"{path}: cannot read langgraph.json ({err})") from err
+    graphs = config.get("graphs")
+    if not isinstance(graphs, dict) or not graphs:
+        raise RegistryError(f"{path}: 'graphs' must be a non-empty object")
+    base = path.parent
+    for dep in config.get("dependencies") or ["."]:
+        if isinstance(dep, str) and (dep.startswith(".") or dep.startswith("/")):
+            folder = str((base / dep).resolve())
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+    _load_env(config.get("env"), base)
+    out: dict[str, Pipeline] = {}
+    for name, entry in graphs.items():
+        if not _NAME.match(name):
+            raise RegistryError(f"{path}: graph name {name!r} must match {_NAME.pattern}")
+        if not isinstance(entry, str) or ":" not in entry:
+            raise RegistryError(f"{path}: graph {name!r} must be 'path/file.py:attr' or "
+                                "'package.module:attr'")
+        target = _import_entry(entry, base, name)
+        source = f"{path}:{name}"
+        if isinstance(target, Pipeline):
+            out[name] = dataclasses.replace(target, name=name, source=source)
+        else:
+            out[name] = Pipeline(name=name, graph=target, source=source,
+                                 description=f"graph {entry} from {path.name}")
+    return out
+
+
+def load_registry(graph_files: str | None = None) -> Registry:
+    """The project's pipelines plus every ``langgraph.json`` in ``graph_files`` (``:``-separated).
+
+    A user file may not reuse a name the project already has.
+
+    Raises:
+        RegistryError: a file or entry fails to load, or a name is taken twice.
+    """
+    pipelines = load_langgraph_json(PROJECT_GRAPHS)
+    for item in (graph_files or "").split(":"):
+        if not item.strip():
+            continue
+        for name, pipeline in load_langgraph_json(item.strip()).items():
+            if name in pipelines:
+                raise RegistryError(f"{item}: graph name {name!r} is already registered by "
+                                    f"{pipelines[name].source}")
+            pipelines[name] = pipeline
+    return Registry(pipelines)
+
+
+_registry: Registry | None = None
+
+
+def get_registry() -> Registry:
+    """The process's registry (``OVERSEER_GRAPHS`` read on first use)."""
+    global _registry
+    if _registry is None:
+        _registry = load_registry(os.environ.get("OVERSEER_GRAPHS"))
+    return _registry
+
+
+def set_registry(registry: Registry | None) -> None:
+    """Install (or with None, forget) the process's registry — for tests and the CLI."""
+    global _registry
+    _registry = registry
+
+
+def _import_entry(entry: str, base: Path, name: str) -> Any:
+    target, _, attr = entry.rpartition(":")
+    try:
+        if target.endswith(".py") or "/" in target:
+            file = (base / target).resolve()
+            module_name = "overseer_user_graphs." + re.sub(r"\W", "_", str(file))
+            module = sys.modules.get(module_name)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(module_name, file)
+                if spec is None or spec.loader is None:
+                    raise RegistryError(f"graph {name!r}: cannot import {file}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[module_name]
+                    raise
+        else:
+            module = importlib.import_module(target)
+    except RegistryError:
+        raise
+    except Exception as err:
+        raise RegistryError(f"graph {name!r}: importing {target} failed: {err!r}") from err
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise RegistryError(f"graph {name!r}: {target} has no attribute {attr!r}") from None
+
+
+def _load_env(env: Any, base: Path) -> None:
+    if isinstance(env, dict):
+        for key, value in env.items():
+            os.environ.setdefault(str(key), str(value))
+    elif isinstance(env, str):
+        file = (base / env).resolve()
+        if not file.is_file():
+            raise RegistryError(f"env file {file} does not exist")
+        for line in file.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, _, value = line.partition("=")
+                os.environ.setdefault(key.strip(), value.strip().strip("'\""))

@@ -67,6 +67,8 @@ class DecisionInput:
         apply_proposal: on approve, apply the review agent's proposal before the edits.
         budget_usd: on approving a budget stop, the run's new LLM cost budget.
         budget_tokens: on approving a budget stop, the run's new LLM token budget.
+        is_admin: the decider is an admin (may override another reviewer's claim).
+        resume: free-form value handed to the graph with the decision.
     """
 
     decision: str
@@ -77,6 +79,8 @@ class DecisionInput:
     budget_usd: float | None = None
     budget_tokens: int | None = None
     is_admin: bool = False
+    resume: Any = None
+    """Any JSON value for the graph (``interrupt()`` returns it under ``"resume"``)."""
 
 
 @dataclass
@@ -180,6 +184,10 @@ class ApprovalGate:
         self._approval_key = ""
 
     # -- to implement ------------------------------------------------------------------------
+
+    def decisions(self) -> tuple[str, ...]:
+        """The decision kinds this workflow's approvals take (``approve``/``reject`` by default)."""
+        return DECISIONS
 
     def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
         """Validate a decision against the open approval; return the normalised decision dict.
@@ -439,9 +447,10 @@ class ApprovalGate:
 
     def _validated(self, decision: DecisionInput) -> dict[str, Any]:
         self._require_open()
-        if decision.decision not in DECISIONS:
+        allowed = self.decisions()
+        if decision.decision not in allowed:
             raise ApplicationError(
-                f"decision must be one of {', '.join(DECISIONS)}",
+                f"decision must be one of {', '.join(allowed)}",
                 {"decision": decision.decision}, type="invalid_decision",
             )
         self._check_claim(decision.decided_by, decision.is_admin)

@@ -1,0 +1,240 @@
+"""A user's LangGraph project, written the way people write graphs: it never imports Overseer.
+
+Each graph exercises constructs a graph runtime must host (sync and async nodes and
+routers, lambdas, ``functools.partial``, ``Send`` fan-out with a reducer, ``Command`` from
+nodes, a compiled subgraph as a node, LangChain messages in state, interrupts in sequence
+and in parallel branches, a poison node, a large state, a transient failure).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import os
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    topic: str
+    items: list[str]
+    results: Annotated[list[str], operator.add]
+    messages: Annotated[list[AnyMessage], add_messages]
+    trail: Annotated[list[str], operator.add]
+    sub_total: int
+    greeting: str
+    decisions: list[Any]
+    summary: str
+
+
+# -- constructs ---------------------------------------------------------------------------------
+
+def prepare(state: State) -> dict[str, Any]:
+    """A sync node."""
+    return {"items": [w for w in state["topic"].split() if w], "trail": ["prepare"],
+            "greeting": os.environ.get("USER_GRAPH_GREETING", "unset")}
+
+
+def fan_out(state: State) -> list[Send]:
+    """A sync router returning ``Send`` per item (fan-out)."""
+    return [Send("work", {"topic": item}) for item in state["items"]]
+
+
+async def work(state: State) -> dict[str, Any]:
+    """An async node run once per ``Send``; the reducer gathers the results."""
+    return {"results": [state["topic"].upper()]}
+
+
+def shout(suffix: str, state: State) -> dict[str, Any]:
+    return {"trail": [f"partial{suffix}"]}
+
+
+def commander(state: State) -> Command:
+    """A node steering with ``Command(goto=..., update=...)``, carrying a LangChain message."""
+    return Command(goto="sub", update={"trail": ["commander"],
+                                       "messages": [AIMessage(content=f"{len(state['results'])} results")]})
+
+
+class SubState(TypedDict, total=False):
+    results: list[str]
+    sub_total: int
+    trail: Annotated[list[str], operator.add]
+
+
+def count(state: SubState) -> dict[str, Any]:
+    return {"sub_total": sum(len(r) for r in state.get("results", [])), "trail": ["sub.count"]}
+
+
+def double(state: SubState) -> dict[str, Any]:
+    return {"sub_total": state["sub_total"] * 2, "trail": ["sub.double"]}
+
+
+def build_sub() -> Any:
+    sub = StateGraph(SubState)
+    sub.add_node("count", count)
+    sub.add_node("double", double)
+    sub.add_edge(START, "count")
+    sub.add_edge("count", "double")
+    sub.add_edge("double", END)
+    return sub.compile()
+
+
+def spread(state: State) -> Command:
+    """``Command(goto=[Send(...)])`` from a node."""
+    return Command(goto=[Send("echo", {"topic": m.content}) for m in state["messages"]
+                         if isinstance(m, AIMessage)], update={"trail": ["spread"]})
+
+
+def echo(state: State) -> dict[str, Any]:
+    return {"trail": [f"echo:{state['topic']}"]}
+
+
+def is_message_typed(state: State) -> str:
+    """A sync router that reads a LangChain message: it must arrive as an AIMessage, not a dict."""
+    last = state["messages"][-1]
+    return "typed" if isinstance(last, AIMessage) else "untyped"
+
+
+def build_constructs() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("prepare", prepare)
+    graph.add_node("work", work)
+    graph.add_node("lambda_node", lambda state: {"trail": ["lambda"]})
+    graph.add_node("partial_node", functools.partial(shout, "!"))
+    graph.add_node("commander", commander)
+    graph.add_node("sub", build_sub())
+    graph.add_node("spread", spread)
+    graph.add_node("echo", echo)
+    graph.add_node("typed", lambda state: {"summary": "messages kept their type"},
+                   metadata={"overseer": {"run_in": "workflow"}})
+    graph.add_node("untyped", lambda state: {"summary": "messages lost their type"})
+    graph.add_edge(START, "prepare")
+    graph.add_conditional_edges("prepare", fan_out, ["work"])
+    graph.add_edge("work", "lambda_node")
+    graph.add_edge("lambda_node", "partial_node")
+    graph.add_edge("partial_node", "commander")
+    graph.add_edge("sub", "spread")
+    graph.add_conditional_edges("echo", is_message_typed, ["typed", "untyped"])
+    graph.add_edge("typed", END)
+    graph.add_edge("untyped", END)
+    return graph
+
+
+constructs = build_constructs().compile()
+"""A compiled graph, as ``langgraph.json`` allows."""
+
+
+# -- approvals ----------------------------------------------------------------------------------
+
+def two_questions(state: State) -> dict[str, Any]:
+    """Two interrupts in one node: each resume re-runs the node with one more answer."""
+    first = interrupt({"question": "publish?", "topic": state["topic"]})
+    second = interrupt({"question": "really?", "first": first["decision"]})
+    return {"decisions": [first, second]}
+
+
+def finish(state: State) -> dict[str, Any]:
+    decided = [d["decision"] for d in state["decisions"]]
+    return {"summary": " then ".join(decided)}
+
+
+def build_approvals() -> StateGraph:
+    """A factory returning a StateGraph (the third form ``langgraph.json`` allows)."""
+    graph = StateGraph(State)
+    graph.add_node("two_questions", two_questions)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "two_questions")
+    graph.add_edge("two_questions", "finish")
+    graph.add_edge("finish", END)
+    return graph
+
+
+def ask_each(state: State) -> list[Send]:
+    return [Send("review_item", {"topic": item}) for item in state["topic"].split()]
+
+
+async def review_item(state: State) -> dict[str, Any]:
+    """One interrupt per parallel branch (langgraph#6626's case)."""
+    answer = interrupt({"item": state["topic"]})
+    return {"results": [f"{state['topic']}={answer['decision']}:{answer.get('note') or ''}"]}
+
+
+def _parallel() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("review_item", review_item)
+    graph.add_node("finish", lambda state: {"summary": ",".join(sorted(state["results"]))})
+    graph.add_conditional_edges(START, ask_each, ["review_item"])
+    graph.add_edge("review_item", "finish")
+    graph.add_edge("finish", END)
+    return graph
+
+
+parallel_approvals = _parallel()
+"""A StateGraph (not compiled)."""
+
+
+# -- failures and size --------------------------------------------------------------------------
+
+def buggy(state: State) -> dict[str, Any]:
+    return {"summary": state["missing_key"]}  # KeyError: a bug, not a transient failure
+
+
+def _poison() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("fine", lambda state: {"trail": ["fine"]})
+    graph.add_node("buggy", buggy)
+    graph.add_edge(START, "fine")
+    graph.add_edge("fine", "buggy")
+    graph.add_edge("buggy", END)
+    return graph
+
+
+poison = _poison()
+
+
+def produce(state: State) -> dict[str, Any]:
+    """About 3 MB of state: more than a Temporal payload may carry."""
+    return {"items": ["x" * 1000 for _ in range(3000)]}
+
+
+def consume(state: State) -> dict[str, Any]:
+    return {"summary": f"{len(state['items'])} items, {sum(map(len, state['items']))} chars"}
+
+
+def _big() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("produce", produce)
+    graph.add_node("consume", consume)
+    graph.add_edge(START, "produce")
+    graph.add_edge("produce", "consume")
+    graph.add_edge("consume", END)
+    return graph
+
+
+big_state = _big()
+
+_ATTEMPTS: dict[str, int] = {}
+
+
+def sometimes(state: State) -> dict[str, Any]:
+    """Fails with a connection error on its first attempt per topic, then works."""
+    _ATTEMPTS[state["topic"]] = _ATTEMPTS.get(state["topic"], 0) + 1
+    if _ATTEMPTS[state["topic"]] == 1:
+        raise ConnectionError("upstream reset the connection")
+    return {"summary": f"ok after {_ATTEMPTS[state['topic']]} attempts"}
+
+
+def _flaky() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("sometimes", sometimes, metadata={"overseer": {"max_attempts": 3}})
+    graph.add_edge(START, "sometimes")
+    graph.add_edge("sometimes", END)
+    return graph
+
+
+flaky = _flaky()

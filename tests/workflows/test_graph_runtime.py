@@ -1,0 +1,193 @@
+"""The graph runtime hosts a user's graph (tests/graphs/user_graph, which never imports Overseer).
+
+One test per construct, on the real dev server and Postgres, through the real worker:
+sync/async nodes and routers, lambda and partial nodes, Send fan-out with a reducer,
+Command from nodes (also with Send), a compiled subgraph node, LangChain messages,
+two interrupts in one node, parallel interrupts resumed by id after replays, a poison
+node, a 3 MB state, a transient failure; and replays of the recorded histories.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from overseer.graph_codec import encode, to_jsonable
+from overseer.pipelines import get_registry, load_registry, set_registry
+from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events, fetch_events
+from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from tests.helpers import assert_eventually
+from workflows import graph_run
+from workflows.approval import DecisionInput
+from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+
+USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def user_registry() -> Iterator[None]:
+    """The project's pipelines plus the user's langgraph.json, as OVERSEER_GRAPHS would give."""
+    set_registry(load_registry(str(USER_GRAPHS)))
+    graph_run._compiled.clear()
+    yield
+    set_registry(None)
+    graph_run._compiled.clear()
+
+
+@pytest.fixture
+async def graph_worker(dev_server: WorkflowEnvironment, db: object,
+                       task_queue: str) -> AsyncIterator[None]:
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        yield
+
+
+async def start(client: Client, pool: Any, task_queue: str, pipeline: str,
+                graph_input: dict[str, Any]) -> tuple[str, WorkflowHandle[Any, Any]]:
+    run_id = str(uuid.uuid4())
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": pipeline, "workflow_id": f"{pipeline}-{run_id}",
+                  "submitted_by": "tester", "input": graph_input})])
+    handle = await client.start_workflow(
+        GraphRunWorkflow.run, GraphRunInput(run_id=run_id, pipeline=pipeline,
+                                            input=encode(graph_input)),
+        id=f"{pipeline}-{run_id}", task_queue=task_queue)
+    return run_id, handle
+
+
+async def pending_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    async def waiting() -> dict[str, Any]:
+        view = await handle.query(GraphRunWorkflow.get_status)
+        assert view.status == "awaiting_approval" and view.approval, view.status
+        return view.approval
+    return await assert_eventually(waiting, timeout=60)
+
+
+def without_ids(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "messages": [{**m, "id": None} for m in state.get("messages", [])]}
+
+
+async def test_every_construct_runs_as_in_langgraph(dev_server, graph_worker, db, task_queue):
+    graph_input = {"topic": "alpha beta gamma"}
+    run_id, handle = await start(dev_server.client, db, task_queue, "constructs", graph_input)
+    result = await handle.result()
+    out = result.output
+    assert result.status == "completed"
+    plain = await get_registry().builder("constructs").compile().ainvoke(graph_input)
+    assert without_ids(out) == without_ids(to_jsonable(plain))  # the same as plain LangGraph
+    assert sorted(set(out["results"])) == ["ALPHA", "BETA", "GAMMA"]  # Send fan-out + reducer
+    assert out["trail"][:4] == ["prepare", "lambda", "partial!", "commander"]
+    assert "sub.count" in out["trail"] and "sub.double" in out["trail"]
+    assert "echo:3 results" in out["trail"]  # Command(goto=[Send]) from a node
+    assert out["summary"] == "messages kept their type"  # AIMessage crossed as an AIMessage
+    assert out["greeting"] == "hello"  # langgraph.json "env"
+    events = await fetch_events(db, run_id)
+    nodes = [e["data"]["node"] for e in events if e["type"] == "node.completed"]
+    assert nodes.count("work") == 3
+    assert {"prepare", "lambda_node", "partial_node", "commander", "sub/count", "sub/double",
+            "spread", "echo", "typed"} <= set(nodes)
+    assert events[-1]["type"] == "run.completed"
+
+
+async def test_two_interrupts_in_one_node(dev_server, graph_worker, db, task_queue):
+    run_id, handle = await start(dev_server.client, db, task_queue, "approvals",
+                                 {"topic": "launch"})
+    first = await pending_approval(handle)
+    assert first["payload"]["question"] == "publish?"
+    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        decision="approve", note="go", decided_by="rev"))
+    second = await pending_approval(handle)
+    assert second["payload"] == {**second["payload"], "question": "really?", "first": "approve"}
+    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        decision="reject", decided_by="rev"))
+    result = await handle.result()
+    assert result.output["summary"] == "approve then reject"
+    assert result.output["decisions"][0]["note"] == "go"
+    assert result.output["decisions"][0]["decided_by"] == "rev"
+    assert result.outcome == "rejected"
+    decided = [e for e in await fetch_events(db, run_id) if e["type"] == "approval.decided"]
+    assert len(decided) == 2
+
+
+async def test_unknown_decision_is_refused(dev_server, graph_worker, db, task_queue):
+    from temporalio.client import WorkflowUpdateFailedError
+
+    _, handle = await start(dev_server.client, db, task_queue, "approvals", {"topic": "x"})
+    await pending_approval(handle)
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="revise", decided_by="rev"))
+    assert err.value.cause.type == "invalid_decision"
+    await handle.cancel()
+
+
+async def test_parallel_interrupts_resume_by_id_after_replays(dev_server, db, task_queue):
+    """langgraph#6626: with no workflow cache every task replays; ids must still match."""
+    client = dev_server.client
+    async with build_worker(client, task_queue=task_queue, max_cached_workflows=0):
+        run_id, handle = await start(client, db, task_queue, "parallel_approvals",
+                                     {"topic": "red green blue"})
+        seen: list[str] = []
+        for n in range(3):
+            approval = await pending_approval(handle)
+            payload = approval["payload"]
+            assert len(payload["pending_interrupts"]) == 3 - n
+            assert payload["interrupt_id"] not in seen
+            seen.append(payload["interrupt_id"])
+            await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+                decision="approve" if payload["item"] != "green" else "reject",
+                note=payload["item"], decided_by="rev"))
+        result = await handle.result()
+    assert result.output["summary"] == "blue=approve:blue,green=reject:green,red=approve:red"
+    history = await handle.fetch_history()
+    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+
+
+async def test_poison_node_fails_once_with_the_node_named(dev_server, graph_worker, db,
+                                                          task_queue):
+    run_id, handle = await start(dev_server.client, db, task_queue, "poison", {"topic": "x"})
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    events = await fetch_events(db, run_id)
+    failed = [e for e in events if e["type"] == "run.failed"]
+    assert failed and failed[0]["data"]["error"]["code"] == "node_error"
+    assert failed[0]["data"]["error"]["node"] == "buggy"
+    assert "KeyError" in failed[0]["data"]["error"]["message"]
+    history = await handle.fetch_history()
+    attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
+                if e.HasField("activity_task_started_event_attributes")]
+    assert attempts and max(attempts) == 1  # never retried
+    row = await db.fetchrow("SELECT status, error FROM runs WHERE run_id = $1", uuid.UUID(run_id))
+    assert row["status"] == "failed"
+
+
+async def test_three_megabytes_of_state_pass_by_reference(dev_server, graph_worker, db,
+                                                          task_queue):
+    _, handle = await start(dev_server.client, db, task_queue, "big_state", {"topic": "x"})
+    result = await handle.result()
+    assert result.output["summary"] == "3000 items, 3000000 chars"
+    history = await handle.fetch_history()
+    largest = max(e.ByteSize() for e in history.events)
+    assert largest < 512 * 1024
+
+
+async def test_transient_failure_is_retried(dev_server, graph_worker, db, task_queue):
+    _, handle = await start(dev_server.client, db, task_queue, "flaky",
+                            {"topic": str(uuid.uuid4())})
+    result = await handle.result()
+    assert result.output["summary"] == "ok after 2 attempts"
+
+
+async def test_fresh_histories_replay(dev_server, graph_worker, db, task_queue):
+    _, handle = await start(dev_server.client, db, task_queue, "constructs", {"topic": "a b"})
+    await handle.result()
+    history = await handle.fetch_history()
+    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)

@@ -1,0 +1,477 @@
+"""``GraphRunWorkflow``: the one workflow that drives any registered LangGraph graph (DESIGN §0).
+
+The graph runs under LangGraph's own Pregel loop *inside* the workflow, so edges,
+``Send`` fan-out, reducers, ``Command(goto=..., update=...)``, subgraphs and interrupts
+behave exactly as LangGraph defines them; what changes is where each node runs:
+
+- ``activity`` (default): a proxy calls the generic ``run_node`` activity
+  (:mod:`activities.graph_nodes`), so Temporal owns the node's retries, time-outs and
+  heartbeats, and a worker crash mid-node resumes on another worker.
+- ``local_activity``: the same, as a local activity (short I/O; no task-queue round trip).
+- ``workflow``: the node's own code, in the workflow (cheap, pure steps).
+
+Node metadata ``{"overseer": {...}}`` chooses (:class:`overseer.pipelines.NodeOptions`);
+the ``temporalio-langgraph`` plugin's keys (``execute_in``, ``start_to_close_timeout``,
+``retry_policy``, ``summary``) are read too. A compiled subgraph added as a node is run
+node by node (its nodes become activities, its interrupts are the run's interrupts),
+unless its metadata places it in one activity.
+
+What the runtime fixes that the plugin does not (``shared/notes/langgraph-on-temporal.md``):
+sync routers and sync workflow nodes are called directly instead of through
+``run_in_executor``; lambdas, closures and ``functools.partial`` nodes are found by path,
+not by ``__qualname__``; ``Command(goto=[Send(...)])`` and LangChain messages cross the
+activity boundary with their types (:mod:`overseer.graph_codec`); checkpoint ids come from
+the workflow's clock and random source, so interrupt ids survive a replay and parallel
+interrupts resume by id after a worker restart; bugs fail the run once, with the node named.
+
+Every interrupt is an approval on the shared gate (:class:`workflows.approval.ApprovalGate`):
+one approval per pending interrupt, oldest id first; ``interrupt()`` returns
+``{"decision", "note", "updates", "resume", "decided_by"}``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
+
+with workflow.unsafe.imports_passed_through():
+    import langgraph.checkpoint.base as _checkpoint_base
+    import langgraph.pregel._checkpoint as _pregel_checkpoint
+    from langchain_core.runnables import RunnableConfig
+    from langgraph._internal._runnable import RunnableCallable
+    from langgraph.checkpoint.base.id import UUID as _UUID6
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.config import get_stream_writer
+    from langgraph.pregel import Pregel
+    from langgraph.types import Command, interrupt
+
+    from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
+    from overseer.graph_codec import (
+        CLAIM_CHECK_BYTES,
+        decode,
+        encode,
+        encoded_size,
+        to_jsonable,
+    )
+    from overseer.pipelines import DecisionRefusedError, NodeOptions, Pipeline, get_registry
+    from overseer.store.events import NODE_COMPLETED, RUN_COMPLETED, RUN_FAILED
+
+DEFAULT_RECURSION_LIMIT = 100
+
+
+@dataclass
+class GraphRunInput:
+    """Input of one run of a registered graph.
+
+    Attributes:
+        run_id: UUID string; the workflow id is ``<pipeline>-<run_id>``.
+        pipeline: registry name.
+        input: the graph input, :func:`overseer.graph_codec.encode`-d.
+        options: the pipeline's options snapshot, plus ``approval`` (the escalation ladder).
+        metadata: the request's metadata.
+        submitted_by: the submitter's subject.
+        search_attributes: upsert OverseerPipeline/OverseerStatus.
+        resume_from: ``{"values": encoded state, "as_node": node}``: start as if ``as_node``
+            had just written ``values`` (retry from a failed node without redoing the rest).
+    """
+
+    run_id: str
+    pipeline: str
+    input: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    submitted_by: str = "unknown"
+    search_attributes: bool = True
+    resume_from: dict[str, Any] | None = None
+
+
+@dataclass
+class GraphRunResult:
+    """A finished run: status, outcome and the graph's final state as JSON."""
+
+    run_id: str
+    status: str
+    outcome: str | None
+    output: Any = None
+
+
+class NodeFailedError(Exception):
+    """A node failed for good (raised inside Pregel, caught by the workflow)."""
+
+    def __init__(self, node: str, code: str, message: str) -> None:
+        super().__init__(message)
+        self.node, self.code, self.message = node, code, message
+
+
+@workflow.defn(name="GraphRunWorkflow")
+class GraphRunWorkflow(ApprovalGate):
+    """Drives one run of any registered graph to a terminal status (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inp: GraphRunInput | None = None
+        self._spec: Pipeline | None = None
+        self._memo: dict[tuple[str, int], NodeResult] = {}
+        self._pending_events: list[dict[str, Any]] = []
+        self._uuid_last = 0
+        self._interrupt_id: str | None = None
+
+    @workflow.run
+    async def run(self, inp: GraphRunInput) -> GraphRunResult:
+        """Run the graph; each interrupt waits on the approval gate; failures are recorded, then raised."""
+        self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
+        self._use_search_attributes = inp.search_attributes
+        self._spec = get_registry().get(inp.pipeline)
+        await self.set_status("running")
+        app = compiled_graph(inp.pipeline).copy({"checkpointer": InMemorySaver()})
+        config: dict[str, Any] = {"configurable": {"thread_id": inp.run_id},
+                                  "recursion_limit": DEFAULT_RECURSION_LIMIT}
+        try:
+            graph_input: Any = decode(inp.input)
+            if inp.resume_from:
+                await app.aupdate_state(config, decode(inp.resume_from["values"]),
+                                        as_node=inp.resume_from["as_node"])
+                graph_input = None
+            out = await app.ainvoke(graph_input, config)
+            rounds = 0
+            while isinstance(out, dict) and out.get("__interrupt__"):
+                rounds += 1
+                pending = sorted(out["__interrupt__"], key=lambda i: i.id)
+                first = pending[0]
+                decision = await self._ask(first, pending, rounds)
+                out = await app.ainvoke(Command(resume={first.id: decision}), config)
+        except NodeFailedError as err:
+            await self._fail({"code": err.code, "message": err.message, "node": err.node})
+        except ApplicationError:
+            raise
+        except Exception as err:  # a bug in a workflow-placed node or router: fail once, named
+            await self._fail({"code": NODE_ERROR, "message": f"{type(err).__name__}: {err}"[:500],
+                              "node": None})
+        values = to_jsonable((await app.aget_state(config)).values)
+        status, outcome = final_status(values, self._last_decision)
+        await self._finish(status, outcome, {"output": values})
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values)
+
+    # -- the gate ----------------------------------------------------------------------------
+
+    _last_decision: str | None = None
+
+    async def _ask(self, first: Any, pending: list[Any], rounds: int) -> dict[str, Any]:
+        assert self._inp is not None
+        value = to_jsonable(first.value)
+        payload = dict(value) if isinstance(value, dict) else {"value": value}
+        payload.update({"interrupt_id": first.id,
+                        "pending_interrupts": [i.id for i in pending]})
+        self._interrupt_id = first.id
+        ladder = EscalationLadder.from_options(self._inp.options)
+        sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
+        await self._flush()
+        decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
+                                               ladder=ladder)
+        self._last_decision = decision["decision"]
+        return {"decision": decision["decision"], "note": decision.get("note"),
+                "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
+                "decided_by": decision.get("decided_by")}
+
+    def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
+        """The pipeline's decision kinds and its own refusal rules (pure; runs in the validator).
+
+        Raises:
+            ApplicationError: ``invalid_decision`` for a decision the pipeline does not take;
+                the pipeline's own code (``DecisionRefusedError``) otherwise.
+        """
+        assert self._spec is not None
+        assert self._approval is not None
+        if decision.decision not in self._spec.decisions:
+            raise ApplicationError(
+                f"decision must be one of {', '.join(self._spec.decisions)}",
+                {"decision": decision.decision, "allowed": list(self._spec.decisions)},
+                type="invalid_decision")
+        checked = {"decision": decision.decision, "note": decision.note,
+                   "updates": dict(decision.updates or {}), "resume": decision.resume,
+                   "decided_by": decision.decided_by}
+        if self._spec.check_decision is not None:
+            try:
+                self._spec.check_decision(self._approval["payload"], checked)
+            except DecisionRefusedError as err:
+                raise ApplicationError(err.message, err.details, type=err.code) from err
+        return {"updates": checked["updates"], "resume": checked["resume"]}
+
+    def decisions(self) -> tuple[str, ...]:
+        """Decision kinds the open approval accepts (the pipeline's)."""
+        return self._spec.decisions if self._spec else ("approve", "reject")
+
+    # -- node dispatch ------------------------------------------------------------------------
+
+    async def call_node(self, path: str, opts: NodeOptions, retry: RetryPolicy | None,
+                        state: Any, config: dict[str, Any]) -> Any:
+        """Run node ``path`` in an activity; re-raise its interrupts inside Pregel (see module doc)."""
+        assert self._inp is not None and self._spec is not None
+        conf = config.get("configurable") or {}
+        task = str(conf.get("checkpoint_ns") or path)
+        node_input = encode(state)
+        if encoded_size(node_input) > CLAIM_CHECK_BYTES:
+            sha = await workflow.execute_local_activity(
+                put_state_blob, node_input, start_to_close_timeout=timedelta(seconds=60))
+            node_input = {"ref": sha}
+        resumes: list[Any] = []
+        while True:
+            key = (task, len(resumes))
+            result = self._memo.get(key)
+            if result is None:
+                call = NodeCall(
+                    run_id=self._inp.run_id, pipeline=self._inp.pipeline, node=path,
+                    input=node_input, resumes=[encode(r) for r in resumes],
+                    config={"thread_id": conf.get("thread_id"), "checkpoint_ns": task,
+                            "tags": list(config.get("tags") or []),
+                            "metadata": to_jsonable(dict(config.get("metadata") or {})),
+                            "recursion_limit": config.get("recursion_limit")},
+                    task=task, progress_nodes=list(self._spec.progress_nodes))
+                result = await self._execute(path, opts, retry, call)
+                self._memo[key] = result
+            if result.custom:
+                writer = get_stream_writer()
+                for chunk in result.custom:
+                    writer(chunk)
+            if result.interrupt is not None:
+                resumes.append(interrupt(decode(result.interrupt)))
+                continue
+            for k in [k for k in self._memo if k[0] == task]:
+                del self._memo[k]
+            return decode(result.output or {"json": None})
+
+    async def _execute(self, path: str, opts: NodeOptions, retry: RetryPolicy | None,
+                       call: NodeCall) -> NodeResult:
+        policy = retry or RetryPolicy(
+            initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=30), maximum_attempts=opts.max_attempts,
+            non_retryable_error_types=[NODE_ERROR, "node_not_found", *opts.non_retryable])
+        timeout = timedelta(seconds=opts.timeout_seconds)
+        try:
+            if opts.run_in == "local_activity":
+                return await workflow.execute_local_activity(
+                    "run_node", call, result_type=NodeResult, start_to_close_timeout=timeout,
+                    retry_policy=policy, summary=opts.summary or path)
+            return await workflow.execute_activity(
+                "run_node", call, result_type=NodeResult, start_to_close_timeout=timeout,
+                heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
+                                   if opts.heartbeat_seconds else None),
+                retry_policy=policy, summary=opts.summary or path)
+        except ActivityError as err:
+            cause = err.cause if isinstance(err.cause, ApplicationError) else None
+            raise NodeFailedError(path, (cause.type if cause and cause.type else "activity_failed"),
+                                  cause.message if cause else str(err)) from err
+
+    def note_workflow_node(self, path: str, task: str, started: float) -> None:
+        """Buffer ``node.completed`` of a workflow-placed node (written with the next event)."""
+        assert self._inp is not None
+        self._pending_events.append({
+            "run_id": self._inp.run_id, "key": f"node.completed:{path}:{task}",
+            "type": NODE_COMPLETED, "actor": "workflow", "occurred_at": workflow.now().isoformat(),
+            "data": {"node": path, "placement": "workflow", "attempt": 1,
+                     "duration_ms": round((workflow.time() - started) * 1000, 3)}})
+
+    def next_uuid6_timestamp(self, now_100ns: int) -> int:
+        """Monotonic uuid6 timestamps for this run's checkpoints (see :func:`_workflow_uuid6`)."""
+        self._uuid_last = max(now_100ns, self._uuid_last + 1)
+        return self._uuid_last
+
+    # -- endings ------------------------------------------------------------------------------
+
+    async def _flush(self) -> None:
+        if self._pending_events:
+            events, self._pending_events = self._pending_events, []
+            await workflow.execute_activity(
+                "record_events", events, start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(maximum_attempts=0,
+                                         maximum_interval=timedelta(seconds=10)),
+                summary="node.completed")
+
+    async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
+        await self._flush()
+        self._outcome = outcome
+        await self.record(RUN_COMPLETED, key="run.finished",
+                          data={"status": status, "outcome": outcome,
+                                "snapshot": {**snapshot, "outcome": outcome}})
+        await self.set_status(status)
+
+    async def _fail(self, error: dict[str, Any]) -> None:
+        await self._flush()
+        await self.record(RUN_FAILED, key="run.finished",
+                          data={"status": "failed", "outcome": None, "error": error,
+                                "snapshot": {"outcome": None}})
+        await self.set_status("failed")
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
+
+
+def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
+    """``(status, outcome)`` of a finished graph.
+
+    The graph decides: a final state with ``status: "rejected"`` (or ``completed``) and a
+    string ``outcome`` says so itself. Otherwise the run is ``completed``, with the last
+    decision as its outcome (``approved``, ``rejected``, ``revised`` …) or ``completed``.
+    """
+    if isinstance(values, dict):
+        status = values.get("status")
+        outcome = values.get("outcome")
+        if status in ("completed", "rejected"):
+            return status, outcome if isinstance(outcome, str) else status
+    past = {"approve": "approved", "reject": "rejected", "revise": "revised"}
+    return "completed", past.get(last_decision or "", last_decision or "completed")
+
+
+# --- preparing a graph for the workflow ----------------------------------------------------------
+
+_compiled: dict[str, Any] = {}
+
+
+def compiled_graph(pipeline: str) -> Any:
+    """The pipeline's graph, prepared for :class:`GraphRunWorkflow` and compiled once per process."""
+    if pipeline not in _compiled:
+        builder = get_registry().builder(pipeline)
+        _compiled[pipeline] = prepare(builder, prefix="").compile()
+    return _compiled[pipeline]
+
+
+def node_options(metadata: dict[str, Any] | None) -> tuple[NodeOptions, RetryPolicy | None]:
+    """A node's :class:`NodeOptions` from its metadata (Overseer's keys, or the plugin's).
+
+    Raises:
+        pydantic.ValidationError: malformed ``{"overseer": {...}}`` metadata (at worker start).
+    """
+    meta = dict(metadata or {})
+    raw = dict(meta.get("overseer") or {})
+    if "execute_in" in meta and "run_in" not in raw:
+        raw["run_in"] = meta["execute_in"]
+    if "start_to_close_timeout" in meta and "timeout_seconds" not in raw:
+        raw["timeout_seconds"] = meta["start_to_close_timeout"].total_seconds()
+    if meta.get("heartbeat_timeout") and "heartbeat_seconds" not in raw:
+        raw["heartbeat_seconds"] = meta["heartbeat_timeout"].total_seconds()
+    if "summary" in meta and "summary" not in raw:
+        raw["summary"] = meta["summary"]
+    opts = NodeOptions.model_validate(raw)
+    if opts.run_in not in ("activity", "local_activity", "workflow"):
+        raise ValueError(f"run_in must be activity, local_activity or workflow, not {opts.run_in!r}")
+    retry = meta.get("retry_policy") if isinstance(meta.get("retry_policy"), RetryPolicy) else None
+    return opts, retry
+
+
+def prepare(builder: Any, *, prefix: str) -> Any:
+    """A copy of ``builder`` whose nodes dispatch as their options say (the user's graph is untouched)."""
+    import copy
+    from collections import defaultdict
+
+    prepared = copy.copy(builder)
+    prepared.compiled = False
+    prepared.nodes = {}
+    for name, spec in builder.nodes.items():
+        path = f"{prefix}{name}"
+        opts, retry = node_options(spec.metadata)
+        runnable = spec.runnable
+        explicit = "run_in" in dict((spec.metadata or {}).get("overseer") or {}) or \
+            "execute_in" in (spec.metadata or {})
+        if isinstance(runnable, Pregel) and not explicit:
+            sub = getattr(runnable, "builder", None)
+            new = prepare(sub, prefix=f"{path}/").compile() if sub is not None else runnable
+        elif opts.run_in == "workflow":
+            new = _in_workflow(runnable, path)
+        else:
+            new = _proxy(path, opts, retry)
+        prepared.nodes[name] = _replace_runnable(spec, new)
+    prepared.branches = defaultdict(dict)
+    for source, branches in builder.branches.items():
+        for name, branch in branches.items():
+            prepared.branches[source][name] = branch._replace(path=_sync_direct(branch.path))
+    return prepared
+
+
+def _replace_runnable(spec: Any, runnable: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(spec, runnable=runnable, retry_policy=None)
+
+
+def _proxy(path: str, opts: NodeOptions, retry: RetryPolicy | None) -> Any:
+    async def run_in_activity(state: Any, config: RunnableConfig) -> Any:
+        instance: GraphRunWorkflow = workflow.instance()
+        return await instance.call_node(path, opts, retry, state, config)
+
+    return RunnableCallable(None, run_in_activity, name=path.rsplit("/", 1)[-1], trace=False)
+
+
+def _in_workflow(runnable: Any, path: str) -> Any:
+    inner = _sync_direct(runnable)
+
+    async def run_in_workflow(state: Any, config: RunnableConfig) -> Any:
+        started = workflow.time()
+        out = await inner.ainvoke(state, config)
+        instance: GraphRunWorkflow = workflow.instance()
+        task = str((config.get("configurable") or {}).get("checkpoint_ns") or path)
+        instance.note_workflow_node(path, task, started)
+        return out
+
+    return RunnableCallable(None, run_in_workflow, name=path.rsplit("/", 1)[-1], trace=False)
+
+
+def _sync_direct(runnable: Any) -> Any:
+    """A sync function's runnable that calls it directly (LangGraph would use ``run_in_executor``,
+    which a workflow's event loop does not implement).
+    """
+    import copy
+
+    func = getattr(runnable, "func", None)
+    if not isinstance(runnable, RunnableCallable) or func is None or \
+            inspect.iscoroutinefunction(func):
+        return runnable
+
+    @functools.wraps(func)
+    async def call_directly(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    direct = copy.copy(runnable)
+    direct.afunc = call_directly
+    return direct
+
+
+# --- deterministic checkpoint ids ---------------------------------------------------------------
+
+_original_uuid6 = _pregel_checkpoint.uuid6
+
+
+def _workflow_uuid6(node: int | None = None, clock_seq: int | None = None) -> Any:
+    """LangGraph's ``uuid6`` from the workflow's clock and random source inside a GraphRunWorkflow.
+
+    Checkpoint ids feed task ids and interrupt ids; from wall clock and ``random`` they
+    differ on every replay, so an interrupt id a client holds would never match again.
+    Outside such a workflow it is LangGraph's own function.
+    """
+    if not workflow.in_workflow():
+        return _original_uuid6(node, clock_seq)
+    instance = workflow.instance()
+    if not isinstance(instance, GraphRunWorkflow):
+        return _original_uuid6(node, clock_seq)
+    rng = workflow.random()
+    now_100ns = int(workflow.now().timestamp() * 10_000_000) + 0x01B21DD213814000
+    timestamp = instance.next_uuid6_timestamp(now_100ns)
+    clock_seq = rng.getrandbits(14) if clock_seq is None else clock_seq
+    node = rng.getrandbits(48) if node is None else node
+    value = ((timestamp >> 12) & 0xFFFFFFFFFFFF) << 80
+    value |= (timestamp & 0x0FFF) << 64
+    value |= (clock_seq & 0x3FFF) << 48
+    value |= node & 0xFFFFFFFFFFFF
+    return _UUID6(int=value, version=6)
+
+
+_pregel_checkpoint.uuid6 = _workflow_uuid6
+_checkpoint_base.uuid6 = _workflow_uuid6
