@@ -1,0 +1,256 @@
+"""Attribute extraction from clause text: jurisdictions, money amounts, periods, parties.
+
+Every extractor takes the full text and a ``(start, end)`` window and returns plain JSON
+values; spans it reports (``{"text", "start", "end"}``) are slices of the full text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+US_STATES = (
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut",
+    "Delaware", "Florida", "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa",
+    "Kansas", "Kentucky", "Louisiana", "Maine", "Maryland", "Massachusetts", "Michigan",
+    "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska", "Nevada", "New Hampshire",
+    "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
+    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota",
+    "Tennessee", "Texas", "Utah", "Vermont", "Virginia", "Washington", "West Virginia",
+    "Wisconsin", "Wyoming", "District of Columbia",
+)
+COUNTRIES = (
+    "United States", "United Kingdom", "England and Wales", "England", "Scotland", "Ireland",
+    "Canada", "Australia", "New Zealand", "Germany", "France", "Switzerland", "Netherlands",
+    "the Netherlands", "Belgium", "Luxembourg", "Sweden", "Norway", "Denmark", "Finland",
+    "Austria", "Italy", "Spain", "Portugal", "Japan", "Singapore", "Hong Kong", "China",
+    "India", "Israel", "Korea", "Republic of Korea", "Taiwan", "Brazil", "Mexico",
+    "Czech Republic", "Poland", "Hungary", "Russia", "Russian Federation", "South Africa",
+    "Cyprus", "Estonia", "Iceland", "Malaysia",
+)
+PROVINCES = ("Ontario", "Quebec", "British Columbia", "Alberta", "New South Wales", "Victoria",
+             "Queensland", "Bavaria")
+ADJECTIVE_LAW = {
+    "English": "England", "Irish": "Ireland", "Swiss": "Switzerland", "German": "Germany",
+    "French": "France", "Dutch": "Netherlands", "Swedish": "Sweden", "Finnish": "Finland",
+    "Norwegian": "Norway", "Danish": "Denmark", "Japanese": "Japan", "Israeli": "Israel",
+    "Singapore": "Singapore", "Scots": "Scotland", "Austrian": "Austria", "Italian": "Italy",
+    "Spanish": "Spain", "Belgian": "Belgium",
+}
+
+_PLACES = sorted(US_STATES + COUNTRIES + PROVINCES, key=len, reverse=True)
+_PLACE = "|".join(re.escape(p) for p in _PLACES)
+_LAWS_OF = re.compile(
+    r"\blaws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+|Commonwealth\s+of\s+|"
+    r"Province\s+of\s+|Republic\s+of\s+|Kingdom\s+of\s+|Federal\s+Republic\s+of\s+)?"
+    rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
+_ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
+_PLACE_ANY = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\b)")
+_USA = re.compile(r"\bU\.?S\.?A?\.?\b|\bUnited\s+States\b")
+
+_CURRENCY_SYMBOL = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
+_MONEY = re.compile(
+    r"(?:(?P<code1>US\s?\$|USD|EUR|GBP|CAD|AUD|CHF|JPY|U\.S\.\s+\$|U\.S\.\s+dollars)\s?"
+    r"(?P<amount1>\d[\d,]*(?:\.\d+)?)(?:\s?(?P<scale1>million|thousand|k)\b)?)"
+    r"|(?:(?P<sym>[$€£¥])\s?(?P<amount2>\d[\d,]*(?:\.\d+)?)(?:\s?(?P<scale2>million|thousand)\b)?)"
+    r"|(?:(?P<amount3>\d[\d,]*(?:\.\d+)?)\s?(?P<scale3>million|thousand)?\s?"
+    r"(?P<code3>dollars|US\s+dollars|U\.S\.\s+dollars|euros?|pounds|USD|EUR|GBP))\b",
+    re.IGNORECASE)
+_FEES_PAID = re.compile(
+    r"\b(?:amounts?|fees?|price|sums?|charges?|license\s+fees?|consideration)\b[^.;]{0,60}?\b"
+    r"(?:actually\s+)?(?:paid|payable|received)\b", re.IGNORECASE)
+_CAP_CUE = re.compile(
+    r"\b(?:not\s+(?:to\s+)?exceed|exceed|limited\s+to|in\s+excess\s+of|greater\s+of|lesser\s+of|"
+    r"capped\s+at|maximum\s+of|up\s+to)\b", re.IGNORECASE)
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty-five": 45, "forty five": 45, "sixty": 60, "ninety": 90,
+}
+_PERIOD = re.compile(
+    r"\b(?:(?P<word>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+    r"twenty|thirty|forty[-\s]five|sixty|ninety)\s*(?:\(\s*(?P<paren>\d+)\s*\)\s*)?|(?P<num>\d+)\s*)"
+    r"(?:calendar\s+|business\s+|working\s+)?(?P<unit>days?|weeks?|months?|years?)\b", re.IGNORECASE)
+_NOTICE = re.compile(r"\bnotice\b", re.IGNORECASE)
+_CONVENIENCE = re.compile(
+    r"\b(?:for\s+convenience|at\s+any\s+time|for\s+any\s+(?:or\s+no\s+)?reason|without\s+cause|"
+    r"with\s+or\s+without\s+cause|in\s+(?:its|our|their)\s+sole\s+discretion|for\s+no\s+reason)\b",
+    re.IGNORECASE)
+_FOR_CAUSE = re.compile(
+    r"\b(?:breach|fail(?:s|ure)?\s+to\s+comply|violat\w+|insolven\w*|bankrupt\w*|material\w*)\b",
+    re.IGNORECASE)
+_AUTOMATIC = re.compile(r"\bautomatically\b|\bwithout\s+(?:further\s+)?notice\b|\bimmediately\b",
+                        re.IGNORECASE)
+_CONSENT = re.compile(r"\b(?:without|with)\s+(?:the\s+)?(?:\w+\s+){0,3}(?:prior\s+)?(?:express\s+)?"
+                      r"(?:written\s+)?(?:consent|approval|permission)\b", re.IGNORECASE)
+_CHANGE_CONTROL = re.compile(
+    r"\bchange\s+(?:of|in)\s+control\b|\bmerger\b|\bacquisition\b|\breorgani[sz]ation\b|"
+    r"\bsale\s+of\s+(?:all|substantially\s+all)\b|\bby\s+operation\s+of\s+law\b", re.IGNORECASE)
+_PARTY = (r"you|licensee|licensor|customer|user|recipient|developer|distributor|company|"
+          r"supplier|vendor|provider|subscriber|client|we|us|partner|contractor|publisher|"
+          r"(?-i:[A-Z][A-Za-z0-9&]+(?:\s+[A-Z][A-Za-z0-9&]+){0,2})")
+_INDEMNITOR = re.compile(
+    rf"(?P<who>\b(?:{_PARTY}))\s*(?:,\s*[^,]{{0,60}},\s*)?\s+(?:shall|will|agrees?|hereby\s+agrees?|"
+    rf"must|undertakes?|is\s+obligated|also\s+agrees?)\b[^.;]{{0,40}}?\b(?:indemnify|defend)\b",
+    re.IGNORECASE)
+_INDEMNITEE = re.compile(
+    rf"\b(?:indemnify|defend)\b(?:\s*,?\s*(?:defend|hold\s+harmless|and|protect))*\s*,?\s*"
+    rf"(?P<whom>(?:the\s+)?(?:{_PARTY}))\b", re.IGNORECASE)
+_MUTUAL = re.compile(r"\beach\s+party\b|\bmutual(?:ly)?\b|\bthe\s+other\s+party\b", re.IGNORECASE)
+_ROLE = {
+    "you": "licensee", "your": "licensee", "licensee": "licensee", "customer": "licensee",
+    "user": "licensee", "recipient": "licensee", "developer": "licensee", "subscriber": "licensee",
+    "client": "licensee", "distributor": "licensee", "partner": "licensee",
+    "licensor": "licensor", "we": "licensor", "us": "licensor", "company": "licensor",
+    "supplier": "licensor", "vendor": "licensor", "provider": "licensor", "publisher": "licensor",
+}
+
+
+def span(text: str, start: int, end: int) -> dict[str, Any]:
+    """``{"text", "start", "end"}`` for a slice of ``text``."""
+    return {"text": text[start:end], "start": start, "end": end}
+
+
+def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
+    """The governing-law jurisdiction named in ``text[start:end]``, if any.
+
+    Returns:
+        ``{"name": "California", "country": "US"|None, "text", "start", "end"}`` or None.
+    """
+    window = text[start:end]
+    hits: list[tuple[int, int, str]] = []
+    for m in _LAWS_OF.finditer(window):
+        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
+    for m in _ADJ_LAW.finditer(window):
+        hits.append((m.start("adj"), m.end("adj"), ADJECTIVE_LAW[m.group("adj")]))
+    if not hits:
+        return None
+    # "laws of the State of California and the United States" → the state is the choice.
+    hits.sort(key=lambda h: (h[2] in ("United States",), h[0]))
+    first = hits[0]
+    name = first[2]
+    country = "US" if name in US_STATES or name == "United States" else None
+    return {"name": name, "country": country, **span(text, start + first[0], start + first[1])}
+
+
+def money_amounts(text: str, start: int, end: int) -> list[dict[str, Any]]:
+    """Money amounts in the window: ``[{amount, currency, text, start, end}]``."""
+    out: list[dict[str, Any]] = []
+    for m in _MONEY.finditer(text, start, end):
+        raw = m.group("amount1") or m.group("amount2") or m.group("amount3")
+        scale = (m.group("scale1") or m.group("scale2") or m.group("scale3") or "").lower()
+        code = (m.group("code1") or m.group("code3") or _CURRENCY_SYMBOL.get(m.group("sym") or "", ""))
+        try:
+            amount = float(raw.replace(",", ""))
+        except ValueError:
+            continue
+        amount *= {"million": 1e6, "thousand": 1e3, "k": 1e3}.get(scale, 1)
+        out.append({"amount": amount, "currency": _currency(code), **span(text, m.start(), m.end())})
+    return out
+
+
+def liability_cap(text: str, start: int, end: int) -> dict[str, Any] | None:
+    """The liability cap stated in the window: a fixed amount and/or the fees paid.
+
+    Returns:
+        ``{"basis": "fixed_amount"|"fees_paid"|"fixed_or_fees", "amounts": [...],
+        "text", "start", "end"}`` (the span runs from the cap cue to the end of its
+        sentence part) or None when no cap is stated.
+    """
+    for cue in _CAP_CUE.finditer(text, start, end):
+        stop = _part_end(text, cue.end(), end)
+        amounts = money_amounts(text, cue.start(), stop)
+        fees = _FEES_PAID.search(text, cue.start(), stop)
+        if not amounts and not fees:
+            continue
+        basis = ("fixed_or_fees" if amounts and fees else "fixed_amount" if amounts else "fees_paid")
+        return {"basis": basis, "amounts": amounts, **span(text, cue.start(), stop)}
+    return None
+
+
+def periods(text: str, start: int, end: int) -> list[dict[str, Any]]:
+    """Durations in the window: ``[{days, text, start, end}]`` (months = 30 days)."""
+    out: list[dict[str, Any]] = []
+    for m in _PERIOD.finditer(text, start, end):
+        if m.group("paren"):
+            n = int(m.group("paren"))
+        elif m.group("num"):
+            n = int(m.group("num"))
+        else:
+            n = _NUMBER_WORDS.get(re.sub(r"\s+", " ", m.group("word").lower().replace("-", " ")),
+                                  _NUMBER_WORDS.get(m.group("word").lower(), 0))
+        unit = m.group("unit").lower().rstrip("s")
+        days = n * {"day": 1, "week": 7, "month": 30, "year": 365}[unit]
+        out.append({"days": days, **span(text, m.start(), m.end())})
+    return out
+
+
+def termination_terms(text: str, start: int, end: int) -> dict[str, Any]:
+    """``{for_convenience, for_cause, automatic, notice_period_days, notice}``."""
+    window = text[start:end]
+    notice = None
+    for period in periods(text, start, end):
+        tail = text[period["end"]:min(end, period["end"] + 60)]
+        if _NOTICE.search(tail) or _NOTICE.search(text[max(start, period["start"] - 40):period["start"]]):
+            notice = period
+            break
+    return {
+        "for_convenience": bool(_CONVENIENCE.search(window)),
+        "for_cause": bool(_FOR_CAUSE.search(window)),
+        "automatic": bool(_AUTOMATIC.search(window)),
+        "notice_period_days": notice["days"] if notice else None,
+        "notice": notice,
+    }
+
+
+def indemnity_parties(text: str, start: int, end: int) -> dict[str, Any]:
+    """Who indemnifies whom: ``{indemnitor, indemnitee, mutual}`` (roles or party names)."""
+    window = text[start:end]
+    who = _INDEMNITOR.search(window)
+    whom = _INDEMNITEE.search(window)
+    return {
+        "indemnitor": _role(who.group("who")) if who else None,
+        "indemnitee": _role(whom.group("whom")) if whom else None,
+        "mutual": bool(_MUTUAL.search(window)),
+    }
+
+
+def assignment_terms(text: str, start: int, end: int) -> dict[str, Any]:
+    """``{consent_required, change_of_control, restricted}`` for an assignment clause."""
+    window = text[start:end]
+    return {
+        "consent_required": bool(_CONSENT.search(window)),
+        "change_of_control": bool(_CHANGE_CONTROL.search(window)),
+        "restricted": bool(re.search(r"\b(?:not|no)\b[^.;]{0,60}\b(?:assign|transfer)", window, re.I)),
+    }
+
+
+def _role(raw: str) -> str:
+    word = re.sub(r"^the\s+", "", raw.strip(), flags=re.I)
+    return _ROLE.get(word.lower(), word)
+
+
+def _canonical_place(raw: str) -> str:
+    for place in _PLACES:
+        if place.lower() == raw.lower():
+            return place.removeprefix("the ")
+    return raw
+
+
+def _currency(code: str) -> str | None:
+    code = code.upper().replace(" ", "")
+    if not code:
+        return None
+    if "$" in code or "DOLLAR" in code or code == "USD":
+        return "USD"
+    if code.startswith("EUR"):
+        return "EUR"
+    if code.startswith(("POUND", "GBP")):
+        return "GBP"
+    return code
+
+
+def _part_end(text: str, pos: int, limit: int) -> int:
+    """End of the sentence part starting at ``pos`` (next full stop or semicolon)."""
+    m = re.compile(r"[.;](?=\s|$)").search(text, pos, limit)
+    return m.end() - 1 if m else limit

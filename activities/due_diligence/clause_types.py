@@ -1,0 +1,236 @@
+# ruff: noqa: E501  (patterns read best one per line)
+"""The clause types the pipeline looks for, kept as data (seed 004: clause extraction).
+
+Each type has:
+
+* ``query`` / ``retry_query``: BM25 queries over chunks (the second one widens the search);
+* ``heading``: a pattern for section headings about the type;
+* ``triggers``: precise operative-language patterns; one of them must match the quoted
+  sentence for a finding (validation re-checks it);
+* ``weak``: looser patterns, accepted on the last search only under a matching heading;
+* ``exclude``: patterns that disqualify a sentence (references, survival lists, …);
+* ``protective``: whether its absence is itself a risk.
+
+Patterns are case-insensitive unless they start with ``(?-i)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_ANY = r"[^.;]{0,%d}?"
+
+
+def _w(n: int) -> str:
+    return _ANY % n
+
+
+CLAUSE_TYPES: dict[str, dict[str, Any]] = {
+    "governing_law": {
+        "label": "Governing law",
+        "query": "governed construed laws of the state jurisdiction governing law",
+        "retry_query": "laws courts venue jurisdiction conflict of law principles dispute",
+        "heading": r"governing\s+law|applicable\s+law|choice\s+of\s+law|jurisdiction|law\s+and\s+venue",
+        "triggers": [
+            rf"\b(?:governed|construed|interpreted|enforced|controlled)\b{_w(120)}\b(?:by|under|in\s+accordance\s+with|pursuant\s+to)\b{_w(60)}\blaws?\b",
+            rf"\blaws?\s+of\b{_w(80)}\b(?:shall|will|to)\s+(?:govern|apply|control)\b",
+            r"\b(?:English|Irish|Swiss|German|French|Dutch|Swedish|Finnish|Norwegian|Danish|Japanese|Israeli|Singapore|Scots|Austrian|Italian|Spanish|Belgian)\s+law\s+(?:shall|will|governs|applies)\b",
+            r"\bgoverning\s+law\b[^.;]{0,40}\b(?:is|shall\s+be|will\s+be)\b[^.;]{0,20}\blaws?\b",
+        ],
+        "weak": [r"\blaws?\s+of\s+(?:the\s+)?(?:state|commonwealth|province|republic|kingdom)\s+of\b"],
+        "exclude": [r"\bexport\b", r"\bsurviv", r"\bprivacy\s+laws?\b"],
+        "protective": True,
+    },
+    "limitation_of_liability": {
+        "label": "Limitation of liability",
+        "query": "limitation of liability in no event liable damages aggregate liability exceed",
+        "retry_query": "consequential incidental indirect damages lost profits liability limited amount paid",
+        "heading": r"limitation\s+of\s+liability|limitations?\s+of\s+(?:damages|remedies)|liability|exclusion\s+of\s+(?:damages|liability)",
+        "triggers": [
+            rf"\b(?:in\s+no\s+event|under\s+no\s+circumstances?|in\s+no\s+case)\b{_w(250)}\b(?:liable|liability|responsible)\b",
+            rf"\b(?:total|aggregate|cumulative|entire|maximum|sole)\b{_w(80)}\bliabilit(?:y|ies)\b{_w(250)}\b(?:not\s+exceed|shall\s+not\s+exceed|will\s+not\s+exceed|limited\s+to|exceed|not\s+to\s+exceed)\b",
+            rf"\bliabilit(?:y|ies)\b{_w(120)}\b(?:shall|will|is|are)\s+(?:be\s+)?limited\s+to\b",
+            rf"\b(?:shall|will)\s+not\s+be\s+(?:held\s+)?liable\b{_w(250)}\b(?:indirect|incidental|special|consequential|punitive|exemplary|lost\s+profits?|loss\s+of\s+(?:profits?|data|revenue|use))\b",
+            rf"\b(?:not|never)\s+be\s+(?:held\s+)?liable\s+(?:to\s+\w+\s+)?for\s+any\b{_w(200)}\bdamages?\b",
+            rf"\bdisclaims?\b{_w(80)}\bliabilit(?:y|ies)\b{_w(200)}\bdamages?\b",
+        ],
+        "weak": [r"\blimitation\s+of\s+liability\b", r"\bnot\s+(?:be\s+)?liable\b"],
+        "exclude": [r"\bsurviv", r"\bindemnif\w*\b(?![^.]*\bin\s+no\s+event\b)"],
+        "protective": True,
+    },
+    "indemnification": {
+        "label": "Indemnification",
+        "query": "indemnify defend hold harmless claims losses indemnification",
+        "retry_query": "indemnity third party claims attorneys fees defend settle",
+        "heading": r"indemnif|indemnity|hold\s+harmless",
+        "triggers": [
+            rf"\b(?:shall|will|agrees?|must|undertakes?|hereby\s+agrees?)\b{_w(80)}\b(?:indemnify|indemnity|defend\s+and\s+indemnify)\b",
+            rf"\bindemnif(?:y|ies|ied|ying)\b{_w(150)}\b(?:hold\s+(?:\w+\s+){{0,6}}harmless|defend)\b",
+            rf"\b(?:defend|hold\s+(?:\w+\s+){{0,6}}harmless)\b{_w(120)}\bindemnif",
+            rf"\b(?:you|licensee|customer|user|recipient|developer|distributor|licensor|company)\b{_w(40)}\bindemnify\b",
+        ],
+        "weak": [r"\bindemnif\w*\b", r"\bhold\s+(?:\w+\s+){0,6}harmless\b"],
+        "exclude": [r"\bsurviv", r"\bno\s+(?:obligation\s+to\s+)?indemnif"],
+        "protective": True,
+    },
+    "termination": {
+        "label": "Termination",
+        "query": "termination terminate this agreement notice breach effective until terminated",
+        "retry_query": "terminate immediately automatically fail to comply cease use destroy copies",
+        "heading": r"terminat|term\s+and\s+termination|^\W*term\b",
+        "triggers": [
+            rf"\b(?:may|can|shall|will|right\s+to)\s+(?:\w+\s+){{0,4}}terminat(?:e|ed)\b{_w(200)}\b(?:agreement|license|licence|eula|terms|contract|subscription|rights?|access|use)\b",
+            rf"\b(?:agreement|license|licence|eula|terms|contract|rights?\s+granted)\b{_w(120)}\b(?:will|shall|may)\s+(?:\w+\s+){{0,3}}terminate\b",
+            rf"\b(?:agreement|license|licence|eula)\b{_w(60)}\b(?:is|remains?)\s+(?:in\s+force\s+|effective\s+)+until\s+terminated\b",
+            rf"\bterminat(?:es|ed|ion)\b{_w(100)}\b(?:automatically|immediately|without\s+notice|upon\s+(?:written\s+)?notice|if\s+you\s+fail|breach)\b",
+            rf"\bupon\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b{_w(120)}\b(?:shall|must|will)\b",
+        ],
+        "weak": [r"\bterminat\w+\b"],
+        "exclude": [r"\bsurvive[sd]?\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b"],
+        "protective": True,
+    },
+    "warranty_disclaimer": {
+        "label": "Warranty disclaimer",
+        "query": "as is without warranty of any kind disclaims warranties merchantability fitness",
+        "retry_query": "no warranties express implied non-infringement accuracy error free",
+        "heading": r"warrant|disclaim",
+        "triggers": [
+            r"(?-i:\bAS[\s-]+IS\b)",
+            r"[\"“'‘]\s*as[\s-]+is\s*[\"”'’]",
+            r"\bon\s+an?\s+[\"“']?as[\s-]+is\b",
+            rf"\bdisclaim(?:s|ed|er)?\b{_w(200)}\bwarrant(?:y|ies)\b",
+            rf"\bwithout\s+(?:any\s+)?(?:warranty|warranties)\b{_w(60)}\b(?:of\s+any\s+kind|express|implied|whatsoever)\b",
+            r"\b(?:makes?|gives?|provides?)\s+no\s+(?:\w+\s+){0,4}(?:warranty|warranties|representations?)\b",
+            r"\bmerchantability\b",
+            r"\bfitness\s+for\s+(?:a\s+)?particular\s+purpose\b",
+        ],
+        "weak": [r"\bno\s+warrant(?:y|ies)\b"],
+        "exclude": [r"\bsurviv"],
+        "protective": False,
+    },
+    "confidentiality": {
+        "label": "Confidentiality",
+        "query": "confidential information confidentiality disclose non-disclosure secret",
+        "retry_query": "proprietary information keep secret not disclose third party protect trade secrets",
+        "heading": r"confidential|non-?disclosure",
+        "triggers": [
+            rf"\b(?:keep|hold|maintain|treat|protect|preserve)\b{_w(80)}\b(?:in\s+(?:strict\s+)?confidence|confidential(?:ity)?|secret)\b",
+            rf"\b(?:shall|will|must|may)\s+not\s+(?:\w+\s+){{0,4}}disclose\b{_w(150)}\b(?:confidential|proprietary|information|third\s+part)",
+            rf"\b(?:not|never)\s+(?:to\s+)?disclose\b{_w(120)}\b(?:confidential|proprietary|information)\b",
+            r"(?-i:\bConfidential\s+Information\b)",
+            r"\bconfidentiality\s+(?:obligations?|agreement|terms?|restrictions?)\b",
+            r"\bnon-?disclosure\s+(?:agreement|obligations?)\b",
+        ],
+        "weak": [r"\bconfidential\w*\b"],
+        "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",
+                    r"\bnon-?confidential\b",
+                    r"\bnot\s+(?:be\s+)?(?:considered|treated\s+as|deemed)\s+(?:\w+\s+)?confidential\b"],
+        "protective": True,
+    },
+    "assignment": {
+        "label": "Assignment",
+        "query": "assign transfer this agreement rights obligations consent assignment",
+        "retry_query": "change of control merger acquisition successor assigns delegate",
+        "heading": r"assign|transfer",
+        "triggers": [
+            rf"\bassign(?:ment|ed|s)?\b{_w(120)}\b(?:agreement|license|licence|eula|rights?|obligations?|interests?)\b",
+            rf"\b(?:agreement|license|licence|eula|rights?|obligations?)\b{_w(100)}\b(?:assign|assigned|assignable|assignment)\b",
+            rf"\b(?:may\s+not|shall\s+not|will\s+not|cannot|must\s+not|not)\s+(?:\w+\s+){{0,4}}transfer\b{_w(40)}\b(?:this|the|these|its|your)\s+(?:agreement|license|licence|eula|rights|terms)\b",
+            r"\bchange\s+(?:of|in)\s+control\b",
+        ],
+        "weak": [r"\bassign\w*\b", r"\bsuccessors?\s+and\s+(?:permitted\s+)?assigns\b"],
+        "exclude": [r"\bsurviv", r"\bassigned\s+(?:to\s+)?(?:a\s+)?(?:value|number|name|id)\b"],
+        "protective": False,
+    },
+    "auto_renewal": {
+        "label": "Automatic renewal",
+        "query": "automatically renew renewal term successive periods unless notice non-renewal",
+        "retry_query": "renewal subscription term extend additional periods evergreen",
+        "heading": r"renew",
+        "triggers": [
+            r"\b(?:automatic(?:ally)?|auto)[\s-]*renew\w*\b",
+            rf"\brenew(?:s|ed|al)?\b{_w(100)}\b(?:successive|additional|further|consecutive)\s+(?:\w+\s+){{0,3}}(?:periods?|terms?|years?|months?)\b",
+            rf"\b(?:successive|additional|consecutive)\s+(?:\w+\s+){{0,3}}(?:renewal\s+)?(?:periods?|terms?)\b{_w(100)}\brenew",
+            r"\bevergreen\b",
+        ],
+        "weak": [r"\brenew(?:al|s|ed)?\b"],
+        "exclude": [r"\bsurviv"],
+        "protective": False,
+    },
+    "audit_rights": {
+        "label": "Audit rights",
+        "query": "audit inspect records books verify compliance audit rights",
+        "retry_query": "inspection records premises verification usage reports certify compliance",
+        "heading": r"audit|inspection|records|verification",
+        "triggers": [
+            rf"\b(?:audit|inspect)(?:s|ed|ing|ion)?\b{_w(200)}\b(?:records|books|premises|facilities|systems|compliance|usage|use\s+of|accounts)\b",
+            rf"\b(?:records|books|accounts)\b{_w(200)}\b(?:audit|inspection|inspect|examination|verify|verification)\b",
+            r"\bright\s+to\s+(?:audit|inspect|verify)\b",
+            rf"\bverify\b{_w(60)}\bcompliance\b",
+            rf"\b(?:certify|certification)\b{_w(80)}\b(?:in\s+)?(?:writing|compliance)\b{_w(80)}\b(?:compliance|agreement|terms)\b",
+        ],
+        "weak": [r"\baudit\w*\b"],
+        "exclude": [r"\bsurviv", r"\baudit\s+(?:logs?|trails?)\b"],
+        "protective": False,
+    },
+    "license_restrictions": {
+        "label": "License restrictions",
+        "query": "shall not reverse engineer decompile disassemble modify sublicense rent lease restrictions",
+        "retry_query": "except as expressly permitted you may not copy distribute sell transfer derivative works",
+        "heading": r"restrict|limitations\s+on\s+use|prohibit|you\s+may\s+not|conditions\s+of\s+use",
+        "triggers": [
+            rf"\b(?:shall|may|will|must|can|agrees?\s+to|agree\s+not\s+to)\s*(?:not|never)\b{_w(250)}\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|lend|modify|adapt|translate|copy|reproduce|distribute|redistribute|sell|resell|derivative\s+works?)\b",
+            rf"\b(?:not\s+to|you\s+(?:may|shall|will)\s+not|licensee\s+(?:may|shall|will)\s+not)\b{_w(250)}\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|modify|copy|distribute|sell)\b",
+            rf"\b(?:no|any)\s+(?:right|license|licence)\s+to\b{_w(100)}\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sublicen[sc]\w*|modify|distribute)\b",
+            rf"\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+)\b{_w(150)}\b(?:prohibited|not\s+permitted|is\s+not\s+allowed|except|unless)\b",
+            rf"\bexcept\s+as\s+(?:expressly\s+|otherwise\s+|specifically\s+)*(?:permitted|provided|authori[sz]ed|set\s+forth|stated)\b{_w(150)}\b(?:may\s+not|shall\s+not|will\s+not|not)\b",
+        ],
+        "weak": [r"\brestrictions?\b", r"\bprohibited\b"],
+        "exclude": [r"\bsurviv"],
+        "protective": False,
+    },
+}
+"""Clause types in report order."""
+
+CLAUSE_TYPE_NAMES: tuple[str, ...] = tuple(CLAUSE_TYPES)
+
+
+@dataclass(frozen=True)
+class ClauseSpec:
+    """A compiled :data:`CLAUSE_TYPES` entry."""
+
+    name: str
+    label: str
+    query: str
+    retry_query: str
+    heading: re.Pattern[str]
+    triggers: tuple[re.Pattern[str], ...]
+    weak: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    protective: bool
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    if pattern.startswith("(?-i:"):
+        return re.compile(pattern)
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def compiled_specs() -> dict[str, ClauseSpec]:
+    """Every clause type compiled once (module cache)."""
+    if not _CACHE:
+        for name, raw in CLAUSE_TYPES.items():
+            _CACHE[name] = ClauseSpec(
+                name=name, label=raw["label"], query=raw["query"], retry_query=raw["retry_query"],
+                heading=re.compile(raw["heading"], re.IGNORECASE),
+                triggers=tuple(_compile(p) for p in raw["triggers"]),
+                weak=tuple(_compile(p) for p in raw["weak"]),
+                exclude=tuple(_compile(p) for p in raw["exclude"]),
+                protective=bool(raw["protective"]),
+            )
+    return _CACHE
+
+
+_CACHE: dict[str, ClauseSpec] = {}
