@@ -338,6 +338,9 @@ def line_labels(
     start = _content_start(text)
     hits: list[LabelHit] = []
     first = _label_at(text, start, table, ocr=ocr)
+    if first is None or (not first.explicit and _unknown_label_follows(text[first.value_start:])):
+        # No listed variant, or one that is only the start of a longer label ("Telephone No.:").
+        first = _token_label_at(text, start, table) or first
     if first is None and fuzzy:
         first = _fuzzy_label_at(text, start, table)
     if first is not None:
@@ -761,6 +764,65 @@ def _label_at(text: str, position: int, table: _LabelTable, *, ocr: bool) -> Lab
     return _hit(text, position, end, entry, quality, 1.0)
 
 
+def _token_label_at(text: str, position: int, table: _LabelTable) -> LabelHit | None:
+    """A colon-ended label at ``position`` whose words are all words of one field's labels.
+
+    Catches variants the schema does not list ("Father or Father Figure:", "Telephone No.:")
+    without guessing: every content word of the printed label must occur in that field's
+    label variants, at least one of them in no other field's variants ("name" alone
+    identifies nothing), one must be the first word of one of its variants ("Figure:" is
+    the tail of a split label), exactly one field may qualify, and no word may belong
+    to another kind of label (``parent``, ``id``, …) or to prose (``my``, ``he``). Only with
+    a colon (or ``;``/``=``) after it, so a sentence never becomes a label.
+    """
+    match = re.match(r"([^:;=\n]{2,60}?)[ \t]*[:;=]", text[position:])
+    if match is None:
+        return None
+    words = _label_words(match.group(1))
+    content = [w for w in words if w not in _LABEL_STOP_WORDS]
+    if not content or len(content) > 6 or len(words) > 8:
+        return None
+    if any(w in _FOREIGN_LABEL_WORDS or w in _PROSE_WORDS for w in words):
+        return None
+    vocab, owners = _label_vocabulary(table)
+    fields = [f for f, words_of in vocab.items() if set(content) <= words_of
+              and any(owners[w] == {f} for w in content)
+              and any(w in _label_heads(table, f) for w in content)]
+    if len(fields) != 1:
+        return None
+    entry = next(e for e in table if e.field == fields[0])
+    return _hit(text, position, position + len(match.group(1)), entry, "fuzzy", 0.95)
+
+
+def _label_words(text: str) -> list[str]:
+    text = re.sub(r"['’`]s\b", "", text.casefold())  # possessive: "Figure's" is "Figure"
+    return re.findall(r"[a-z0-9#]+", re.sub(r"['’`]", "", text))
+
+
+def _label_heads(table: _LabelTable, field: str) -> set[str]:
+    """First content words of ``field``'s variants: a label must name its head ("Figure:" alone
+    is the tail of a label split across two lines, not a label)."""
+    return {words[0] for e in table if e.field == field
+            for words in [[w for w in _label_words(e.variant) if w not in _LABEL_STOP_WORDS]]
+            if words}
+
+
+def _label_vocabulary(table: _LabelTable) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Field → words of its label variants, and word → fields using it (cached per table)."""
+    return _vocabulary_of(table)
+
+
+@functools.lru_cache(maxsize=32)
+def _vocabulary_of(table: _LabelTable) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    vocab: dict[str, set[str]] = {}
+    owners: dict[str, set[str]] = {}
+    for entry in table:
+        for word in _label_words(entry.variant):
+            vocab.setdefault(entry.field, set()).add(word)
+            owners.setdefault(word, set()).add(entry.field)
+    return vocab, owners
+
+
 def _fuzzy_label_at(text: str, position: int, table: _LabelTable) -> LabelHit | None:
     """A label at ``position`` recognised by the similarity of its OCR-folded form.
 
@@ -955,3 +1017,10 @@ _FOREIGN_LABEL_WORDS = frozenset(
     birth birthday id district principal sponsor gender race""".split()
 )
 """Correctly spelled words of other labels: a line starting with them is not fuzzily ours."""
+
+_LABEL_STOP_WORDS = frozenset("of or and the a an s no nr # number".split())
+"""Words a label may add without changing what it names ("Name *of* Father *or* Father Figure")."""
+
+_PROSE_WORDS = frozenset("""i me my mine we our us you your he him his she her they them their it
+    its is was are were be been am this that who what when why how because""".split())
+"""Words of sentences, not of labels: a "label" holding one is a sentence with a colon."""
