@@ -140,7 +140,7 @@ def test_input_model_accepts_json_or_text_and_refuses_bad_resumes():
     with pytest.raises(ValueError, match="iso8601|does not match"):
         ResumeInput.model_validate({"base_resume": {"work": [{"startDate": "yesterday"}]},
                                     "job_description": "x"})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="less than or equal to 1"):
         ResumeInput.model_validate({**_input(), "preferences": {"target_ats_objective": 2}})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         ResumeInput.model_validate({**_input(), "surprise": 1})
