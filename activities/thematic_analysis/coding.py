@@ -66,19 +66,30 @@ def rules_coder(identity: Identity, corpus: Corpus, options: ThematicOptions) ->
         if len(members) < options.min_code_count:
             continue
         member_set = set(members)
-        if any(_covered(term, member_set, other, other_members) for other, other_members in kept):
+        covering = next((n for n, (other, other_members) in enumerate(kept)
+                         if _covered(term, member_set, other, other_members)), None)
+        if covering is not None:
+            if len(term.split()) > len(kept[covering][0].split()):
+                # the longer phrase says more ("customer support" over "support"): it takes the slot
+                kept[covering] = (term, member_set)
+                codes[covering] = _code(term, members, identity, options)
             continue
         kept.append((term, member_set))
-        codes.append({
-            "label": term,
-            "definition": f"Sentences about “{term}” ({identity.name} lens).",
-            "terms": [term],
-            "quote_ids": members[: options.max_quotes_per_code],
-            "count": len(members),
-            "identity_id": identity.id,
-            "strategy": "rules",
-        })
+        codes.append(_code(term, members, identity, options))
     return codes
+
+
+def _code(term: str, members: list[str], identity: Identity, options: ThematicOptions
+          ) -> dict[str, Any]:
+    return {
+        "label": term,
+        "definition": f"Sentences about “{term}” ({identity.name} lens).",
+        "terms": [term],
+        "quote_ids": members[: options.max_quotes_per_code],
+        "count": len(members),
+        "identity_id": identity.id,
+        "strategy": "rules",
+    }
 
 
 def _covered(term: str, members: set[str], other: str, other_members: set[str]) -> bool:
@@ -96,7 +107,7 @@ def aggregate_codes(coder_results: Sequence[Mapping[str, Any]], corpus: Corpus,
     """Merge every coder's codes into one codebook (seed 002 R3.2).
 
     Two codes merge when their labels' embeddings have cosine ≥ ``merge_similarity`` or
-    their labels' rapidfuzz ``token_set_ratio`` ≥ ``merge_fuzzy_ratio`` (``side effect`` /
+    their labels' rapidfuzz ``ratio`` ≥ ``merge_fuzzy_ratio`` (``side effect`` /
     ``side effects``); merging is transitive (union-find). A merged entry keeps the label of
     its most frequent member, the union of terms, cited quotes and identities.
 
@@ -125,7 +136,7 @@ def aggregate_codes(coder_results: Sequence[Mapping[str, Any]], corpus: Corpus,
             if find(i) == find(j):
                 continue
             if labels[i] == labels[j] or similarity[i, j] >= options.merge_similarity or \
-                    fuzz.token_set_ratio(labels[i], labels[j]) >= options.merge_fuzzy_ratio:
+                    fuzz.ratio(labels[i], labels[j]) >= options.merge_fuzzy_ratio:
                 parent[max(find(i), find(j))] = min(find(i), find(j))
     groups: dict[int, list[dict[str, Any]]] = {}
     for i, code in enumerate(codes):

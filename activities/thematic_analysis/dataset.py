@@ -103,6 +103,8 @@ def parse_dataset(content: bytes, filename: str = "", content_type: str | None =
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DatasetError("the dataset is not UTF-8 text", details={"byte": err.start}) from None
+    if not text.strip():
+        raise DatasetError("the dataset is empty: no rows", details={"filename": filename})
     if _looks_like_jsonl(text, filename, content_type):
         records = list(_jsonl_records(text))
     else:

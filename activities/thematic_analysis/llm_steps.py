@@ -189,17 +189,16 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
 
 
 def _ledger() -> tuple[Any, dict[str, float] | None]:
-    """Ledger writer and spend source: the event log inside a worker; none in plain LangGraph."""
-    from activities.runtime import get_runtime
+    """Ledger writer and spend source: the event log inside a worker's activity; none elsewhere."""
+    from temporalio import activity
 
-    try:
-        get_runtime()
-    except RuntimeError:
-        async def discard(events: list[Any]) -> None:
-            return None
+    if activity.in_activity():
+        return None, None
 
-        return discard, {"cost_usd": 0.0, "tokens": 0.0, "calls": 0.0}
-    return None, None
+    async def discard(events: list[Any]) -> None:
+        return None
+
+    return discard, {"cost_usd": 0.0, "tokens": 0.0, "calls": 0.0}
 
 
 def estimate_cost_usd(corpus: Corpus, identities: int, codebook_codes: int,

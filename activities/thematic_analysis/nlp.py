@@ -15,6 +15,7 @@ Everything here is deterministic for the same input.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -32,7 +33,8 @@ EXTRA_STOP_WORDS = frozenset({
     "years", "year", "months", "month", "weeks", "week", "get", "getting", "went", "make",
     "made", "use", "used", "using", "bit", "lot", "way", "thing", "things", "say", "said",
     "tried", "try", "want", "feel", "felt", "good", "great", "bad", "better", "best",
-    "amazon", "product", "order", "ordered", "buy", "bought",
+    "amazon", "product", "order", "ordered", "buy", "bought", "ago", "having", "experienced",
+    "experiencing", "noticed", "put", "ive", "far", "little", "lots", "pretty", "definitely",
 })
 """Words that carry no theme on their own (fillers, time words, HTML entity residue)."""
 
@@ -41,9 +43,16 @@ _lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _wordllama() -> Any:
+    """The packaged model, never a download.
+
+    wordllama 0.4 looks for the packaged tokenizer under ``wordllama/tokenizer/`` but ships it
+    in ``wordllama/tokenizers/``; naming the package folder as the cache directory (which it
+    reads as ``<dir>/tokenizers`` and ``<dir>/weights``) finds both shipped files offline.
+    """
+    import wordllama
     from wordllama import WordLlama
 
-    return WordLlama.load(disable_download=True)
+    return WordLlama.load(disable_download=True, cache_dir=Path(wordllama.__file__).parent)
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:

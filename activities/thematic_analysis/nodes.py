@@ -61,7 +61,7 @@ async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
     Raises:
         DatasetError, IdentitiesConfigError, NotFoundError: permanent; the run fails.
     """
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     fields = _log_fields(state)
     log.info("thematic analysis started", extra={**fields, "stage": "started"})
     try:
@@ -98,7 +98,7 @@ async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
         "dataset": ref, "account_id": account_id, "interaction_ids": list(corpus.interaction_ids),
         "identities": [i.model_dump() for i in identities],
         "strategy": "llm" if uses_model else "rules", "cost_estimate": estimate,
-        "started_at": time.time(), "status": "running",
+        "started_at": started_at, "status": "running",
         "stage_durations": [{"stage": "load_dataset", "node": "load_dataset",
                              "duration_ms": duration}],
     }

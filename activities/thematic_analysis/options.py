@@ -17,7 +17,7 @@ class ThematicOptions(BaseModel):
         max_themes: upper bound on themes per theme coder.
         max_quotes_per_theme: representative quote ids per theme.
         merge_similarity: cosine similarity of code-label embeddings above which codes merge.
-        merge_fuzzy_ratio: rapidfuzz ``token_set_ratio`` (0-100) above which labels merge.
+        merge_fuzzy_ratio: rapidfuzz ``ratio`` (0-100) above which labels merge.
         overlap_merge: share of the smaller code's sentences that must be shared to merge two
             codes in review (``side`` into ``side effects``).
         lens_weight: how strongly an identity's lens re-weights key phrases (0 = ignore).
