@@ -28,6 +28,10 @@ _EMPHASISE_RE = re.compile(r"\b(?:emphasi[sz]e|highlight|stress|focus on|more ab
                            re.I)
 _VERBS = frozenset("""emphasise emphasize highlight stress focus mention add include remove drop
 delete omit foreground lead please also more less""".split())
+_STRUCTURE = frozenset("""bullet bullets line lines point points section sections project projects
+entry entries sentence sentences part parts item items skill skills experience work job role
+summary resume cv bit stuff thing things""".split())
+"""Words that point at the resume's structure, not at content ("the Techcrunch bullet")."""
 _SHORTER_RE = re.compile(r"\b(shorter|concise|tighten|trim|too long|shorten|brief)\b", re.I)
 _LONGER_RE = re.compile(r"\b(longer|more detail|expand|too short|elaborate)\b", re.I)
 
@@ -83,10 +87,12 @@ def directives_from_feedback(note: str, base: dict[str, Any]) -> list[dict[str, 
         for term in _terms(match.group(1)):
             if term in excluded:
                 continue
-            if phrase_in(term, base_stems, base_norm):
-                out.append({"kind": "emphasise", "target": term,
+            parts = [term] if phrase_in(term, base_stems, base_norm) else [
+                w for w in term.split() if len(term.split()) > 1 and phrase_in(w, base_stems, base_norm)]
+            for part in parts:
+                out.append({"kind": "emphasise", "target": part,
                             "reason": "reviewer asked to stress it; the base evidences it"})
-            else:
+            if not parts:
                 out.append({"kind": "declined", "target": term,
                             "reason": "the base resume does not evidence it; not added"})
     return out
@@ -105,8 +111,9 @@ def _terms(span: str) -> list[str]:
         words = tokens(part)
         while words and (words[0].lower() in STOPWORDS or words[0].lower() in _VERBS):
             words.pop(0)
-        while words and words[-1].lower() in STOPWORDS | {"experience", "skills", "work"}:
+        while words and (words[-1].lower() in STOPWORDS or words[-1].lower() in _STRUCTURE):
             words.pop()
+        words = [w for w in words if w.lower() not in _STRUCTURE] or words
         if words and len(words) <= 4:
             out.append(" ".join(words))
     return out
