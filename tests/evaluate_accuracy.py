@@ -50,6 +50,22 @@ class Outcome:
     wrong: list[str] = field(default_factory=list)
     missing: int = 0
     seconds: float = 0.0
+    fields: dict[str, str] = field(default_factory=dict)
+    """Every field the form states → ``right``, ``wrong`` or ``missed`` in the run's record
+    (auto-completed runs: the result; runs waiting for a human: the record shown to them)."""
+
+
+def field_outcomes(record: dict[str, Any], truth: dict[str, str | None]) -> dict[str, str]:
+    """Field → ``right``/``wrong``/``missed`` over the fields the form states."""
+    schema = load_field_schema()
+    out: dict[str, str] = {}
+    for name, value in truth.items():
+        if value is None:
+            continue
+        got = record.get(name)
+        out[name] = ("missed" if got is None else
+                     "right" if got == normalise_value(schema.field(name), value) else "wrong")
+    return out
 
 
 def score(record: dict[str, Any], truth: dict[str, str | None]) -> tuple[int, list[str], int]:
@@ -99,6 +115,11 @@ async def evaluate(n: int) -> list[Outcome]:
                 if status == "completed":
                     out.correct, out.wrong, out.missing = score(result.get("record", {}),
                                                                 doc.truth)
+                    out.fields = field_outcomes(result.get("record", {}), doc.truth)
+                elif status == "awaiting_approval":
+                    view = await handle.query(DocumentIntakeWorkflow.get_status)
+                    shown = ((view.approval or {}).get("payload") or {}).get("record") or {}
+                    out.fields = field_outcomes(shown, doc.truth)
                 outcomes.append(out)
                 if status == "awaiting_approval":
                     await handle.cancel()
@@ -152,6 +173,28 @@ def report(outcomes: list[Outcome]) -> str:
     caught = [o for o in expected_human if o.status != "completed"]
     lines.append(f"Documents that need a human (a required field missing, or unreadable): "
                  f"{len(caught)}/{len(expected_human)} went to a human or failed.")
+    lines += ["", field_recall_table(outcomes)]
+    return "\n".join(lines)
+
+
+def field_recall_table(outcomes: list[Outcome]) -> str:
+    """Per-field recall over every run that reached a record (auto-completed or waiting).
+
+    Recall = right / forms stating the field; wrong values are counted apart (in an
+    auto-completed run they are the worst outcome; in a waiting run a person sees them).
+    """
+    schema = load_field_schema()
+    lines = ["| field | required | forms stating it | right | wrong (auto) | wrong (to a human) "
+             "| missed | recall |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for spec in schema.fields:
+        marks = [(o.status, o.fields[spec.name]) for o in outcomes if spec.name in o.fields]
+        right = sum(1 for _, m in marks if m == "right")
+        wrong_auto = sum(1 for st, m in marks if m == "wrong" and st == "completed")
+        wrong_human = sum(1 for st, m in marks if m == "wrong" and st != "completed")
+        missed = sum(1 for _, m in marks if m == "missed")
+        recall = f"{100 * right / len(marks):.0f} %" if marks else "—"
+        lines.append(f"| {spec.name} | {'yes' if spec.required else 'no'} | {len(marks)} | "
+                     f"{right} | {wrong_auto} | {wrong_human} | {missed} | {recall} |")
     return "\n".join(lines)
 
 
