@@ -221,9 +221,9 @@ def review_codebook(codebook: Sequence[Mapping[str, Any]], corpus: Corpus, optio
     """The reviewer's codebook update (seed 002 R3.3).
 
     Folds a code into a more frequent one when ``overlap_merge`` of its sentences are
-    shared (``effects`` into ``side effects``), drops codes under ``min_code_count``
-    sentences, keeps the ``max_codes`` most frequent and writes each definition from its
-    identities and size.
+    shared (``effects`` into ``side effects``), drops rules codes under ``min_code_count``
+    sentences (a model's code needs one verified quote), keeps the ``max_codes`` most
+    frequent and writes each definition from its identities and size.
 
     Returns:
         The reviewed codebook, most frequent first.
@@ -245,7 +245,8 @@ def review_codebook(codebook: Sequence[Mapping[str, Any]], corpus: Corpus, optio
             member_sets[target] |= members
             host["count"] = len(member_sets[target])
             continue
-        if len(members) < options.min_code_count:
+        floor = options.min_code_count if entry.get("strategy") == "rules" else 1
+        if len(members) < floor:  # a model's code stands on one verified quote
             continue
         kept.append(dict(entry))
         member_sets.append(members)

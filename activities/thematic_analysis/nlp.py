@@ -15,9 +15,9 @@ Everything here is deterministic for the same input.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np

