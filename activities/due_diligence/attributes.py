@@ -45,6 +45,15 @@ _LAWS_OF = re.compile(
     r"Province\s+of\s+|Republic\s+of\s+|Kingdom\s+of\s+|Federal\s+Republic\s+of\s+)?"
     rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
+_PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+law\b)")
+STATE_CODES = {
+    "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California",
+    "CO": "Colorado", "CT": "Connecticut", "DE": "Delaware", "FL": "Florida", "GA": "Georgia",
+    "IL": "Illinois", "MA": "Massachusetts", "MD": "Maryland", "MI": "Michigan", "MN": "Minnesota",
+    "NC": "North Carolina", "NJ": "New Jersey", "NY": "New York", "OH": "Ohio", "OR": "Oregon",
+    "PA": "Pennsylvania", "TX": "Texas", "UT": "Utah", "VA": "Virginia", "WA": "Washington",
+}
+_STATE_CODE = re.compile(r"(?-i:\blaws?\s+of\s+the\s+State\s+of\s+(?P<code>[A-Z]{2})\b)", re.IGNORECASE)
 _PLACE_ANY = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\b)")
 _USA = re.compile(r"\bU\.?S\.?A?\.?\b|\bUnited\s+States\b")
 
@@ -123,6 +132,11 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _ADJ_LAW.finditer(window):
         hits.append((m.start("adj"), m.end("adj"), ADJECTIVE_LAW[m.group("adj")]))
+    for m in _PLACE_LAW.finditer(window):
+        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
+    for m in _STATE_CODE.finditer(window):
+        if m.group("code") in STATE_CODES:
+            hits.append((m.start("code"), m.end("code"), STATE_CODES[m.group("code")]))
     if not hits:
         return None
     # "laws of the State of California and the United States" → the state is the choice.
@@ -250,7 +264,10 @@ def _currency(code: str) -> str | None:
     return code
 
 
+_PART_END = re.compile(r";|\.(?=\s+[A-Z\"“(]|\s*$)")
+
+
 def _part_end(text: str, pos: int, limit: int) -> int:
     """End of the sentence part starting at ``pos`` (next full stop or semicolon)."""
-    m = re.compile(r"[.;](?=\s|$)").search(text, pos, limit)
+    m = _PART_END.search(text, pos, limit)
     return m.end() - 1 if m else limit

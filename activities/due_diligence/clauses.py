@@ -31,7 +31,7 @@ from rapidfuzz import fuzz
 from activities.due_diligence import attributes as attrs
 from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES, ClauseSpec, compiled_specs
 from activities.due_diligence.ingest import page_of
-from activities.due_diligence.text import Chunk, Sentence, chunks, sentences, words
+from activities.due_diligence.text import Chunk, Sentence, chunks, paragraphs, sentences, words
 
 STRATEGY = "rules"
 MIN_QUOTE_WORDS = 6
@@ -319,7 +319,7 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
             "start": start,
             "end": end,
             "confidence": round(max(0.05, min(0.99, confidence)), 3),
-            "attributes": clause_attributes(name, text, [best, *cands[1:1 + max_supporting]]),
+            "attributes": clause_attributes(name, text, cands),
             "heading": best.get("heading") or None,
             "supporting": supporting,
             "search_attempt": int(best.get("attempt", 1)),
@@ -338,6 +338,11 @@ def clause_attributes(name: str, text: str, cands: Sequence[Mapping[str, Any]]) 
     ``{renewal_period_days}``; others ``{}``.
     """
     windows = [(int(c["start"]), int(c["end"])) for c in cands]
+    if name == "limitation_of_liability":
+        # A cap often sits in its own sentence ("… shall not exceed $100") next to the
+        # exclusions; read the candidates first, then the paragraphs around them.
+        paras = [p for p in paragraphs(text) if any(p.start <= s < p.end for s, _ in windows)]
+        windows = windows + [(p.start, p.end) for p in paras]
     if name == "governing_law":
         found = next((j for s, e in windows if (j := attrs.jurisdiction(text, s, e))), None)
         return {"jurisdiction": found}

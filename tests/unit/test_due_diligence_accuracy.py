@@ -1,0 +1,182 @@
+"""Accuracy of the offline clause extractor on the labelled set (30 real agreements).
+
+Run the report: ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy``
+(add ``--errors`` to list every miss). The test asserts the floors the doc reports.
+
+Scoring per clause type and agreement (labels in ``tests/data/due_diligence/labels.yaml``):
+a ``found`` finding is a true positive when the type is labelled present and its quote
+overlaps a labelled sentence (an anchor's sentence); a finding on a type labelled absent,
+or on the wrong sentence, is a false positive (the wrong-sentence case is also a false
+negative); a labelled type with no finding is a false negative.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
+from activities.due_diligence.clauses import extract_clauses
+from activities.due_diligence.ingest import ingest_text
+from activities.due_diligence.samples import license_text
+from activities.due_diligence.text import sentences
+
+LABELS = Path(__file__).resolve().parents[1] / "data" / "due_diligence" / "labels.yaml"
+
+
+@lru_cache(maxsize=1)
+def labels() -> dict[str, dict[str, Any]]:
+    """The labelled agreements by licence key."""
+    return yaml.safe_load(LABELS.read_text(encoding="utf-8"))["agreements"]
+
+
+def anchor_spans(text: str, anchors: list[str]) -> list[tuple[int, int]]:
+    """Each anchor's occurrences widened to their sentences (whitespace-insensitive).
+
+    Raises:
+        ValueError: an anchor that does not occur in the text (a labelling error).
+    """
+    sents = sentences(text)
+    spans: list[tuple[int, int]] = []
+    for anchor in anchors:
+        pattern = r"\s+".join(re.escape(w) for w in anchor.split())
+        hits = list(re.finditer(pattern, text))
+        if not hits:
+            raise ValueError(f"anchor not in text: {anchor!r}")
+        for hit in hits:
+            covering = [s for s in sents if s.start < hit.end() and hit.start() < s.end]
+            spans.extend((min(s.context_start, s.start), s.end) for s in covering)
+            spans.append((hit.start(), hit.end()))
+    return spans
+
+
+def evaluate(keys: list[str] | None = None) -> dict[str, Any]:
+    """Scores the extractor on the labelled set.
+
+    Returns:
+        ``{per_type: {type: {tp, fp, fn, precision, recall}}, micro: {...},
+        attributes: {jurisdiction: [correct, total], cap: [correct, total]},
+        bad_quotes, errors: [str]}``.
+    """
+    counts: dict[str, dict[str, int]] = {t: {"tp": 0, "fp": 0, "fn": 0} for t in CLAUSE_TYPE_NAMES}
+    attrs = {"jurisdiction": [0, 0], "cap": [0, 0]}
+    errors: list[str] = []
+    bad_quotes = 0
+    for key, label in labels().items():
+        if keys and key not in keys:
+            continue
+        text = license_text(key)
+        result = extract_clauses(ingest_text(text))
+        by_type = {f["clause_type"]: f for f in result["findings"]}
+        for finding in result["findings"]:
+            if finding["status"] == "found" and text[finding["start"]:finding["end"]] != finding["quote"]:
+                bad_quotes += 1
+        for ctype in CLAUSE_TYPE_NAMES:
+            finding = by_type.get(ctype)
+            found = bool(finding and finding["status"] == "found")
+            truth = label.get(ctype)
+            c = counts[ctype]
+            if truth is None:
+                if found:
+                    c["fp"] += 1
+                    errors.append(f"FP {key} {ctype}: {_short(finding['quote'])}")
+                continue
+            if not found:
+                c["fn"] += 1
+                errors.append(f"FN {key} {ctype}")
+                continue
+            spans = anchor_spans(text, truth["anchors"])
+            if any(s < finding["end"] and finding["start"] < e for s, e in spans):
+                c["tp"] += 1
+                _score_attributes(ctype, truth, finding, attrs, errors, key)
+            else:
+                c["fp"] += 1
+                c["fn"] += 1
+                errors.append(f"WRONG {key} {ctype}: {_short(finding['quote'])}")
+    per_type = {t: {**c, **_rates(c)} for t, c in counts.items()}
+    total = {k: sum(c[k] for c in counts.values()) for k in ("tp", "fp", "fn")}
+    return {"per_type": per_type, "micro": {**total, **_rates(total)}, "attributes": attrs,
+            "bad_quotes": bad_quotes, "errors": errors}
+
+
+def _score_attributes(ctype: str, truth: dict[str, Any], finding: dict[str, Any],
+                      attrs: dict[str, list[int]], errors: list[str], key: str) -> None:
+    if ctype == "governing_law" and truth.get("jurisdiction"):
+        got = (finding["attributes"].get("jurisdiction") or {}).get("name")
+        attrs["jurisdiction"][1] += 1
+        if got == truth["jurisdiction"]:
+            attrs["jurisdiction"][0] += 1
+        else:
+            errors.append(f"JURISDICTION {key}: {got!r} != {truth['jurisdiction']!r}")
+    if ctype == "limitation_of_liability" and "cap" in truth:
+        got = bool(finding["attributes"].get("cap_stated"))
+        attrs["cap"][1] += 1
+        if got == bool(truth["cap"]):
+            attrs["cap"][0] += 1
+        else:
+            errors.append(f"CAP {key}: {got} != {truth['cap']}")
+
+
+def _rates(c: dict[str, int]) -> dict[str, float]:
+    precision = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else 1.0
+    recall = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else 1.0
+    return {"precision": round(precision, 3), "recall": round(recall, 3)}
+
+
+def _short(quote: str | None) -> str:
+    return " ".join((quote or "").split())[:140]
+
+
+def render(report: dict[str, Any]) -> str:
+    """A Markdown table of the report."""
+    lines = ["| clause type | TP | FP | FN | precision | recall |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    rows = [*report["per_type"].items(), ("**all (micro)**", report["micro"])]
+    for ctype, r in rows:
+        lines.append(f"| {ctype} | {r['tp']} | {r['fp']} | {r['fn']} "
+                     f"| {r['precision']:.2f} | {r['recall']:.2f} |")
+    j, cap = report["attributes"]["jurisdiction"], report["attributes"]["cap"]
+    lines += ["", f"Jurisdiction correct: {j[0]}/{j[1]}; cap stated/not stated correct: "
+              f"{cap[0]}/{cap[1]}; quotes that are not verbatim slices: {report['bad_quotes']}."]
+    return "\n".join(lines)
+
+
+def test_accuracy_on_labelled_agreements() -> None:
+    """Floors on the labelled set; every quote is a verbatim slice."""
+    pytest.importorskip("licensedcode")
+    report = evaluate()
+    assert report["bad_quotes"] == 0
+    assert report["micro"]["precision"] >= 0.9, render(report)
+    assert report["micro"]["recall"] >= 0.85, render(report)
+    for ctype, r in report["per_type"].items():
+        assert r["precision"] >= 0.75, (ctype, render(report))
+        assert r["recall"] >= 0.6, (ctype, render(report))
+
+
+def test_every_anchor_is_in_its_agreement() -> None:
+    """The labels themselves are consistent with the texts."""
+    pytest.importorskip("licensedcode")
+    for key, label in labels().items():
+        text = license_text(key)
+        for ctype, truth in label.items():
+            assert ctype in CLAUSE_TYPE_NAMES, (key, ctype)
+            assert anchor_spans(text, truth["anchors"]), (key, ctype)
+
+
+def main(argv: list[str]) -> int:
+    """Prints the accuracy table (and with ``--errors`` every miss)."""
+    report = evaluate()
+    print(render(report))  # noqa: T201
+    if "--errors" in argv:
+        print("\n".join(report["errors"]))  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
