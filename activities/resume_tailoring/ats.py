@@ -5,7 +5,8 @@
 
 - **keyword coverage**: weighted share of the job's keywords (explicit skills weigh 2,
   TF-IDF keyphrases 1) found in the resume, by stems (``developing`` meets ``develop``)
-  or fuzzily (``Javascript`` meets ``JavaScript``, rapidfuzz ratio ≥ 90).
+  or fuzzily (``Javascript`` meets ``JavaScript``, rapidfuzz ratio ≥ 90); the words of
+  a phrase must meet on one line (one bullet, one skill group), not across the resume.
 - **standard sections**: summary, experience, education, skills present.
 - **bullet quality**: share of bullets that start with an action verb and run 4–30 words
   (quantified bullets are counted and shown, not required).
@@ -59,18 +60,20 @@ def score_resume(resume: dict[str, Any], job: dict[str, Any],
     base = text if base_text is None else base_text
     hay_stems, hay_norm = set(stems(text)), norm(text)
     base_stems, base_norm = set(stems(base)), norm(base)
+    hay_lines = [set(stems(line)) for line in text.splitlines()]
+    base_lines = [set(stems(line)) for line in base.splitlines()]
     matched, missing, evidenced, gaps = [], [], [], []
     got = total = ceiling = 0.0
     for kw in job.get("keywords", []):
         weight = float(kw.get("weight", 1.0))
         total += weight
-        is_evidenced = phrase_in(kw["phrase"], base_stems, base_norm)
+        is_evidenced = phrase_in(kw["phrase"], base_stems, base_norm, base_lines)
         if is_evidenced:
             evidenced.append(kw["phrase"])
             ceiling += weight
         else:
             gaps.append(kw["phrase"])
-        if phrase_in(kw["phrase"], hay_stems, hay_norm):
+        if phrase_in(kw["phrase"], hay_stems, hay_norm, hay_lines):
             matched.append(kw["phrase"])
             got += weight
         else:

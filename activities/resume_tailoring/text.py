@@ -82,17 +82,21 @@ def phrase_key(phrase: str) -> str:
     return " ".join(stems(phrase)) or norm(phrase)
 
 
-def phrase_in(phrase: str, haystack_stems: set[str], haystack_norm: str) -> bool:
+def phrase_in(phrase: str, haystack_stems: set[str], haystack_norm: str,
+              lines: list[set[str]] | None = None) -> bool:
     """True when every content stem of ``phrase`` is in the haystack, or it fuzzily appears.
 
     Args:
         phrase: a keyword or keyphrase (``"web applications"``, ``"Node.js"``).
         haystack_stems: stems of the text searched (:func:`stems` as a set).
         haystack_norm: the text searched, :func:`norm`-alised.
+        lines: stems of each line of the text; when given, a phrase of several words must
+            have all its stems on one line (one bullet, one skill group), not scattered.
     """
     key = stems(phrase)
     if key and all(s in haystack_stems for s in key):
-        return True
+        if lines is None or len(set(key)) == 1 or any(set(key) <= line for line in lines):
+            return True
     n = norm(phrase)
     if not n:
         return False
