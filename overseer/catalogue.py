@@ -1,11 +1,13 @@
-"""The pipeline catalogue: every pipeline Overseer hosts, how to start it, what it accepts."""
+"""The pipeline catalogue: every pipeline the registry hosts, how to start it, what it accepts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from overseer.errors import InvalidRequestError, NotFoundError
+from overseer.pipelines import Pipeline, get_registry
 from overseer.settings import Settings
 
 
@@ -41,36 +43,32 @@ class PipelineSpec:
         return f"{self.name}-{run_id}"
 
 
-CATALOGUE: dict[str, PipelineSpec] = {
-    spec.name: spec
-    for spec in (
-        PipelineSpec(
-            name="document_intake",
-            workflow_type="DocumentIntakeWorkflow",
-            seed="000",
-            description=(
-                "Essay-contest entry forms: text layer / OCR → extract → validate → confidence "
-                "routing to complete, retry, review agent or a human"
-            ),
-            accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
-            human_gate="approve (with field edits) or reject an escalated record",
-        ),
-        PipelineSpec(
-            name="pricing",
-            workflow_type="PricingWorkflow",
-            seed="003",
-            description=(
-                "Pricing policy orchestrator: router → optimizer → policy check → explainer / "
-                "sensitivity → analyst report → sign-off, streamed over SSE; simple asks answer "
-                "on a single-agent fast path"
-            ),
-            accepts=("application/json",),
-            human_gate="approve (with price edits that must keep the policy) or reject a price "
-                       "proposal; cancel by thread id",
-            submit_path="/api/v1/chat",
-        ),
-    )
-}
+class _Catalogue(Mapping[str, PipelineSpec]):
+    """A read-only view of the registry (:func:`overseer.pipelines.get_registry`) as catalogue entries."""
+
+    def __getitem__(self, name: str) -> PipelineSpec:
+        registry = get_registry()
+        if name not in registry:
+            raise KeyError(name)
+        return spec_of(registry.get(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(get_registry().names())
+
+    def __len__(self) -> int:
+        return len(get_registry().names())
+
+
+def spec_of(pipeline: Pipeline) -> PipelineSpec:
+    """The catalogue entry of a registered pipeline."""
+    return PipelineSpec(
+        name=pipeline.name, workflow_type=pipeline.workflow, seed=pipeline.seed or "",
+        description=pipeline.description, accepts=pipeline.accepts,
+        human_gate=pipeline.human_gate, submit_path=pipeline.extra.get("submit_path"))
+
+
+CATALOGUE: Mapping[str, PipelineSpec] = _Catalogue()
+"""Every pipeline the registry hosts (the project's ``langgraph.json`` plus ``OVERSEER_GRAPHS``)."""
 
 
 def get_pipeline(name: str) -> PipelineSpec:

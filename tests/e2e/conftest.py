@@ -17,6 +17,10 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 
+USER_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "user_graph" / "langgraph.json"
+"""A user's langgraph.json, hosted next to the reference pipelines (``OVERSEER_GRAPHS``)."""
+
+
 @dataclass
 class Stack:
     """A running API (+ worker processes) and the tokens to call it with."""
@@ -68,7 +72,7 @@ def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
     env = dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,
                OVERSEER_DATA_DIR=str(data_dir), OVERSEER_API_TOKENS=json.dumps(grants),
                OVERSEER_ENVIRONMENT="test", OVERSEER_API_PORT=str(port),
-               OVERSEER_TASK_QUEUE="e2e")
+               OVERSEER_TASK_QUEUE="e2e", OVERSEER_GRAPHS=str(USER_GRAPHS))
     api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
                            env=env)

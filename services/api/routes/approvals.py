@@ -25,6 +25,7 @@ from overseer.errors import (
     NotFoundError,
     OverseerError,
 )
+from overseer.pipelines import DecisionRefusedError, get_registry
 from services.api.deps import PoolDep, Principal, ReviewerDep, TemporalDep
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
@@ -106,10 +107,14 @@ async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, p
         NotAwaitingApprovalError, ClaimedByOtherError: 409.
         InvalidFieldEditsError, InvalidRequestError: 422.
     """
+    known = sorted({d for p in get_registry() for d in p.decisions})
+    if body.decision not in known:
+        raise InvalidRequestError(f"decision must be one of {', '.join(known)}",
+                                  details={"field": "decision", "allowed": known})
     decision = DecisionInput(decision=body.decision, updates=body.updates, note=body.note,
                              decided_by=principal.subject, apply_proposal=body.apply_proposal,
                              budget_usd=body.budget_usd, budget_tokens=body.budget_tokens,
-                             is_admin=principal.is_admin)
+                             is_admin=principal.is_admin, resume=body.resume)
     result = await _update(pool, temporal, run_id, "decide", decision)
     return DecisionResponse(run_id=str(parse_run_id(run_id)), status=result["status"],
                             outcome=result.get("outcome"))
@@ -213,5 +218,7 @@ def _refusal(cause: BaseException | None, status: str) -> OverseerError:
             return ClaimedByOtherError(cause.message, details=details)
         if cause.type == "invalid_field_edits":
             return InvalidFieldEditsError(cause.message, details=details)
+        if cause.type and cause.type not in ("invalid_request",):
+            return DecisionRefusedError(cause.message, code=cause.type, details=details)
         return InvalidRequestError(cause.message, details={"code": cause.type, **details})
     return NotAwaitingApprovalError("the request was refused", details={"status": status})

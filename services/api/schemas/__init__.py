@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -90,10 +90,14 @@ class EventList(BaseModel):
 class DecisionRequest(BaseModel):
     """A reviewer's decision on an escalated run."""
 
-    decision: Literal["approve", "reject"]
-    updates: dict[str, str] | None = Field(
-        default=None, description="Field edits; on approve they must validate."
+    decision: str = Field(
+        min_length=1, max_length=40, pattern=r"^[a-z][a-z_]*$",
+        description="approve or reject; a pipeline may take more kinds (e.g. revise)")
+    updates: dict[str, Any] | None = Field(
+        default=None, description="Edits; on approve they must validate (the pipeline's rules)."
     )
+    resume: Any = Field(default=None, description="Any JSON value handed to the graph's "
+                                                  "interrupt() under 'resume'.")
     note: str | None = Field(default=None, max_length=2000)
     apply_proposal: bool = Field(
         default=True, description="On approve, apply the review agent's proposal first."

@@ -1,0 +1,270 @@
+"""The run service: the one place runs are started, for every pipeline (DESIGN §3).
+
+``POST /v1/pipelines/{name}/runs`` (JSON or an upload) calls :func:`submit_run`, which
+validates the input, stores an upload once by hash, records ``run.submitted`` in the same
+transaction, and starts the pipeline's workflow with conflict policy USE_EXISTING — so a
+retried request with the same ``Idempotency-Key`` maps to the same run and nothing is
+started twice. A start that fails is recorded (``run.failed`` with ``start_failed``) and
+answered 503: nothing accepted is silently dropped.
+
+Pipelines on ``GraphRunWorkflow`` need nothing here; a pipeline with a workflow of its
+own provides ``extra["start"]``: ``(StartContext) -> (workflow run method, argument)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import typing
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+from pydantic import ValidationError
+from temporalio.client import Client
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from observability.tracing import current_trace_id, tracer
+from overseer.catalogue import approval_ladder_options, request_options
+from overseer.errors import ConflictError, DependencyUnavailableError, InvalidRequestError
+from overseer.graph_codec import encode
+from overseer.pipelines import Pipeline, get_registry
+from overseer.settings import Settings
+from overseer.store.artifacts import sha256_hex, store_artifact
+from overseer.store.events import RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
+
+log = logging.getLogger("overseer.runs")
+
+IDEMPOTENCY_NAMESPACE = uuid.UUID("0b4f0f0e-5d1c-4d8e-9a47-3d2c1b0a9f88")
+DOCUMENT_TYPES = frozenset({"application/pdf", "image/png", "image/jpeg", "image/tiff",
+                            "text/plain"})
+
+
+@dataclass
+class Upload:
+    """An uploaded file (already size-checked by the API)."""
+
+    data: bytes
+    filename: str | None
+    content_type: str | None
+
+
+@dataclass
+class StartContext:
+    """Everything a pipeline's start hook may use.
+
+    Attributes:
+        pipeline: the pipeline; run_id: the run; workflow_id: ``<pipeline>-<run_id>``.
+        subject: the submitter; metadata: the request's metadata.
+        document: the stored upload's reference (uploads only); input: JSON input (JSON runs).
+        settings: the process settings.
+    """
+
+    pipeline: Pipeline
+    run_id: str
+    workflow_id: str
+    subject: str
+    metadata: dict[str, Any]
+    settings: Settings
+    document: dict[str, Any] | None = None
+    input: Any = None
+
+
+@dataclass
+class Submitted:
+    """What ``202`` answers: the run id and where to look."""
+
+    run_id: str
+    pipeline: str
+    status: str = "running"
+    links: dict[str, str] = field(default_factory=dict)
+
+
+def run_id_for(subject: str, pipeline: str, idempotency_key: str | None) -> str:
+    """The run id: ``uuid5`` of (subject, pipeline, key) with an ``Idempotency-Key``, else random."""
+    if idempotency_key:
+        return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{subject}:{pipeline}:{idempotency_key}"))
+    return str(uuid.uuid4())
+
+
+async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
+                     pipeline_name: str, subject: str, metadata: dict[str, Any],
+                     idempotency_key: str | None = None, graph_input: Any = None,
+                     upload: Upload | None = None) -> Submitted:
+    """Validate, record and start one run (see the module docstring).
+
+    Args:
+        pool: the database pool; temporal: the Temporal client; settings: process settings.
+        pipeline_name: registry name; subject: the submitter; metadata: the request's metadata.
+        idempotency_key: maps a retried request to the same run.
+        graph_input: the JSON ``input`` of a JSON run.
+        upload: the file of an upload run.
+
+    Raises:
+        NotFoundError: unknown pipeline (404).
+        InvalidRequestError: the input does not validate, or the pipeline takes the other
+            kind of input (422).
+        UnreadableDocumentError, UnsupportedDocumentError: a bad upload (422/415).
+        ConflictError: the Idempotency-Key was used for a different input (409).
+        DependencyUnavailableError: Temporal did not take the start (503; recorded).
+    """
+    pipeline = get_registry().get(pipeline_name)
+    start_hook: Callable[[StartContext], tuple[Any, Any]] | None = pipeline.extra.get("start")
+    if pipeline.workflow != "GraphRunWorkflow" and start_hook is None:
+        raise InvalidRequestError(
+            f"runs of {pipeline.name} start at {pipeline.extra.get('submit_path')}",
+            details={"submit_path": pipeline.extra.get("submit_path")})
+    request_options(metadata)  # refuse bad per-run options before storing anything
+    if (upload is None) == pipeline.takes_upload:
+        wanted = "a file upload (multipart/form-data)" if pipeline.takes_upload else \
+            'a JSON body {"input": {...}}'
+        raise InvalidRequestError(f"pipeline {pipeline.name} takes {wanted}",
+                                  details={"accepts": list(pipeline.accepts)})
+    run_id = run_id_for(subject, pipeline.name, idempotency_key)
+    workflow_id = pipeline.workflow_id(run_id)
+    document = await _inspect(upload, pipeline, settings) if upload else None
+    if upload is None:
+        graph_input = _validated_input(pipeline, graph_input)
+    recorded = {"document": document, "metadata": metadata} if document else \
+        {"input": graph_input, "metadata": metadata}
+    fingerprint = hashlib.sha256(json.dumps(
+        document["sha256"] if document else graph_input, sort_keys=True, default=str
+    ).encode()).hexdigest()
+    ctx = StartContext(pipeline=pipeline, run_id=run_id, workflow_id=workflow_id, subject=subject,
+                       metadata=metadata, settings=settings, document=document,
+                       input=graph_input)
+    with tracer().start_as_current_span(f"submit {pipeline.name}", attributes={
+            "overseer.run_id": run_id, "overseer.pipeline": pipeline.name}):
+        async with pool.acquire() as conn, conn.transaction():
+            existing = await conn.fetchrow("SELECT input FROM runs WHERE run_id = $1",
+                                           uuid.UUID(run_id))
+            if existing is not None and \
+                    json.loads(existing["input"]).get("fingerprint", fingerprint) != fingerprint:
+                raise ConflictError("Idempotency-Key was already used for a different input",
+                                    details={"run_id": run_id})
+            if upload is not None and document is not None:
+                await store_artifact(conn, upload.data, kind=document["kind"],
+                                     page_count=document.get("page_count") or 0,
+                                     filename=document["filename"],
+                                     content_type=upload.content_type)
+            await append_events(conn, [NewEvent(
+                run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
+                trace_id=current_trace_id(),
+                data={"pipeline": pipeline.name, "workflow_id": workflow_id,
+                      "submitted_by": subject, "idempotency_key": idempotency_key,
+                      "input": {**recorded, "fingerprint": fingerprint}},
+            )])
+        run_method, argument = start_hook(ctx) if start_hook else _graph_run(ctx)
+        await _start(pool, temporal, settings, ctx, run_method, argument)
+    return Submitted(run_id=run_id, pipeline=pipeline.name,
+                     links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
+
+
+def _graph_run(ctx: StartContext) -> tuple[Any, Any]:
+    from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+
+    graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
+    declared = input_keys(get_registry().builder(ctx.pipeline.name))
+    extras = {"run_id": ctx.run_id, "options": ctx.pipeline.options(),
+              "metadata": ctx.metadata}
+    graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
+    options = {**ctx.pipeline.options(), **request_options(ctx.metadata),
+               "approval": approval_ladder_options(ctx.settings)}
+    return GraphRunWorkflow.run, GraphRunInput(
+        run_id=ctx.run_id, pipeline=ctx.pipeline.name, input=encode(graph_input),
+        options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
+        search_attributes=ctx.settings.search_attributes_enabled)
+
+
+def input_keys(builder: Any) -> set[str]:
+    """Keys a graph's input schema declares (TypedDict, pydantic model or dataclass)."""
+    schema = builder.input_schema
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(fields, dict):
+        return set(fields)
+    try:
+        return set(typing.get_type_hints(schema))
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to the raw names
+        return set(getattr(schema, "__annotations__", {}))
+
+
+def _validated_input(pipeline: Pipeline, graph_input: Any) -> Any:
+    if not isinstance(graph_input, dict):
+        raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
+    if pipeline.input_model is None:
+        return graph_input
+    try:
+        return pipeline.input_model.model_validate(graph_input).model_dump(mode="json")
+    except ValidationError as err:
+        raise InvalidRequestError(
+            "input does not validate",
+            details={"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors()]},
+        ) from None
+
+
+async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> dict[str, Any]:
+    """The stored-document reference; documents (PDF, images, text) are opened and checked first."""
+    from activities.document_intake.documents import DocumentLimits, inspect_document, sniff_kind
+
+    sha = sha256_hex(upload.data)
+    filename = safe_name(upload.filename)
+    if DOCUMENT_TYPES & set(pipeline.accepts):
+        kind = sniff_kind(upload.data, upload.filename, upload.content_type)
+        limits = DocumentLimits(max_pages=settings.max_document_pages,
+                                max_pixels_per_page=settings.max_pixels_per_page,
+                                ocr_timeout_seconds=settings.ocr_timeout_seconds)
+        info = await asyncio.to_thread(inspect_document, upload.data, kind, limits)
+        return {"sha256": sha, "kind": kind.value, "filename": filename,
+                "page_count": info.page_count, "size_bytes": len(upload.data),
+                "content_type": upload.content_type}
+    return {"sha256": sha, "kind": "data", "filename": filename, "page_count": 0,
+            "size_bytes": len(upload.data), "content_type": upload.content_type}
+
+
+async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, ctx: StartContext,
+                 run_method: Any, argument: Any) -> None:
+    from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
+
+    kwargs: dict[str, Any] = {}
+    if settings.search_attributes_enabled:
+        kwargs["search_attributes"] = TypedSearchAttributes([
+            SearchAttributePair(PIPELINE_ATTRIBUTE, ctx.pipeline.name),
+            SearchAttributePair(STATUS_ATTRIBUTE, "running"),
+        ])
+    label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
+    try:
+        await temporal.start_workflow(
+            run_method, argument, id=ctx.workflow_id, task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            static_summary=f"{ctx.pipeline.name}: {label or ctx.run_id}", **kwargs)
+    except WorkflowAlreadyStartedError:
+        return  # an idempotent retry of a run that already finished
+    except Exception as err:
+        log.warning("could not start workflow %s: %r", ctx.workflow_id, err)
+        async with pool.acquire() as conn:
+            await append_events(conn, [NewEvent(
+                run_id=ctx.run_id, key="run.start_failed", type=RUN_FAILED, actor="api",
+                data={"status": "failed", "error": {"code": "start_failed",
+                                                    "message": "could not start the workflow"}},
+            )])
+        raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
+                                         details={"run_id": ctx.run_id}) from err
+
+
+def safe_name(name: str | None) -> str | None:
+    """Keep only the base name of an uploaded file (no path traversal reaches storage or UIs)."""
+    if not name:
+        return None
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    return base[:255] or None
