@@ -29,7 +29,7 @@ from activities.thematic_analysis.options import ThematicOptions
 from overseer.errors import OverseerError
 
 CODE_SENTENCES_FOR_VECTOR = 60
-SENTIMENT_SAMPLE = 2000
+SENTIMENT_SAMPLE = 1000
 
 
 class ThemeStageError(OverseerError):
