@@ -62,8 +62,8 @@ async def llm_usage(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) 
     rows = await conn.fetch(
         """SELECT data->>'node' AS node, data->>'model' AS model, count(*) AS calls,
                   count(*) FILTER (WHERE data->>'outcome' = 'error') AS failed,
-                  coalesce(sum((data->>'input_tokens')::bigint), 0) AS input_tokens,
-                  coalesce(sum((data->>'output_tokens')::bigint), 0) AS output_tokens,
+                  coalesce(sum((data->>'input_tokens')::bigint), 0)::bigint AS input_tokens,
+                  coalesce(sum((data->>'output_tokens')::bigint), 0)::bigint AS output_tokens,
                   coalesce(sum((data->>'cost_usd')::float8), 0) AS cost_usd
            FROM events WHERE run_id = $1 AND type = 'llm.called'
            GROUP BY 1, 2 ORDER BY 1, 2""",

@@ -149,7 +149,8 @@ def setup_worker_telemetry(settings: Settings) -> Any:
     if not settings.metrics_port_worker:
         return None
     temporal_runtime = metrics.temporal_runtime()
-    port = metrics.start_metrics_server(settings.metrics_host_worker, settings.metrics_port_worker)
+    port = metrics.start_metrics_server(settings.metrics_host_worker, settings.metrics_port_worker,
+                                        token=settings.metrics_token)
     if port is not None:
         log.info("metrics endpoint listening",
                  extra={"url": f"http://{settings.metrics_host_worker}:{port}/metrics"})
