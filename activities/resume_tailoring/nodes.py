@@ -201,9 +201,10 @@ async def finalization_agent(state: ResumeState) -> dict[str, Any]:
 
     Writes ``finalization_report``: ``{status, human_approved, resume, markdown,
     ats_report_before, ats_report_after, change_log, schema_valid, schema_errors,
-    honesty_violations, gaps, declined_requests, revisions, phase_history, strategy,
-    review_history}``. ``status`` is ``approved``, ``finalized_without_review`` (review
-    off), ``timeout`` or ``error``.
+    honesty_violations_replaced, gaps, declined_requests, revisions, score_history,
+    phase_history, review_history, strategy, error}`` (plus ``pdf_base64`` with the
+    ``render_pdf`` option). ``status`` is ``approved``, ``finalized_without_review``
+    (review off), ``timeout`` or ``error``.
     """
     base = state.get("base_resume_json") or {}
     job = state.get("structured_job_data") or {}
@@ -248,6 +249,8 @@ async def finalization_agent(state: ResumeState) -> dict[str, Any]:
         "strategy": state.get("strategy", "rules"),
         "error": state.get("error"),
     }
+    if (state.get("options") or {}).get("render_pdf"):
+        report.update(_pdf(report["markdown"], str(resume.get("basics", {}).get("name") or "")))
     return {"finalization_report": report}
 
 
@@ -274,6 +277,15 @@ async def _model_draft(state: ResumeState, base: dict[str, Any], job: dict[str, 
                 "change_log": changes, "honesty_violations": [], "strategy": "rules"}
     return {"current_draft": draft, "draft_sections_pending": [], "draft_complete": True,
             "change_log": changes, "honesty_violations": violations, "strategy": result.strategy}
+
+
+def _pdf(markdown: str, name: str) -> dict[str, Any]:
+    """``{"pdf_base64"}`` when reportlab is installed, else ``{"pdf_unavailable": reason}``."""
+    from activities.resume_tailoring.pdf import pdf_available, render_pdf_base64
+
+    if not pdf_available():
+        return {"pdf_base64": None, "pdf_unavailable": "reportlab is not installed"}
+    return {"pdf_base64": render_pdf_base64(markdown, title=name or "Resume")}
 
 
 def _rules_draft(base: dict[str, Any], job: dict[str, Any], state: ResumeState) -> dict[str, Any]:

@@ -87,6 +87,8 @@ class ResumeOptions(BaseModel):
         llm_model_hint: model asked for when a model is configured.
         llm_budget_usd: the run's LLM cost budget (None = unlimited).
         llm_budget_tokens: the run's LLM token budget (None = unlimited).
+        render_pdf: add ``pdf_base64`` to the result (needs ``reportlab``, not a runtime
+            dependency; without it the result says ``pdf_unavailable``).
     """
 
     target_ats_objective: float = Field(DEFAULT_TARGET_ATS, ge=0.0, le=1.0)
@@ -96,6 +98,7 @@ class ResumeOptions(BaseModel):
     llm_model_hint: str | None = None
     llm_budget_usd: float | None = None
     llm_budget_tokens: int | None = None
+    render_pdf: bool = False
 
 
 def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any]) -> None:

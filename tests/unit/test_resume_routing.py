@@ -133,7 +133,20 @@ async def test_review_disabled_never_interrupts():
     assert "__interrupt__" not in out
     assert "after_human_review" not in out["phase_history"]
     assert out["finalization_report"]["schema_valid"] is True
+    assert "pdf_base64" not in out["finalization_report"]
     assert not (await graph.aget_state(config)).next
+
+
+async def test_pdf_on_request():
+    pytest.importorskip("reportlab")
+    import base64
+
+    graph = build_resume_tailoring_graph().compile()
+    out = await graph.ainvoke({"base_resume": sample_resume(), "job_description": sample_job(),
+                               "preferences": {"human_review_enabled": False},
+                               "options": {"render_pdf": True}})
+    pdf = base64.b64decode(out["finalization_report"]["pdf_base64"])
+    assert pdf.startswith(b"%PDF-")
 
 
 async def test_invalid_base_resume_fails_after_input_processing():
