@@ -76,7 +76,24 @@ def rules_coder(identity: Identity, corpus: Corpus, options: ThematicOptions) ->
             continue
         kept.append((term, member_set))
         codes.append(_code(term, members, identity, options))
-    return codes
+    return [_with_phrase_label(code, terms, corpus) for code in codes]
+
+
+def _with_phrase_label(code: dict[str, Any], vocabulary: Sequence[str], corpus: Corpus
+                       ) -> dict[str, Any]:
+    """Label a one-word code with the two-word phrase most of its sentences use (``side effects``)."""
+    word = str(code["label"])
+    if " " in word:
+        return code
+    best: tuple[int, str] | None = None
+    for phrase in vocabulary:
+        if " " in phrase and word in phrase.split():
+            shared = len(nlp.sentences_with(corpus, [phrase]))
+            if shared >= 0.6 * int(code["count"]) and (best is None or shared > best[0]):
+                best = (shared, phrase)
+    if best is None:
+        return code
+    return {**code, "label": best[1], "definition": code["definition"].replace(word, best[1], 1)}
 
 
 def _code(term: str, members: list[str], identity: Identity, options: ThematicOptions

@@ -38,6 +38,10 @@ EXTRA_STOP_WORDS = frozenset({
 })
 """Words that carry no theme on their own (fillers, time words, HTML entity residue)."""
 
+KEPT_WORDS = frozenset({"side", "bill", "call", "fill", "fire", "system", "thick", "thin", "full",
+                        "empty", "back", "cry", "sincere"})
+"""Words in scikit-learn's stop list that carry themes in reviews (``side effects``, ``back pain``)."""
+
 _lock = threading.Lock()
 
 
@@ -75,10 +79,10 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def stop_words() -> list[str]:
-    """scikit-learn's English stop words plus :data:`EXTRA_STOP_WORDS`, sorted."""
+    """scikit-learn's English stop words less :data:`KEPT_WORDS`, plus :data:`EXTRA_STOP_WORDS`."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return sorted(ENGLISH_STOP_WORDS | EXTRA_STOP_WORDS)
+    return sorted((ENGLISH_STOP_WORDS - KEPT_WORDS) | EXTRA_STOP_WORDS)
 
 
 def phrase_table(corpus: Corpus) -> dict[str, Any]:
@@ -169,14 +173,21 @@ def class_terms(documents: Sequence[str], *, top_n: int = 3) -> list[list[str]]:
     for row in scores:
         order = sorted(range(len(terms)), key=lambda i: (-row[i], str(terms[i])))
         chosen: list[str] = []
-        for i in order:
-            if row[i] <= 0 or len(chosen) >= top_n:
+        for i in order[: top_n * 4]:
+            if row[i] <= 0:
                 break
             term = str(terms[i])
-            if any(term in c or c in term for c in chosen):
+            words = set(term.split())
+            if any(words <= set(c.split()) for c in chosen):
                 continue  # "side" next to "side effects" says nothing new
-            chosen.append(term)
-        out.append(chosen)
+            inside = [c for c in chosen if set(c.split()) < words]
+            if inside:  # the phrase replaces the words it contains, where the first stood
+                at = chosen.index(inside[0])
+                chosen = [c for c in chosen if c not in inside]
+                chosen.insert(at, term)
+            elif len(chosen) < top_n:
+                chosen.append(term)
+        out.append(chosen[:top_n])
     return out
 
 
