@@ -35,6 +35,7 @@ EXTRA_STOP_WORDS = frozenset({
     "tried", "try", "want", "feel", "felt", "good", "great", "bad", "better", "best",
     "amazon", "product", "order", "ordered", "buy", "bought", "ago", "having", "experienced",
     "experiencing", "noticed", "put", "ive", "far", "little", "lots", "pretty", "definitely",
+    "actually",
 })
 """Words that carry no theme on their own (fillers, time words, HTML entity residue)."""
 
