@@ -50,6 +50,7 @@ _STRONG_MARKERS = {
     "software_licensed": r"\b(?:software|sdk|product|service)s?\b[^.]{0,60}\blicen[sc]ed?\b",
 }
 _STRONG = {k: re.compile(v, re.IGNORECASE) for k, v in _STRONG_MARKERS.items()}
+_GENERIC_MARKERS = frozenset({"this_agreement", "terms_and_conditions", "parties_agree"})
 
 
 # --- agreement detection --------------------------------------------------------------------
@@ -60,12 +61,15 @@ def agreement_signals(text: str) -> dict[str, Any]:
 
     Returns:
         ``{"is_agreement": bool, "score": 0..1, "markers": [names]}``; an agreement needs
-        at least two distinct contract markers (``this agreement``, ``licensee``, ``you
-        agree``, ``hereby grants``, …).
+        three distinct contract markers (``this agreement``, ``licensee``, ``you agree``,
+        ``hereby grants``, …), or two when one of them names a party role or an
+        acceptance — a speech that mentions "this agreement" and "terms and conditions"
+        of a treaty is not a contract.
     """
     markers = sorted(name for name, rx in _STRONG.items() if rx.search(text))
     score = min(1.0, len(markers) / 4)
-    return {"is_agreement": len(markers) >= 2, "score": round(score, 2), "markers": markers}
+    is_agreement = len(markers) >= 3 or (len(markers) == 2 and not set(markers) <= _GENERIC_MARKERS)
+    return {"is_agreement": is_agreement, "score": round(score, 2), "markers": markers}
 
 
 # --- search -----------------------------------------------------------------------------------

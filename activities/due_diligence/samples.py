@@ -54,3 +54,49 @@ def agreement_keys() -> list[str]:
         if meta.get("category") in AGREEMENT_CATEGORIES and not meta.get("is_deprecated"):
             keys.append(path.stem)
     return keys
+
+
+def render_pdf(text: str, *, title: str | None = None, font_size: float = 10.0) -> bytes:
+    """Typesets plain text as a PDF with a text layer (reportlab), one paragraph per block.
+
+    Used for examples and tests; blank lines separate paragraphs, single newlines are
+    re-flowed.
+    """
+    import io
+    from xml.sax.saxutils import escape
+
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
+
+    styles = getSampleStyleSheet()
+    body = styles["BodyText"]
+    body.fontSize = font_size
+    body.leading = font_size * 1.3
+    story: list[Any] = []
+    if title:
+        story += [Paragraph(escape(title), styles["Title"]), Spacer(1, 6)]
+    for block in text.split("\n\n"):
+        block = " ".join(block.split())
+        if block:
+            story.append(Paragraph(escape(block), body))
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=LETTER, title=title or "agreement",
+                      leftMargin=54, rightMargin=54, topMargin=54, bottomMargin=54).build(story)
+    return buffer.getvalue()
+
+
+def rasterise_page(pdf: bytes, page: int = 1, *, dpi: int = 300) -> bytes:
+    """One PDF page as a grayscale PNG (pypdfium2), i.e. a clean "scan" without a text layer."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(pdf)
+    try:
+        image = doc[page - 1].render(scale=dpi / 72, grayscale=True).to_pil()
+    finally:
+        doc.close()
+    out = io.BytesIO()
+    image.save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()

@@ -1,0 +1,97 @@
+"""Each clause extractor on real agreements (ScanCode licence texts), and its attributes."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.due_diligence import attributes as attrs
+from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
+from activities.due_diligence.clauses import extract_clauses, validate
+from activities.due_diligence.ingest import ingest_text
+from activities.due_diligence.risk import score_risks
+
+pytest.importorskip("licensedcode")
+from activities.due_diligence.samples import license_text  # noqa: E402
+from tests.unit.test_due_diligence_accuracy import anchor_spans, labels  # noqa: E402
+
+
+def _findings(key: str) -> dict[str, dict]:
+    result = extract_clauses(ingest_text(license_text(key)))
+    return {f["clause_type"]: f for f in result["findings"]}
+
+
+def _cases() -> list[tuple[str, str]]:
+    """Per clause type, up to three labelled agreements where it is present."""
+    cases = []
+    for ctype in CLAUSE_TYPE_NAMES:
+        keys = [k for k, label in labels("dev").items() if ctype in label][:3]
+        cases += [(ctype, k) for k in keys]
+    return cases
+
+
+@pytest.mark.parametrize(("clause_type", "key"), _cases())
+def test_extractor_finds_the_labelled_clause(clause_type: str, key: str) -> None:
+    finding = _findings(key)[clause_type]
+    assert finding["status"] == "found"
+    text = license_text(key)
+    assert text[finding["start"]:finding["end"]] == finding["quote"]
+    spans = anchor_spans(text, labels("dev")[key][clause_type]["anchors"])
+    assert any(s < finding["end"] and finding["start"] < e for s, e in spans)
+    assert 0 < finding["confidence"] <= 1
+
+
+@pytest.mark.parametrize(("clause_type", "key"), [
+    ("governing_law", "amazon-redshift-jdbc"), ("indemnification", "intel-scl"),
+    ("confidentiality", "intel-scl"), ("auto_renewal", "couchbase-enterprise"),
+    ("audit_rights", "android-sdk-2021"), ("assignment", "netapp-sdk-aug2020"),
+])
+def test_absent_clause_is_not_found(clause_type: str, key: str) -> None:
+    finding = _findings(key)[clause_type]
+    assert finding["status"] == "not_found"
+    assert finding["quote"] is None and finding["searches"] == 3
+
+
+def test_attributes_on_real_agreements() -> None:
+    def attributes(key: str, clause_type: str) -> dict:
+        return _findings(key)[clause_type]["attributes"]
+
+    for key, place in [("crunchbase-data-2019-12-17", "California"),
+                       ("oxygen-xml-webhelp-eula", "England and Wales"),
+                       ("slint-commercial-2.0", "Germany"), ("jide-sla", "California")]:
+        assert attributes(key, "governing_law")["jurisdiction"]["name"] == place
+    cap = attributes("netapp-sdk-aug2020", "limitation_of_liability")["cap"]
+    assert cap["amounts"][0]["amount"] == 100.0 and cap["amounts"][0]["currency"] == "USD"
+    assert attributes("cloudera-express", "limitation_of_liability")["cap"]["basis"] == "fees_paid"
+    assert attributes("intel-scl", "limitation_of_liability")["cap_stated"] is False
+    assert attributes("cloudera-express", "indemnification")["indemnitor"] == "licensee"
+    termination = attributes("couchbase-enterprise", "termination")
+    assert termination["notice_period_days"] == 10 and termination["for_convenience"] is True
+    assignment = attributes("crunchbase-data-2019-12-17", "assignment")
+    assert assignment["change_of_control"] is True and assignment["consent_required"] is True
+    assert attributes("appsflyer-framework", "auto_renewal")["renewal_period_days"] == 360
+
+
+def test_attribute_spans_are_slices() -> None:
+    text = "This Agreement shall be governed by the laws of the State of New York, USA."
+    found = attrs.jurisdiction(text, 0, len(text))
+    assert found["name"] == "New York" and text[found["start"]:found["end"]] == "New York"
+    text = "Total liability shall not exceed the greater of US$5,000 or the fees paid."
+    cap = attrs.liability_cap(text, 0, len(text))
+    assert cap["basis"] == "fixed_or_fees" and cap["amounts"][0]["amount"] == 5000.0
+    assert text[cap["start"]:cap["end"]] == cap["text"]
+    assert attrs.periods("thirty (30) days' prior written notice", 0, 38)[0]["days"] == 30
+
+
+def test_validation_refuses_quotes_that_are_not_slices() -> None:
+    text = "This Agreement shall be governed by the laws of the State of Delaware."
+    good = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    forged = {**good, "quote": text.replace("Delaware", "Texas")}
+    unrelated = {"start": 0, "end": 14, "quote": text[:14], "strength": 1.0}
+    valid, missing = validate(text, {"governing_law": [good, forged, unrelated]}, ["governing_law"])
+    assert valid["governing_law"] == [good] and missing == []
+
+
+def test_missing_protective_clause_is_a_risk() -> None:
+    result = extract_clauses(ingest_text(license_text("amazon-redshift-jdbc")))
+    risks = score_risks(result)
+    assert "risk:no_governing_law" in {r["id"] for r in risks["items"]}
