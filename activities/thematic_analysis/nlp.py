@@ -48,16 +48,35 @@ _lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _wordllama() -> Any:
-    """The packaged model, never a download.
+    """The model shipped in the wheel (256-d ``l2_supercat``), never a download.
 
-    wordllama 0.4 looks for the packaged tokenizer under ``wordllama/tokenizer/`` but ships it
-    in ``wordllama/tokenizers/``; naming the package folder as the cache directory (which it
-    reads as ``<dir>/tokenizers`` and ``<dir>/weights``) finds both shipped files offline.
+    Both wheels seen so far ship ``wordllama/weights/l2_supercat_256.safetensors`` and
+    ``wordllama/tokenizers/l2_supercat_tokenizer_config.json`` but look for the tokenizer
+    elsewhere: 0.4 under ``wordllama/tokenizer/`` (naming the package folder as the cache
+    directory, read as ``<dir>/tokenizers`` and ``<dir>/weights``, finds both), 0.3 only in
+    ``~/.cache``; there the same files are assembled the way ``WordLlama.load`` does.
+
+    Raises:
+        FileNotFoundError: the wheel's files are missing (nothing is downloaded).
     """
     import wordllama
     from wordllama import WordLlama
 
-    return WordLlama.load(disable_download=True, cache_dir=Path(wordllama.__file__).parent)
+    package = Path(wordllama.__file__).parent
+    try:
+        return WordLlama.load(disable_download=True, cache_dir=package)
+    except (FileNotFoundError, TypeError):
+        from safetensors import safe_open
+        from wordllama.config import Config
+        from wordllama.inference import WordLlamaInference
+
+        config = Config._configurations["l2_supercat"]
+        tokenizer = WordLlama.load_tokenizer(
+            package / "tokenizers" / "l2_supercat_tokenizer_config.json", config)
+        with safe_open(str(package / "weights" / "l2_supercat_256.safetensors"), framework="np",
+                       device="cpu") as weights:
+            embedding = weights.get_tensor("embedding.weight")
+        return WordLlamaInference(embedding, config, tokenizer, binary=False)
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from activities.llm import DRY_RUN_MODEL
 from activities.thematic_analysis import coding, themes
 from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
 from activities.thematic_analysis.identities import Identity, load_identities
@@ -127,7 +128,11 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
         if model_enabled():
             out = await model_coder(identity, corpus, options, run_id=payload.get("run_id", ""),
                                     node=f"coder:{identity.id}")
-            result = {"identity_id": identity.id, "codes": out.items, "strategy": "llm",
+            codes = out.items
+            if out.call.get("model") == DRY_RUN_MODEL:  # seed R9.5: DRY_RUN returns mock codes
+                codes = [{**c, "strategy": "llm:dry-run", "mock": True}
+                         for c in coding.rules_coder(identity, corpus, options)]
+            result = {"identity_id": identity.id, "codes": codes, "strategy": "llm",
                       "dropped_quote_ids": out.dropped_quote_ids}
             update["llm_calls"] = [out.call]
         else:
@@ -169,7 +174,11 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
             out = await model_theme_coder(identity, codebook, options,
                                           run_id=payload.get("run_id", ""),
                                           node=f"theme_coder:{identity.id}")
-            update["theme_proposals"] = out.items
+            proposals = out.items
+            if out.call.get("model") == DRY_RUN_MODEL:  # mock proposals, end to end
+                corpus = await load_corpus(payload["dataset"])
+                proposals = themes.rules_theme_coder(identity, codebook, corpus, options)
+            update["theme_proposals"] = proposals
             update["llm_calls"] = [out.call]
         else:
             corpus = await load_corpus(payload["dataset"])

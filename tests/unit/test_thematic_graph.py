@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -362,3 +363,26 @@ def test_nodes_never_log_interaction_text(caplog):
     assert "analysis_id" in logged and "duration_ms" in logged
     assert "beans arrived fresh" not in logged and "Delivery was late" not in logged
     assert nodes.log.name == "overseer.thematic_analysis"
+
+
+async def test_dry_run_simulates_calls_end_to_end(monkeypatch):
+    from activities.thematic_analysis import llm_steps
+    from overseer.settings import Settings
+
+    monkeypatch.setattr(llm_steps, "settings", lambda: Settings(environment="test", dry_run=True))
+    state = await run(example_input())
+    assert state["strategy"] == "llm" and state["outcome"] == "themes"
+    assert state["token_usage"]["calls"] == 6 and state["token_usage"]["total_tokens"] == 0
+    assert {c["model"] for c in state["llm_calls"]} == {"dry-run"}
+    assert all(c["strategy"] == "llm:dry-run" for c in state["codebook"])
+
+
+@pytest.mark.skipif(not (os.environ.get("LIVE_TESTS") == "1" and os.environ.get("OVERSEER_LLM_BASE_URL")),
+                    reason="LIVE_TESTS=1 and OVERSEER_LLM_BASE_URL are needed to call a real model")
+async def test_live_model_codes_cite_only_real_quotes():
+    content = EXAMPLE.read_bytes()
+    state = await run(example_input())
+    corpus = dataset.build_corpus(dataset.window(dataset.parse_dataset(content, "reviews.csv"),
+                                                 "brewbox", "2024-01-01", "2024-04-30"))
+    assert state["strategy"] == "llm" and state["token_usage"]["total_tokens"] > 0
+    assert all(q in corpus.text for c in state["codebook"] for q in c["quote_ids"])
