@@ -83,7 +83,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "retry_query": "terminate immediately automatically fail to comply cease use destroy copies",
         "heading": r"terminat|term\s+and\s+termination|^\W*term\b",
         "triggers": [
-            rf"\b(?:may|can|shall|will|right\s+to)\s+(?:\w+\s+){{0,4}}terminat(?:e|ed)\b{_w(200)}\b(?:agreement|license|licence|eula|terms|contract|subscription|rights?|access|use)\b",
+            rf"\b(?:may|can|shall|will|right\s+to)\s+(?:\w+,?\s+){{0,4}}terminat(?:e|ed)\b{_w(200)}\b(?:agreement|license|licence|eula|terms|contract|subscription|rights?|access|use)\b",
             rf"\b(?:agreement|license|licence|eula|terms|contract|rights?\s+granted)\b{_w(120)}\b(?:will|shall|may)\s+(?:\w+\s+){{0,3}}terminate\b",
             rf"\b(?:agreement|license|licence|eula)\b{_w(60)}\b(?:is|remains?)\s+(?:in\s+force\s+|effective\s+)+until\s+terminated\b",
             rf"\bterminat(?:es|ed|ion)\b{_w(100)}\b(?:automatically|immediately|without\s+notice|upon\s+(?:written\s+)?notice|if\s+you\s+fail|breach)\b",

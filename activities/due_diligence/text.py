@@ -117,9 +117,9 @@ def sentences(text: str) -> list[Sentence]:
             is_heading = looks_like_heading(fragment)
             if is_heading:
                 heading = fragment.strip()
-            else:
-                first_line = fragment.split("\n", 1)[0]
-                if looks_like_heading(first_line) and "\n" in fragment:
+            elif "\n" in fragment:
+                first_line, rest = fragment.split("\n", 1)
+                if looks_like_heading(first_line) and _starts_new_text(first_line, rest):
                     heading = first_line.strip()
             out.append(Sentence(span.start, span.end, index, heading, is_heading, context_start))
     return out
@@ -199,6 +199,18 @@ def _merge_heading_prefix(text: str, spans: list[Span]) -> list[Span]:
         else:
             out.append(span)
     return out
+
+
+_CONNECTORS = frozenset({"and", "or", "of", "the", "to", "a", "an", "in", "for", "by", "with", "not"})
+
+
+def _starts_new_text(first_line: str, rest: str) -> bool:
+    """Whether a heading-like first line is a title rather than a wrapped capitals line."""
+    rest = rest.strip()
+    tokens = words(first_line)
+    short = len(tokens) <= 6 or first_line.rstrip().endswith((".", ":"))
+    opens = bool(rest) and (rest[0].isupper() or rest[0].isdigit() or rest[0] == "(")
+    return opens and short and (tokens or [""])[-1] not in _CONNECTORS
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
