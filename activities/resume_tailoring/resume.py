@@ -60,9 +60,12 @@ def sample_job() -> dict[str, Any]:
 
 
 def schema_errors(resume: dict[str, Any]) -> list[str]:
-    """Every schema violation of ``resume`` as ``"<path>: <message>"`` (empty = valid)."""
-    validator = jsonschema.Draft4Validator(resume_schema(),
-                                           format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+    """Every schema violation of ``resume`` as ``"<path>: <message>"`` (empty = valid).
+
+    Structure only: ``format`` keywords are annotations in draft 4 (resume-schema's own
+    sample has an empty profile URL and a URL without a scheme), so they are not enforced.
+    """
+    validator = jsonschema.Draft4Validator(resume_schema())
     return sorted(f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
                   for e in validator.iter_errors(resume))
 
