@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.llm import DRY_RUN_MODEL
 from activities.thematic_analysis import coding, themes
 from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
 from activities.thematic_analysis.identities import Identity, load_identities
@@ -42,6 +41,9 @@ CHECKPOINT_RECORDED = "checkpoint.recorded"
 
 COST_OVERRUN_RATIO = 1.2
 """Seed R8.3: warn when the actual LLM cost exceeds the estimate by more than 20 %."""
+
+DRY_RUN_MODEL = "dry-run"
+"""``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio)."""
 
 STATE_WARNING_BYTES = 10 * 1024 * 1024
 """Seed R2.3: warn when the serialised state passes 10 MB."""
@@ -375,9 +377,21 @@ async def _persist_checkpoint(state: dict[str, Any], entry: dict[str, Any]) -> b
         return False
 
 
+TRANSIENT_ERROR_NAMES = frozenset({"PostgresConnectionError", "ConnectionDoesNotExistError",
+                                   "InterfaceError", "CannotConnectNowError",
+                                   "TooManyConnectionsError"})
+"""Database errors a retry can cure (by class name: asyncpg is not imported here)."""
+
+
 def _reraise_if_retrying(err: Exception, options: ThematicOptions) -> None:
-    """Let Temporal retry a transient failure (model 429/5xx/time-out) before the last attempt."""
-    retryable = isinstance(err, OverseerError) and err.retryable
+    """Let Temporal retry a transient failure before the last attempt.
+
+    Transient: a retryable domain error (model 429/5xx/time-out), a lost connection or a
+    database outage. Anything else (a bug, a refusal) is recorded at once: raising it would
+    fail the run, which a coder must not do.
+    """
+    retryable = (isinstance(err, OverseerError) and err.retryable) or \
+        isinstance(err, OSError | TimeoutError) or type(err).__name__ in TRANSIENT_ERROR_NAMES
     if not retryable:
         return
     from temporalio import activity

@@ -386,3 +386,25 @@ async def test_live_model_codes_cite_only_real_quotes():
                                                  "brewbox", "2024-01-01", "2024-04-30"))
     assert state["strategy"] == "llm" and state["token_usage"]["total_tokens"] > 0
     assert all(q in corpus.text for c in state["codebook"] for q in c["quote_ids"])
+
+
+def test_transient_coder_failures_are_retried_by_temporal_before_the_last_attempt(monkeypatch):
+    from types import SimpleNamespace
+
+    from temporalio import activity
+    from temporalio.exceptions import ApplicationError
+
+    from activities.thematic_analysis.options import ThematicOptions
+    from overseer.errors import LLMUnavailableError
+
+    options = ThematicOptions()
+    monkeypatch.setattr(activity, "in_activity", lambda: True)
+    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=2))
+    with pytest.raises(ApplicationError) as raised:
+        nodes._reraise_if_retrying(LLMUnavailableError("model down"), options)
+    assert not raised.value.non_retryable
+    with pytest.raises(ConnectionResetError):
+        nodes._reraise_if_retrying(ConnectionResetError("db gone"), options)
+    nodes._reraise_if_retrying(ValueError("a bug"), options)  # recorded at once, never raised
+    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=3))
+    nodes._reraise_if_retrying(LLMUnavailableError("model down"), options)  # last attempt: recorded
