@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from langgraph.config import get_stream_writer
     from langgraph.pregel import Pregel
     from langgraph.types import Command, interrupt
+    from temporalio.contrib.workflow_streams import WorkflowStream
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
     from overseer.graph_codec import (
@@ -66,6 +67,11 @@ with workflow.unsafe.imports_passed_through():
     from overseer.store.events import NODE_COMPLETED, RUN_COMPLETED, RUN_FAILED
 
 DEFAULT_RECURSION_LIMIT = 100
+STREAM_TOPIC = "graph"
+"""The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
+``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
+``interrupt`` when the run waits for a decision, and ``end`` or ``error`` last. Offsets are
+stable across replays, so a reader resumes after the last offset it saw without duplicates."""
 
 
 @dataclass
@@ -116,8 +122,11 @@ class NodeFailedError(Exception):
 class GraphRunWorkflow(ApprovalGate):
     """Drives one run of any registered graph to a terminal status (see the module docstring)."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, inp: GraphRunInput) -> None:
         super().__init__()
+        self.stream = WorkflowStream()
+        self._topic = self.stream.topic(STREAM_TOPIC)
         self._inp: GraphRunInput | None = None
         self._spec: Pipeline | None = None
         self._memo: dict[tuple[str, int], NodeResult] = {}
@@ -131,6 +140,8 @@ class GraphRunWorkflow(ApprovalGate):
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
         self._spec = get_registry().get(inp.pipeline)
+        self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
+                                   "workflow_id": workflow.info().workflow_id})
         await self.set_status("running")
         app = compiled_graph(inp.pipeline).copy({"checkpointer": InMemorySaver()})
         config: dict[str, Any] = {"configurable": {"thread_id": inp.run_id},
@@ -141,14 +152,13 @@ class GraphRunWorkflow(ApprovalGate):
                 await app.aupdate_state(config, decode(inp.resume_from["values"]),
                                         as_node=inp.resume_from["as_node"])
                 graph_input = None
-            out = await app.ainvoke(graph_input, config)
+            pending = await self._drive(app, graph_input, config)
             rounds = 0
-            while isinstance(out, dict) and out.get("__interrupt__"):
+            while pending:
                 rounds += 1
-                pending = sorted(out["__interrupt__"], key=lambda i: i.id)
                 first = pending[0]
                 decision = await self._ask(first, pending, rounds)
-                out = await app.ainvoke(Command(resume={first.id: decision}), config)
+                pending = await self._drive(app, Command(resume={first.id: decision}), config)
         except NodeFailedError as err:
             await self._fail({"code": err.code, "message": err.message, "node": err.node})
         except ApplicationError:
@@ -159,8 +169,38 @@ class GraphRunWorkflow(ApprovalGate):
         values = to_jsonable((await app.aget_state(config)).values)
         status, outcome = final_status(values, self._last_decision)
         await self._finish(status, outcome, {"output": values})
+        self._publish("end", {"status": status, "outcome": outcome})
+        self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values)
+
+    async def _drive(self, app: Any, graph_input: Any, config: dict[str, Any]) -> list[Any]:
+        """Run the graph until it ends or waits; publish every chunk; the pending interrupts, oldest id first."""
+        pending: list[Any] = []
+        async for mode, chunk in app.astream(graph_input, config,
+                                             stream_mode=["values", "updates", "custom"]):
+            if isinstance(chunk, dict) and "__interrupt__" in chunk:
+                if mode == "updates":
+                    pending.extend(chunk["__interrupt__"])
+                    continue
+                chunk = {k: v for k, v in chunk.items() if k != "__interrupt__"}
+            self._publish(mode, chunk)
+        pending = sorted({i.id: i for i in pending}.values(), key=lambda i: i.id)
+        if pending:
+            self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
+        return pending
+
+    def _publish(self, event: str, data: Any) -> None:
+        self._topic.publish({"event": event, "data": to_jsonable(data)})
+
+    @workflow.query
+    def get_interrupts(self) -> list[dict[str, Any]]:
+        """The interrupt the open approval answers, and every pending one (ids)."""
+        if self._approval is None:
+            return []
+        payload = self._approval["payload"]
+        return [{"id": i, "current": i == payload.get("interrupt_id")}
+                for i in payload.get("pending_interrupts", [])]
 
     # -- the gate ----------------------------------------------------------------------------
 
@@ -311,6 +351,8 @@ class GraphRunWorkflow(ApprovalGate):
                           data={"status": "failed", "outcome": None, "error": error,
                                 "snapshot": {"outcome": None}})
         await self.set_status("failed")
+        self._publish("error", error)
+        self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
 

@@ -191,3 +191,38 @@ async def test_fresh_histories_replay(dev_server, graph_worker, db, task_queue):
     await handle.result()
     history = await handle.fetch_history()
     await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+
+
+async def test_the_run_streams_values_updates_and_custom_chunks(dev_server, graph_worker, db,
+                                                                 task_queue):
+    import asyncio
+
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+    from workflows.graph_run import STREAM_TOPIC
+
+    _, handle = await start(dev_server.client, db, task_queue, "approvals", {"topic": "s"})
+    seen: list[dict[str, Any]] = []
+
+    async def read_all() -> None:
+        client = WorkflowStreamClient.create(dev_server.client, handle.id)
+        async for item in client.subscribe([STREAM_TOPIC], from_offset=0):
+            seen.append(item.data)
+            if item.data.get("event") == "end":
+                return
+
+    reader = asyncio.create_task(read_all())
+    for _ in range(2):
+        await pending_approval(handle)
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", decided_by="rev"))
+    await handle.result()
+    await asyncio.wait_for(reader, 30)
+    kinds = [s["event"] for s in seen]
+    assert kinds[0] == "metadata" and seen[0]["data"]["pipeline"] == "approvals"
+    assert kinds.count("interrupt") == 2 and kinds[-1] == "end"
+    first = seen[kinds.index("interrupt")]["data"][0]
+    assert first["value"]["question"] == "publish?"
+    assert [s for s in seen if s["event"] == "updates"][-1]["data"] == {
+        "finish": {"summary": "approve then approve"}}
+    assert all("__interrupt__" not in s["data"] for s in seen if s["event"] == "values")
