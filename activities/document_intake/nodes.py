@@ -23,7 +23,12 @@ from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
 from activities.document_intake.llm_steps import extract_with_llm
 from activities.document_intake.pages import limits_from_options, load_pages
-from activities.document_intake.review import Proposal, proposal_is_acceptable, propose_updates
+from activities.document_intake.review import (
+    proposal_from_llm,
+    proposal_is_acceptable,
+    propose_updates,
+    quote_check_payload,
+)
 from activities.document_intake.routing import (
     RoutingThresholds,
     explain_route,
@@ -177,8 +182,9 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         found = dict(asked.values)
         evidence = {k: _evidence_dict(v) for k, v in asked.evidence.items()}
         strategy = asked.strategy
+        extra = {"llm_quote_checks": asked.quote_checks}
         if asked.failure:
-            extra = {"llm_failure": asked.failure}
+            extra["llm_failure"] = asked.failure
     else:
         force = report.get("ocr_pages", 0) > 0
         pages = await load_pages(
@@ -276,9 +282,7 @@ async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
         if asked.blocked is not None:
             return {"blocked": asked.blocked}
         failure = asked.failure
-        scores = [e.score for e in asked.evidence.values()]
-        proposal = Proposal(updates=asked.values, evidence=asked.evidence,
-                            strength=min(scores) if scores else 0.0, strategy=asked.strategy)
+        proposal = proposal_from_llm(asked)
     else:
         proposal = propose_updates(region, state["record"], state["missing_fields"], schema)
     acceptable, reason = proposal_is_acceptable(
@@ -297,6 +301,7 @@ async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
             "strategy": proposal.strategy,
             "acceptable": acceptable,
             "reason": reason,
+            **quote_check_payload(proposal),
         }
     }
 
@@ -308,7 +313,7 @@ def _after_infer(state: ReviewAgentState) -> str:
 async def propose_update(state: ReviewAgentState) -> dict[str, Any]:
     """Seed §2.1 propose_update: write the review suggestion (event + read model)."""
     proposal = state["proposal"]
-    if proposal["updates"]:
+    if proposal["updates"] or proposal.get("suggestions"):
         await append_from_activity([
             NewEvent(
                 run_id=state["run_id"],
@@ -324,6 +329,10 @@ async def propose_update(state: ReviewAgentState) -> dict[str, Any]:
                     "strategy": proposal["strategy"],
                     "auto_applied": proposal["acceptable"],
                     "reason": proposal["reason"],
+                    "quote_verified": proposal.get("quote_verified", {}),
+                    "suggestions": proposal.get("suggestions", {}),
+                    "notes": proposal.get("notes", {}),
+                    "unverified_fields": proposal.get("unverified_fields", []),
                 },
             )
         ])

@@ -108,22 +108,31 @@ async def test_auto_approve_never_applies_a_proposal_that_does_not_validate(
         await handle.result()
 
 
-async def test_auto_approve_applies_a_valid_proposal(time_skipping: WorkflowEnvironment, db,
-                                                     task_queue: str):
+async def test_auto_approve_never_applies_an_unverified_model_value(
+    time_skipping: WorkflowEnvironment, db, task_queue: str
+):
+    """Issue 17 changed this test: it used to expect the ladder to apply a model's grade that
+    quotes nothing in the document. An unverified value is now only a suggestion, so the
+    final rung finds nothing that validates and keeps waiting, recorded."""
     with llm_settings():
-        # An unverified model answer: valid value, weak evidence → proposed, not auto-applied.
         llm.set_chat_model_factory(fake_model(llm_answer(grade=("11", None))))
         async with build_worker(time_skipping.client, task_queue=task_queue):
             handle, run_id = await _open(time_skipping, db, task_queue, 94,
                                          **ladder(final_action="auto_approve"))
             view = await handle.query(DocumentIntakeWorkflow.get_status)
-            assert view.approval["payload"]["proposal"]["updates"] == {"grade": "11"}
+            proposal = view.approval["payload"]["proposal"]
+            assert proposal["updates"] == {}
+            assert proposal["suggestions"] == {"grade": "11"}
             await time_skipping.sleep(timedelta(hours=5))
-            result = await handle.result()
-    assert (result.status, result.outcome) == ("completed", "approved")
-    assert result.result["record"]["grade"] == "11"
-    row = await _approval(db, run_id)
-    assert row["decided_by"] == "escalation_policy"
+            await _until(db, run_id, "approval.auto_decided")
+            assert (await handle.query(DocumentIntakeWorkflow.get_status)).status == \
+                "awaiting_approval"
+            rows = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND "
+                                  "type = 'approval.auto_decided'", uuid.UUID(run_id))
+            assert json.loads(rows[0]["data"])["result"] == "kept_waiting"
+            await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+                decision="reject", decided_by="rev"))
+            await handle.result()
 
 
 async def test_decision_before_the_first_rung_fires_nothing(time_skipping: WorkflowEnvironment,

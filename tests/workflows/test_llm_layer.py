@@ -74,9 +74,12 @@ async def test_wire_level_retries_honour_retry_after_and_every_attempt_is_in_the
     assert ok["cost_usd"] == pytest.approx((200 * 0.15 + 40 * 0.60) / 1e6)
     assert ok["model"] == "gpt-4o-mini" and ok["choice_reason"] == "global_default"
     assert sum(c["cost_usd"] for c, _ in calls) == pytest.approx(ok["cost_usd"])
-    # "Grade: 9" is not on the form: the model's value is proposed, never auto-applied.
+    # "Grade: 9" is not on the form: the model's value is only a suggestion (issue 17: never
+    # pre-filled as an update, never auto-applied).
     proposal = view.approval["payload"]["proposal"]
-    assert proposal["updates"] == {"grade": "9"}
+    assert proposal["updates"] == {}
+    assert proposal["suggestions"] == {"grade": "9"}
+    assert proposal["quote_verified"] == {"grade": False}
     assert proposal["strategy"] == "llm:gpt-4o-mini"
     assert proposal["acceptable"] is False
     assert len(server.requests) == 3
@@ -164,10 +167,11 @@ async def test_budget_gate_pauses_the_run_and_a_raised_budget_resumes_it(
             assert view.approval["payload"]["kind"] == "review"
             return view
         view = await assert_eventually(reviewed, timeout=60)
-    assert view.approval["payload"]["proposal"]["updates"] == {"grade": "10"}
+    # The model quoted nothing: its grade is a suggestion the reviewer types in (issue 17).
+    assert view.approval["payload"]["proposal"]["suggestions"] == {"grade": "10"}
     assert len(await _llm_events(db, inp.run_id)) == 1
     done = await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
-        decision="approve", decided_by="rita"))
+        decision="approve", updates={"grade": "10"}, decided_by="rita"))
     assert (done.status, done.outcome) == ("completed", "approved")
     assert (await handle.result()).result["record"]["grade"] == "10"
 
