@@ -53,7 +53,7 @@ class _Catalogue(Mapping[str, PipelineSpec]):
         return spec_of(registry.get(name))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(get_registry().names())
+        return iter([p.name for p in get_registry()])
 
     def __len__(self) -> int:
         return len(get_registry().names())

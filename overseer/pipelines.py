@@ -193,7 +193,8 @@ class Registry:
         self._builders: dict[str, Any] = {}
 
     def __iter__(self) -> Iterator[Pipeline]:
-        return iter(sorted(self._pipelines.values(), key=lambda p: p.name))
+        """Pipelines in registration order: the project's, then each ``OVERSEER_GRAPHS`` file's."""
+        return iter(list(self._pipelines.values()))
 
     def __contains__(self, name: object) -> bool:
         return name in self._pipelines
