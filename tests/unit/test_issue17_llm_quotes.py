@@ -47,6 +47,11 @@ def model_reply(monkeypatch: pytest.MonkeyPatch):
             "cost_usd": 0.0, "tokens": 0.0, "calls": 0.0})
 
     monkeypatch.setattr(llm_steps, "call_json", call_json)
+    from activities import runtime as activity_runtime
+
+    # The activity runtime is process-wide: put back whatever was there, so later tests do
+    # not inherit an LLM endpoint.
+    monkeypatch.setattr(activity_runtime, "_runtime", activity_runtime._runtime)
     configure(pool=None, settings=Settings(llm_base_url="http://127.0.0.1:9/v1"))  # type: ignore[arg-type]
 
     def install(reply: dict[str, Any]) -> list[Any]:
