@@ -108,6 +108,10 @@ class Pipeline:
             dict ``interrupt()`` will return. Raise :class:`DecisionRefusedError`.
         progress_nodes: ordered nodes whose completion is progress (``"3 of 5 complete"``).
         human_gate: one line: what a reviewer decides.
+        report: ``(state) -> str`` (or a coroutine function): Markdown of a run's final or
+            partial state, served at ``GET /v1/runs/{id}/report.md``.
+        quotes: ``async (state, ids) -> {id: text}``: resolves quote ids the state holds
+            (served to reviewers at ``GET /v1/runs/{id}/quotes``).
         console_view: template name of a pipeline-specific console panel, if any.
         router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
@@ -126,6 +130,8 @@ class Pipeline:
     check_decision: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None
     progress_nodes: tuple[str, ...] = ()
     human_gate: str = "approve or reject at each interrupt"
+    report: Callable[[Mapping[str, Any]], Any] | None = None
+    quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
     console_view: str | None = None
     router: Callable[[], Any] | None = None
     workflow: str = "GraphRunWorkflow"

@@ -170,7 +170,72 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                      links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
 
 
-def _graph_run(ctx: StartContext) -> tuple[Any, Any]:
+async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *, run_id: str,
+                    subject: str) -> Submitted:
+    """Start a new run that resumes a failed one at its failed node (seed 004: retry from the
+    failed agent without redoing the rest).
+
+    The new run starts as if the last completed progress node had just written the state the
+    failed run had recorded (each progress node's ``node.completed`` event carries its update),
+    so earlier nodes are not run again; a run with no completed progress node starts over.
+    Its ``parent_run_id`` is the failed run.
+
+    Raises:
+        NotFoundError: unknown run (404).
+        ConflictError: the run has not failed (409).
+        InvalidRequestError: its pipeline does not run on ``GraphRunWorkflow`` (422).
+        DependencyUnavailableError: Temporal did not take the start (503; recorded).
+    """
+    rid = uuid.UUID(run_id)
+    row = await pool.fetchrow("SELECT pipeline, status, input, submitted_by FROM runs "
+                              "WHERE run_id = $1", rid)
+    if row is None:
+        from overseer.errors import NotFoundError
+
+        raise NotFoundError(f"unknown run {run_id}")
+    if row["status"] != "failed":
+        raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
+    pipeline = get_registry().get(row["pipeline"])
+    if pipeline.workflow != "GraphRunWorkflow":
+        raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
+    recorded = json.loads(row["input"])
+    tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)
+    new_id = str(uuid.uuid5(rid, f"retry:{tries + 1}"))
+    ctx = StartContext(pipeline=pipeline, run_id=new_id, workflow_id=pipeline.workflow_id(new_id),
+                       subject=subject, metadata=recorded.get("metadata") or {},
+                       settings=settings, document=recorded.get("document"),
+                       input=recorded.get("input"))
+    completed: list[dict[str, Any]] = []
+    for record in await pool.fetch(
+            "SELECT data FROM events WHERE run_id = $1 AND type = 'node.completed' ORDER BY seq",
+            rid):
+        data = json.loads(record["data"])
+        if data.get("snapshot") and data.get("node") in pipeline.progress_nodes:
+            completed.append(data)
+    resume_from = None
+    if completed:
+        values: dict[str, Any] = {}
+        for data in completed:
+            values.update({k: v for k, v in data["snapshot"].items() if k != "progress"})
+        resume_from = {"values": values, "as_node": completed[-1]["node"]}
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=new_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
+            trace_id=current_trace_id(),
+            data={"pipeline": pipeline.name, "workflow_id": ctx.workflow_id,
+                  "submitted_by": row["submitted_by"], "parent_run_id": run_id,
+                  "retry_of": run_id,
+                  "resumed_after": resume_from["as_node"] if resume_from else None,
+                  "input": recorded})])
+    run_method, argument = _graph_run(ctx, resume_from=resume_from)
+    await _start(pool, temporal, settings, ctx, run_method, argument)
+    return Submitted(run_id=new_id, pipeline=pipeline.name,
+                     links={"self": f"/v1/runs/{new_id}", "events": f"/v1/runs/{new_id}/events",
+                            "retry_of": f"/v1/runs/{run_id}"})
+
+
+def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
+               ) -> tuple[Any, Any]:
     from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 
     graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
@@ -180,10 +245,13 @@ def _graph_run(ctx: StartContext) -> tuple[Any, Any]:
     graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
     options = {**ctx.pipeline.options(), **request_options(ctx.metadata),
                "approval": approval_ladder_options(ctx.settings)}
+    if resume_from is not None:
+        resume_from = {"values": encode({**graph_input, **resume_from["values"]}),
+                       "as_node": resume_from["as_node"]}
     return GraphRunWorkflow.run, GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name, input=encode(graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
-        search_attributes=ctx.settings.search_attributes_enabled)
+        search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
 
 
 def input_keys(builder: Any) -> set[str]:

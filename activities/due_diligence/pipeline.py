@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from activities.due_diligence.graph import AGENTS, build_due_diligence_graph
 from activities.due_diligence.options import DueDiligenceOptions
+from activities.due_diligence.report import render_report
 from overseer.pipelines import Pipeline
 
 PIPELINE = Pipeline(
@@ -16,4 +17,5 @@ PIPELINE = Pipeline(
     accepts=("application/pdf", "image/png", "image/tiff", "image/jpeg", "text/plain"),
     progress_nodes=AGENTS,
     human_gate="optional sign-off: approve or reject the findings and checklist",
+    report=render_report,
 )

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from activities.thematic_analysis.coding import check_decision
 from activities.thematic_analysis.graph import build_thematic_analysis_graph
 from activities.thematic_analysis.options import ThematicOptions
 from overseer.pipelines import Pipeline
+
+
+async def quotes(state: Mapping[str, Any], ids: list[str]) -> dict[str, str]:
+    """Quote ids of a run → the review sentences they name (reviewer-only endpoint)."""
+    from activities.thematic_analysis.dataset import quotes_for
+
+    sha = (state.get("document") or {}).get("sha256")
+    return await quotes_for(ids, sha) if sha else {}
+
+
+async def report(state: Mapping[str, Any]) -> str:
+    """Markdown report with each theme's representative quotes resolved."""
+    from activities.thematic_analysis.report import render_report
+
+    ids = [q for theme in state.get("themes") or [] for q in theme.get("quote_ids", [])]
+    return render_report(state, await quotes(state, ids))
 
 PIPELINE = Pipeline(
     name="thematic_analysis",
@@ -19,4 +38,6 @@ PIPELINE = Pipeline(
     progress_nodes=("load_dataset", "code_aggregator", "reviewer", "theme_aggregator", "finish"),
     human_gate=("optional codebook review (metadata.review_codebook): approve with merge / "
                 "rename / delete edits, or reject"),
+    report=report,
+    quotes=quotes,
 )

@@ -37,6 +37,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.grants = settings.load_token_grants()
         app.state.pool = await create_pool(settings.database_url,
                                            max_size=settings.database_pool_max_size)
+        # Pipelines' report and quote hooks read stored uploads through the same runtime
+        # holder their nodes use.
+        from activities import runtime as activity_runtime
+
+        activity_runtime.configure(app.state.pool, settings)
         app.state.temporal = await connect_client(settings, temporal_runtime())
         try:
             yield

@@ -29,6 +29,9 @@ def test_due_diligence_on_a_real_agreement(stack: Stack):
     events = sub.get(f"/v1/runs/{run['run_id']}/events").json()["items"]
     done = [e["data"]["node"] for e in events if e["type"] == "node.completed"]
     assert done.index("ingestion") < done.index("risk_scoring") < done.index("checklist")
+    report = sub.get(f"/v1/runs/{run['run_id']}/report.md")
+    assert report.status_code == 200 and report.headers["content-type"].startswith("text/markdown")
+    assert findings[0]["quote"][:40] in report.text
 
 
 def test_thematic_analysis_on_the_example_reviews(stack: Stack):
@@ -45,6 +48,14 @@ def test_thematic_analysis_on_the_example_reviews(stack: Stack):
     events = sub.get(f"/v1/runs/{run['run_id']}/events").json()["items"]
     coders = [e for e in events if e["type"] == "node.completed" and e["data"]["node"] == "coder"]
     assert len(coders) >= 2  # one coder activity per identity
+    themes = run["result"]["output"]["themes"]
+    ids = [q for t in themes for q in t["quote_ids"]][:5]
+    assert sub.get(f"/v1/runs/{run['run_id']}/quotes", params={"ids": ",".join(ids)}
+                   ).status_code == 403  # quote text is for reviewers
+    quotes = stack.client("reviewer").get(f"/v1/runs/{run['run_id']}/quotes",
+                                          params={"ids": ",".join(ids)}).json()["quotes"]
+    reviews = data.decode()
+    assert set(quotes) == set(ids) and all(text in reviews for text in quotes.values())
 
 
 def test_resume_tailoring_review_revise_approve(stack: Stack):
