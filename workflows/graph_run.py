@@ -88,6 +88,10 @@ class GraphRunInput:
         search_attributes: upsert OverseerPipeline/OverseerStatus.
         resume_from: ``{"values": encoded state, "as_node": node}``: start as if ``as_node``
             had just written ``values`` (retry from a failed node without redoing the rest).
+        thread_id: the Agent Server thread the run belongs to (the graph's ``thread_id``).
+        thread_values: the thread's state before this run, encoded: applied with
+            ``aupdate_state`` (as :func:`thread_node`) before ``input`` is invoked, so a new
+            run on a thread starts from the thread's state (reducers see the old values).
     """
 
     run_id: str
@@ -98,6 +102,8 @@ class GraphRunInput:
     submitted_by: str = "unknown"
     search_attributes: bool = True
     resume_from: dict[str, Any] | None = None
+    thread_id: str | None = None
+    thread_values: dict[str, Any] | None = None
 
 
 @dataclass
@@ -132,7 +138,11 @@ class GraphRunWorkflow(ApprovalGate):
         self._memo: dict[tuple[str, int], NodeResult] = {}
         self._pending_events: list[dict[str, Any]] = []
         self._uuid_last = 0
+        self._progress_seq = 0
         self._interrupt_id: str | None = None
+        self._published = 0
+        self._marks: list[dict[str, Any]] = []
+        self._snapshot: dict[str, Any] | None = None
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -144,10 +154,13 @@ class GraphRunWorkflow(ApprovalGate):
                                    "workflow_id": workflow.info().workflow_id})
         await self.set_status("running")
         app = compiled_graph(inp.pipeline).copy({"checkpointer": InMemorySaver()})
-        config: dict[str, Any] = {"configurable": {"thread_id": inp.run_id},
+        config: dict[str, Any] = {"configurable": {"thread_id": inp.thread_id or inp.run_id},
                                   "recursion_limit": DEFAULT_RECURSION_LIMIT}
         try:
             graph_input: Any = decode(inp.input)
+            if inp.thread_values is not None:
+                await app.aupdate_state(config, decode(inp.thread_values),
+                                        as_node=thread_node(inp.pipeline))
             if inp.resume_from:
                 await app.aupdate_state(config, decode(inp.resume_from["values"]),
                                         as_node=inp.resume_from["as_node"])
@@ -157,15 +170,19 @@ class GraphRunWorkflow(ApprovalGate):
             while pending:
                 rounds += 1
                 first = pending[0]
+                await self._snap(app, config)
                 decision = await self._ask(first, pending, rounds)
                 pending = await self._drive(app, Command(resume={first.id: decision}), config)
         except NodeFailedError as err:
+            await self._snap(app, config)
             await self._fail({"code": err.code, "message": err.message, "node": err.node})
         except ApplicationError:
             raise
         except Exception as err:  # a bug in a workflow-placed node or router: fail once, named
+            await self._snap(app, config)
             await self._fail({"code": NODE_ERROR, "message": f"{type(err).__name__}: {err}"[:500],
                               "node": None})
+        await self._snap(app, config)
         values = to_jsonable((await app.aget_state(config)).values)
         status, outcome = final_status(values, self._last_decision)
         await self._finish(status, outcome, {"output": values})
@@ -185,13 +202,75 @@ class GraphRunWorkflow(ApprovalGate):
                     continue
                 chunk = {k: v for k, v in chunk.items() if k != "__interrupt__"}
             self._publish(mode, chunk)
+            if mode == "updates" and isinstance(chunk, dict):
+                await self._progress(chunk)
         pending = sorted({i.id: i for i in pending}.values(), key=lambda i: i.id)
         if pending:
             self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
         return pending
 
+    async def _progress(self, updates: dict[str, Any]) -> None:
+        """``node.completed`` with a snapshot for progress nodes that ran in the workflow or as
+        a subgraph (activity nodes record their own), written at once so progress shows live."""
+        assert self._inp is not None and self._spec is not None
+        nodes = list(self._spec.progress_nodes)
+        for node, update in updates.items():
+            if node not in nodes or node in _in_activities.get(self._inp.pipeline, set()):
+                continue
+            self._progress_seq += 1
+            index = nodes.index(node)
+            snapshot = {k: v for k, v in to_jsonable(update or {}).items()
+                        if encoded_size({"json": v}) <= CLAIM_CHECK_BYTES} \
+                if isinstance(update, dict) else {}
+            snapshot["progress"] = {
+                "completed": index + 1, "total": len(nodes),
+                "current": nodes[index + 1] if index + 1 < len(nodes) else None,
+                "label": f"{index + 1} of {len(nodes)} agents complete"}
+            self._pending_events.append({
+                "run_id": self._inp.run_id, "key": f"node.completed:{node}:{self._progress_seq}",
+                "type": NODE_COMPLETED, "actor": "workflow",
+                "occurred_at": workflow.now().isoformat(),
+                "data": {"node": node, "placement": "workflow", "attempt": 1,
+                         "snapshot": snapshot}})
+            await self._flush()
+
     def _publish(self, event: str, data: Any) -> None:
+        if event in ("interrupt", "end", "error"):
+            self._marks.append({"offset": self._published, "event": event})
         self._topic.publish({"event": event, "data": to_jsonable(data)})
+        self._published += 1
+
+    async def _snap(self, app: Any, config: dict[str, Any]) -> None:
+        """Keep the graph's state (values, next, tasks, interrupts) for :meth:`get_thread_state`."""
+        state = await app.aget_state(config)
+        conf = (state.config or {}).get("configurable") or {}
+        parent = ((state.parent_config or {}).get("configurable") or {})
+        self._snapshot = {
+            "values": to_jsonable(state.values), "encoded": encode(state.values),
+            "next": list(state.next),
+            "tasks": [{"id": t.id, "name": t.name,
+                       "error": None if t.error is None else repr(t.error)[:500],
+                       "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
+                                      for i in t.interrupts],
+                       "result": to_jsonable(t.result)} for t in state.tasks],
+            "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
+            "checkpoint_id": conf.get("checkpoint_id"),
+            "parent_checkpoint_id": parent.get("checkpoint_id"),
+            "metadata": to_jsonable(dict(state.metadata or {})),
+            "created_at": state.created_at,
+        }
+
+    @workflow.query
+    def get_thread_state(self) -> dict[str, Any]:
+        """The graph's state at its last pause or end, for the Agent Server API.
+
+        ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
+        metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
+        (stream items so far) and ``marks``: ``[{offset, event}]`` of every ``interrupt``,
+        ``end`` and ``error`` stream item.
+        """
+        return {**(self._snapshot or {}), "status": self._status,
+                "published": self._published, "marks": list(self._marks)}
 
     @workflow.query
     def get_interrupts(self) -> list[dict[str, Any]]:
@@ -219,6 +298,8 @@ class GraphRunWorkflow(ApprovalGate):
         decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
                                                ladder=ladder)
         self._last_decision = decision["decision"]
+        if decision.get("raw"):
+            return decision.get("resume")  # an Agent Server resume: interrupt() gets it as sent
         return {"decision": decision["decision"], "note": decision.get("note"),
                 "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
                 "decided_by": decision.get("decided_by")}
@@ -245,7 +326,8 @@ class GraphRunWorkflow(ApprovalGate):
                 self._spec.check_decision(self._approval["payload"], checked)
             except DecisionRefusedError as err:
                 raise ApplicationError(err.message, err.details, type=err.code) from err
-        return {"updates": checked["updates"], "resume": checked["resume"]}
+        return {"updates": checked["updates"], "resume": checked["resume"],
+                **({"raw": True} if decision.raw_resume else {})}
 
     def decisions(self) -> tuple[str, ...]:
         """Decision kinds the open approval accepts (the pipeline's)."""
@@ -315,6 +397,8 @@ class GraphRunWorkflow(ApprovalGate):
     def note_workflow_node(self, path: str, task: str, started: float) -> None:
         """Buffer ``node.completed`` of a workflow-placed node (written with the next event)."""
         assert self._inp is not None
+        if self._spec is not None and path in self._spec.progress_nodes:
+            return  # recorded with its snapshot by _progress
         self._pending_events.append({
             "run_id": self._inp.run_id, "key": f"node.completed:{path}:{task}",
             "type": NODE_COMPLETED, "actor": "workflow", "occurred_at": workflow.now().isoformat(),
@@ -376,6 +460,8 @@ def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
 # --- preparing a graph for the workflow ----------------------------------------------------------
 
 _compiled: dict[str, Any] = {}
+_in_activities: dict[str, set[str]] = {}
+"""Per pipeline, the top-level nodes that run in activities (they record their own completion)."""
 
 
 def compiled_graph(pipeline: str) -> Any:
@@ -383,7 +469,26 @@ def compiled_graph(pipeline: str) -> Any:
     if pipeline not in _compiled:
         builder = get_registry().builder(pipeline)
         _compiled[pipeline] = prepare(builder, prefix="").compile()
+        _in_activities[pipeline] = {
+            name for name, spec in builder.nodes.items()
+            if node_options(spec.metadata)[0].run_in != "workflow"
+            and not (isinstance(spec.runnable, Pregel)
+                     and "run_in" not in dict((spec.metadata or {}).get("overseer") or {})
+                     and "execute_in" not in (spec.metadata or {}))}
     return _compiled[pipeline]
+
+
+def thread_node(pipeline: str) -> str:
+    """The node a thread's earlier state is written as (``aupdate_state``'s ``as_node``).
+
+    The first node without conditional edges (so no router runs on the old state), else the
+    first node. New input then starts from ``START`` with the old values in the channels:
+    the pending tasks the update scheduled are discarded, as on a LangGraph thread.
+    """
+    builder = get_registry().builder(pipeline)
+    names = list(builder.nodes)
+    plain = [n for n in names if n not in builder.branches]
+    return (plain or names)[0]
 
 
 def node_options(metadata: dict[str, Any] | None) -> tuple[NodeOptions, RetryPolicy | None]:
