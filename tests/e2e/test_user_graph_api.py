@@ -80,3 +80,31 @@ def test_poison_node_fails_with_its_name_and_bad_input_is_refused(stack: Stack):
     assert upload.status_code == 422 and upload.json()["code"] == "invalid_request"
     unknown = sub.post("/v1/pipelines/nope/runs", json={"input": {}})
     assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+
+
+def test_user_graph_interrupts_are_decided_in_the_console(stack: Stack):
+    import re
+
+    from tests.e2e.test_console_http import login
+
+    sub = stack.client("submitter")
+    run_id = sub.post("/v1/pipelines/approvals/runs",
+                      json={"input": {"topic": "console"}}).json()["run_id"]
+    http = login(stack)
+    for question in ("publish?", "really?"):
+        wait_for(sub, run_id, {"awaiting_approval"})
+        page = http.get(f"/console/items/{run_id}")
+        assert page.status_code == 200 and question in page.text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        decided = http.post(f"/console/items/{run_id}/decision",
+                            data={"csrf_token": csrf, "decision": "approve", "note": question})
+        assert decided.status_code in (200, 303), decided.text
+        if question == "publish?":
+            deadline = time.monotonic() + 60
+            while sub.get(f"/v1/runs/{run_id}").json()["pending_approval"]["payload"].get(
+                    "question") == "publish?":
+                assert time.monotonic() < deadline
+                time.sleep(0.3)
+    run = wait_for(sub, run_id, {"completed"})
+    assert run["result"]["output"]["summary"] == "approve then approve"
+    assert [d["note"] for d in run["result"]["output"]["decisions"]] == ["publish?", "really?"]

@@ -351,8 +351,18 @@ async def _item_page(request: Request, session: sessions.ConsoleSession, run_id:
         "form_values": form_values or {}, "filters": filters, "item_query": _item_query(filters),
         "prev_id": neighbours[0], "next_id": neighbours[1],
         "done": await _done_summary(pool, done) if done else None,
+        "extra_decisions": _extra_decisions(run["pipeline"]),
     }
     return _render(request, session, "item.html", context, status=status)
+
+
+def _extra_decisions(pipeline: str) -> list[str]:
+    """Decision kinds the run's pipeline takes besides approve and reject (e.g. ``revise``)."""
+    from overseer.pipelines import get_registry
+
+    if pipeline not in get_registry():
+        return []
+    return [d for d in get_registry().get(pipeline).decisions if d not in ("approve", "reject")]
 
 
 def _render(request: Request, session: sessions.ConsoleSession | None, name: str,
