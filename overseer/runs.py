@@ -25,20 +25,29 @@ from typing import Any
 
 import asyncpg
 from pydantic import ValidationError
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from observability.tracing import current_trace_id, tracer
 from overseer.catalogue import approval_ladder_options, request_options
-from overseer.errors import ConflictError, DependencyUnavailableError, InvalidRequestError
+from overseer.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidFieldEditsError,
+    InvalidRequestError,
+    NotAwaitingApprovalError,
+    NotFoundError,
+    OverseerError,
+)
 from overseer.graph_codec import encode
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import DecisionRefusedError, Pipeline, get_registry
 from overseer.settings import Settings
 from overseer.store.artifacts import sha256_hex, store_artifact
 from overseer.store.events import RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
@@ -104,8 +113,12 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     """Validate, record and start one run (see the module docstring).
 
     Args:
-        pool: the database pool; temporal: the Temporal client; settings: process settings.
-        pipeline_name: registry name; subject: the submitter; metadata: the request's metadata.
+        pool: the database pool.
+        temporal: the Temporal client.
+        settings: process settings.
+        pipeline_name: registry name.
+        subject: the submitter.
+        metadata: the request's metadata.
         idempotency_key: maps a retried request to the same run.
         graph_input: the JSON ``input`` of a JSON run.
         upload: the file of an upload run.
@@ -172,8 +185,9 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
 
 async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *, run_id: str,
                     subject: str) -> Submitted:
-    """Start a new run that resumes a failed one at its failed node (seed 004: retry from the
-    failed agent without redoing the rest).
+    """Start a new run that resumes a failed one at its failed node.
+
+    Seed 004: retry from the failed agent without redoing the rest.
 
     The new run starts as if the last completed progress node had just written the state the
     failed run had recorded (each progress node's ``node.completed`` event carries its update),
@@ -190,8 +204,6 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     row = await pool.fetchrow("SELECT pipeline, status, input, submitted_by FROM runs "
                               "WHERE run_id = $1", rid)
     if row is None:
-        from overseer.errors import NotFoundError
-
         raise NotFoundError(f"unknown run {run_id}")
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
@@ -336,3 +348,63 @@ def safe_name(name: str | None) -> str | None:
         return None
     base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
     return base[:255] or None
+
+
+class ClaimedByOtherError(ConflictError):
+    """The approval is claimed by another reviewer (409)."""
+
+    code = "claimed_by_other"
+
+
+async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: str, arg: Any) -> Any:
+    """Send the Update ``name`` (``decide``, ``claim``, ``release``, ``reassign``) to a run's workflow.
+
+    The one decision path for every pipeline (approvals API, console, pricing sign-off,
+    Agent Server resumes): the workflow's validator refuses before history, and the
+    refusal is mapped once to a stable code.
+
+    Returns:
+        The update's result as a dict.
+
+    Raises:
+        NotFoundError: unknown run (404).
+        NotAwaitingApprovalError, ClaimedByOtherError: 409.
+        InvalidFieldEditsError, DecisionRefusedError (the pipeline's code), InvalidRequestError: 422.
+        DependencyUnavailableError: Temporal did not answer (503).
+    """
+    try:
+        rid = uuid.UUID(str(run_id))
+    except ValueError:
+        raise NotFoundError(f"unknown run {run_id}") from None
+    row = await pool.fetchrow("SELECT workflow_id, status FROM runs WHERE run_id = $1", rid)
+    if row is None:
+        raise NotFoundError(f"unknown run {run_id}")
+    handle = temporal.get_workflow_handle(row["workflow_id"])
+    try:
+        result = await handle.execute_update(name, arg)
+    except WorkflowUpdateFailedError as err:
+        raise refusal(err.cause, row["status"]) from err
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise NotAwaitingApprovalError(
+                f"run {run_id} is not awaiting approval", details={"status": row["status"]}
+            ) from err
+        raise DependencyUnavailableError("Temporal did not answer") from err
+    return result if isinstance(result, dict) else vars(result)
+
+
+def refusal(cause: BaseException | None, status: str) -> OverseerError:
+    """Map a refused Update's ``ApplicationError`` to the API's error (one mapping for all)."""
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
+        details = details if isinstance(details, dict) else {"detail": details}
+        if cause.type == "not_awaiting_approval":
+            return NotAwaitingApprovalError(cause.message, details={"status": status, **details})
+        if cause.type == "claimed_by_other":
+            return ClaimedByOtherError(cause.message, details=details)
+        if cause.type == "invalid_field_edits":
+            return InvalidFieldEditsError(cause.message, details=details)
+        if cause.type and cause.type not in ("invalid_request",):
+            return DecisionRefusedError(cause.message, code=cause.type, details=details)
+        return InvalidRequestError(cause.message, details={"code": cause.type, **details})
+    return NotAwaitingApprovalError("the request was refused", details={"status": status})

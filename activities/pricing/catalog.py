@@ -26,6 +26,7 @@ import hashlib
 import io
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -427,3 +428,19 @@ if __name__ == "__main__":
     import sys
 
     raise SystemExit(_main(sys.argv[1:]))
+
+
+_catalog_cache: dict[str, tuple[float, Catalog]] = {}
+
+
+async def current_catalog(settings: Any, pool: Any) -> Catalog:
+    """The live catalog: a Postgres table (re-read every ``pricing_catalog_cache_seconds``) or a CSV."""
+    if settings.pricing_catalog_table:
+        cached = _catalog_cache.get(settings.pricing_catalog_table)
+        if cached and time.monotonic() - cached[0] < settings.pricing_catalog_cache_seconds:
+            return cached[1]
+        async with pool.acquire() as conn:
+            catalog = await load_catalog_table(conn, settings.pricing_catalog_table)
+        _catalog_cache[settings.pricing_catalog_table] = (time.monotonic(), catalog)
+        return catalog
+    return load_catalog_file(settings.pricing_catalog_path)

@@ -312,3 +312,20 @@ def test_readme_curl_examples_stream(stack: Stack):
     assert any(e["data"].get("awaiting_approval") for e in events)
     stack.client("reviewer").post("/api/v1/chat/cancel",
                                   json={"thread_id": events[0]["data"]["thread_id"]})
+
+
+def test_claimed_sign_off_is_fenced_like_any_approval_and_an_admin_may_override(stack: Stack):
+    """Issue 11/17: the pricing sign-off answered 422 where approvals answer 409, and admins
+    could not override a claim. One decision path now serves both."""
+    sub, rev = stack.client("submitter"), stack.client("reviewer")
+    paused = sub.post("/api/v1/chat", params={"plan": "true"},
+                      json={"message": "Propose updates for ASTR 4 black holes"}).json()
+    thread = paused["thread_id"]
+    claimed = stack.client("reviewer2").post(f"/v1/admin/approvals/{thread}/claim")
+    assert claimed.status_code == 200, claimed.text
+    fenced = rev.post("/api/v1/chat/approve", json={"thread_id": thread})
+    assert fenced.status_code == 409 and fenced.json()["code"] == "claimed_by_other"
+    final = stack.client("admin").post("/api/v1/chat/approve",
+                                       json={"thread_id": thread, "note": "override"})
+    assert final.status_code == 200, final.text
+    assert final.json()["outcome"] == "approved"

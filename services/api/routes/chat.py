@@ -26,30 +26,28 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
-from activities.pricing.catalog import Catalog, load_catalog_file, load_catalog_table
+from activities.pricing.catalog import Catalog, current_catalog
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
 from activities.pricing.tools import TOOLS
 from overseer.catalogue import get_pipeline, pricing_options
 from overseer.errors import (
     ConflictError,
     DependencyUnavailableError,
-    InvalidFieldEditsError,
     InvalidRequestError,
-    NotAwaitingApprovalError,
     NotFoundError,
 )
+from overseer.runs import send_update
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_COMPLETED, RUN_SUBMITTED, NewEvent, append_events
@@ -189,19 +187,15 @@ async def thread_stream(
 @router.post("/approve", response_model=ChatStreamEvent)
 async def approve(body: ThreadRequest, principal: ReviewerDep, pool: PoolDep,
                   temporal: TemporalDep) -> JSONResponse:
-    """Sign off a paused plan (reviewers); answers the run's final event once it has finished."""
+    """Sign off a paused plan (reviewers); answers the run's final event once it has finished.
+
+    The same decision path as ``/v1/admin/approvals`` (claims fence other reviewers with 409
+    ``claimed_by_other``, admins may override, the same refusal codes).
+    """
     handle = await thread_handle(pool, temporal, body.thread_id, principal)
     decision = DecisionInput(decision="approve", updates=body.updates, note=body.note,
-                             decided_by=principal.subject)
-    try:
-        await handle.execute_update(PricingWorkflow.decide, decision)
-    except WorkflowUpdateFailedError as err:
-        raise refusal(err.cause) from err
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise NotAwaitingApprovalError(f"thread {body.thread_id} is not awaiting approval",
-                                           details={"thread_id": body.thread_id}) from err
-        raise DependencyUnavailableError("Temporal did not answer") from err
+                             decided_by=principal.subject, is_admin=principal.is_admin)
+    await send_update(pool, temporal, body.thread_id, "decide", decision)
     return JSONResponse(await final_event(temporal, handle))
 
 
@@ -252,22 +246,6 @@ async def route_message(message: str, *, plan: bool, settings: Settings) -> Rout
         log.warning("intent classifier failed; rules only", extra={"error": type(err).__name__})
         return decide_route(message)
     return decide_route(message, extra_intents=extra, strategy=f"llm:{choice.model}")
-
-
-_catalog_cache: dict[str, tuple[float, Catalog]] = {}
-
-
-async def current_catalog(settings: Settings, pool: Any) -> Catalog:
-    """The live catalog: a Postgres table (re-read every ``pricing_catalog_cache_seconds``) or a CSV."""
-    if settings.pricing_catalog_table:
-        cached = _catalog_cache.get(settings.pricing_catalog_table)
-        if cached and time.monotonic() - cached[0] < settings.pricing_catalog_cache_seconds:
-            return cached[1]
-        async with pool.acquire() as conn:
-            catalog = await load_catalog_table(conn, settings.pricing_catalog_table)
-        _catalog_cache[settings.pricing_catalog_table] = (time.monotonic(), catalog)
-        return catalog
-    return load_catalog_file(settings.pricing_catalog_path)
 
 
 async def session_history(pool: Any, principal: Principal, session_id: str | None
@@ -469,19 +447,6 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)
     return canonical({**event, "seq": seq})
-
-
-def refusal(cause: BaseException | None) -> Exception:
-    """Map a refused ``decide`` update to the API's error codes."""
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else {}
-        details = details if isinstance(details, dict) else {"detail": details}
-        if cause.type == "not_awaiting_approval":
-            return NotAwaitingApprovalError(cause.message, details=details)
-        if cause.type == "invalid_field_edits":
-            return InvalidFieldEditsError(cause.message, details=details)
-        return InvalidRequestError(cause.message, details={"code": cause.type, **details})
-    return NotAwaitingApprovalError("the decision was refused")
 
 
 # --- SSE ----------------------------------------------------------------------------------------------

@@ -47,14 +47,14 @@ from services.api.console import session as sessions
 from services.api.console.pages import DocumentRef, document_of_run, document_text, render_page_png
 from services.api.deps import Principal
 from services.api.errors import SECURITY_CODES, record_security_event
-from services.api.readmodels import approval_view, parse_run_id
-from services.api.routes.approvals import (
+from services.api.operations import (
     claim_run,
     decide_run,
     list_approval_views,
     reassign_run,
     release_run,
 )
+from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, ReassignRequest
 
 CONSOLE_DIR = Path(__file__).resolve().parents[1] / "console"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from activities.pricing.catalog import current_catalog
 from activities.pricing.policy import PolicyConfig, PolicyReport, check_all_policies
 from overseer.catalogue import pricing_options
 from overseer.errors import InvalidRequestError, NotFoundError
 from services.api.deps import PoolDep, PrincipalDep, SettingsDep
-from services.api.routes.chat import current_catalog
 from services.api.schemas.pricing import PolicyCheckRequest, PolicyCheckResponse
 
 router = APIRouter(prefix="/api/v1/policy", tags=["policy"])

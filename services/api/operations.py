@@ -1,0 +1,112 @@
+"""What the approval routes and the review console do: decide, claim, release, reassign, list.
+
+HTTP-free: every operation talks to the run's workflow through the run service's one
+update path (:func:`overseer.runs.send_update`), so validation lives in the workflow's
+validators and every refusal comes back with the same stable code wherever it was sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client
+
+from overseer.errors import InvalidRequestError, NotFoundError
+from overseer.pipelines import get_registry
+from overseer.runs import send_update
+from services.api.deps import Principal
+from services.api.readmodels import approval_view, parse_run_id
+from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
+from workflows.approval import ClaimInput, DecisionInput, ReassignInput
+
+
+async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, pool: asyncpg.Pool,
+                     temporal: Client) -> DecisionResponse:
+    """Send a decision; answers once the run has moved on.
+
+    Raises:
+        NotFoundError: unknown run (404).
+        NotAwaitingApprovalError, ClaimedByOtherError: 409.
+        InvalidFieldEditsError, InvalidRequestError: 422.
+    """
+    known = sorted({d for p in get_registry() for d in p.decisions})
+    if body.decision not in known:
+        raise InvalidRequestError(f"decision must be one of {', '.join(known)}",
+                                  details={"field": "decision", "allowed": known})
+    decision = DecisionInput(decision=body.decision, updates=body.updates, note=body.note,
+                             decided_by=principal.subject, apply_proposal=body.apply_proposal,
+                             budget_usd=body.budget_usd, budget_tokens=body.budget_tokens,
+                             is_admin=principal.is_admin, resume=body.resume)
+    result = await send_update(pool, temporal, run_id, "decide", decision)
+    return DecisionResponse(run_id=str(parse_run_id(run_id)), status=result["status"],
+                            outcome=result.get("outcome"))
+
+
+async def claim_run(run_id: str, principal: Principal, pool: asyncpg.Pool,
+                    temporal: Client) -> ApprovalView:
+    """Claim for ``principal``; the view reflects the claim (read models are written first)."""
+    await send_update(pool, temporal, run_id, "claim",
+                  ClaimInput(reviewer=principal.subject, is_admin=principal.is_admin))
+    return await get_approval_view(pool, run_id)
+
+
+async def release_run(run_id: str, principal: Principal, pool: asyncpg.Pool,
+                      temporal: Client) -> ApprovalView:
+    """Release ``principal``'s claim (an admin may release anyone's)."""
+    await send_update(pool, temporal, run_id, "release",
+                  ClaimInput(reviewer=principal.subject, is_admin=principal.is_admin))
+    return await get_approval_view(pool, run_id)
+
+
+async def reassign_run(run_id: str, body: ReassignRequest, principal: Principal,
+                       pool: asyncpg.Pool, temporal: Client) -> ApprovalView:
+    """Reassign to ``body.assignee`` and/or ``body.group``."""
+    await send_update(pool, temporal, run_id, "reassign",
+                  ReassignInput(by=principal.subject, assignee=body.assignee, group=body.group,
+                                is_admin=principal.is_admin))
+    return await get_approval_view(pool, run_id)
+
+
+async def get_approval_view(pool: asyncpg.Pool, run_id: str) -> ApprovalView:
+    """The approval of a run.
+
+    Raises:
+        NotFoundError: the run never asked for approval.
+    """
+    row = await pool.fetchrow("SELECT * FROM approvals WHERE run_id = $1", parse_run_id(run_id))
+    if row is None:
+        raise NotFoundError(f"run {run_id} has no approval request")
+    return approval_view(row)
+
+
+async def list_approval_views(pool: asyncpg.Pool, *, status: str | None = "pending",
+                              pipeline: str | None = None, assignee: str | None = None,
+                              sla_state: str | None = None, min_age_seconds: float | None = None,
+                              limit: int = 100) -> list[ApprovalView]:
+    """Approvals oldest first; ``assignee="none"`` lists unclaimed ones."""
+    clauses: list[str] = []
+    args: list[Any] = []
+
+    def where(sql: str, value: Any) -> None:
+        args.append(value)
+        clauses.append(sql.format(f"${len(args)}"))
+
+    if status:
+        where("status = {}", status)
+    if pipeline:
+        where("pipeline = {}", pipeline)
+    if assignee == "none":
+        clauses.append("assigned_to IS NULL")
+    elif assignee:
+        where("assigned_to = {}", assignee)
+    if sla_state == "breached":
+        clauses.append("sla_breached_at IS NOT NULL")
+    elif sla_state == "ok":
+        clauses.append("sla_breached_at IS NULL")
+    if min_age_seconds is not None:
+        where("requested_at <= now() - make_interval(secs => {})", float(min_age_seconds))
+    args.append(limit)
+    sql = (f"SELECT * FROM approvals {'WHERE ' + ' AND '.join(clauses) if clauses else ''} "
+           f"ORDER BY requested_at LIMIT ${len(args)}")
+    return [approval_view(r) for r in await pool.fetch(sql, *args)]
