@@ -67,7 +67,7 @@ lint: setup
 	$(BIN)/ruff check .
 
 examples: setup ## regenerate the documents in examples/
-	$(BIN)/python -m tests.corpus examples
+	$(BIN)/python -m overseer.bench.corpus examples
 
 clean:
 	rm -rf $(VENV) .pytest_cache

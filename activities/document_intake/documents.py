@@ -557,7 +557,10 @@ def _text_pages(data: bytes, limits: DocumentLimits) -> list[str]:
 # in a thread pool: every PDFium call in this module holds this lock (re-entrant, so
 # helpers can take it again). Documents and pages are closed explicitly under the lock
 # rather than left to garbage collection, which may run in any thread.
-_PDFIUM_LOCK = threading.RLock()
+PDFIUM_LOCK = threading.RLock()
+"""The process's one PDFium lock: every PDFium call anywhere in Overseer holds it (the review
+console's page renderer included)."""
+_PDFIUM_LOCK = PDFIUM_LOCK
 _PDFIUM_MISSING_FILE = b"/nonexistent/overseer-pdfium-error-reset.pdf"
 
 

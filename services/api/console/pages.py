@@ -23,12 +23,13 @@ import asyncpg
 import pypdfium2 as pdfium
 from PIL import Image, ImageOps
 
+from activities.document_intake.documents import PDFIUM_LOCK
 from overseer.errors import NotFoundError, UnreadableDocumentError, UnsupportedDocumentError
 
 MAX_TEXT_CHARS = 200_000
 """Text shown for a text document, at most (the rest is cut with a note)."""
 _CACHE_ENTRIES = 32
-_PDFIUM_LOCK = threading.Lock()
+_PDFIUM_LOCK = PDFIUM_LOCK  # one lock per process: PDFium is not thread-safe across documents
 _cache: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
 _cache_lock = threading.Lock()
 
