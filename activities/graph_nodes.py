@@ -244,13 +244,15 @@ async def _load_blob(sha: str) -> dict[str, Any]:
 
 
 async def _with_heartbeats(work: Any) -> Any:
-    """Heartbeat every 2 s while the node runs when the node has a heartbeat time-out."""
-    if not activity.in_activity() or not activity.info().heartbeat_timeout:
+    """Heartbeat three times per heartbeat time-out while the node runs (when it has one)."""
+    timeout = activity.info().heartbeat_timeout if activity.in_activity() else None
+    if not timeout:
         return await work
+    every = max(0.2, timeout.total_seconds() / 3)
     task = asyncio.ensure_future(work)
     try:
         while True:
-            done, _ = await asyncio.wait({task}, timeout=2.0)
+            done, _ = await asyncio.wait({task}, timeout=every)
             if done:
                 return task.result()
             activity.heartbeat()

@@ -51,3 +51,34 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
                    for e in events)
     assert all(n == 1 for n in keys.values()), keys
     print(f"recovered in {recovery_seconds:.1f} s")
+
+
+async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
+        stack: Stack, dev_server: WorkflowEnvironment):
+    sub = stack.client("submitter")
+    res = sub.post("/v1/pipelines/slow/runs", json={"input": {"topic": "4"}})
+    assert res.status_code == 202, res.text
+    run_id = res.json()["run_id"]
+    handle = dev_server.client.get_workflow_handle(f"slow-{run_id}")
+    deadline = time.monotonic() + 60
+    while True:
+        desc = await handle.describe()
+        summaries = [a.activity_type.name for a in desc.raw_description.pending_activities]
+        events = sub.get(f"/v1/runs/{run_id}/events").json()["items"]
+        if "run_node" in summaries and any(e["data"].get("node") == "first" for e in events):
+            break
+        assert time.monotonic() < deadline, "the slow node never started"
+        time.sleep(0.05)
+    victim = next(w for w in reversed(stack.workers) if w.poll() is None)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    stack.start_worker()
+    run = wait_for_status(sub, run_id, {"completed", "failed"}, timeout=180)
+    assert run["status"] == "completed", run.get("error")
+    assert run["result"]["output"]["trail"] == ["first", "slow", "last"]
+    events = sub.get(f"/v1/runs/{run_id}/events").json()["items"]
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids))
+    nodes = Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
+    assert nodes == {"first": 1, "slow_step": 1, "last": 1}
+    assert [e["type"] for e in events].count("run.completed") == 1

@@ -8,6 +8,7 @@ and in parallel branches, a poison node, a large state, a transient failure).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import operator
 import os
@@ -238,3 +239,25 @@ def _flaky() -> StateGraph:
 
 
 flaky = _flaky()
+
+
+async def slow_step(state: State) -> dict[str, Any]:
+    """Long enough to kill the worker in the middle of it."""
+    await asyncio.sleep(float(state["topic"]))
+    return {"trail": ["slow"], "summary": "slept"}
+
+
+def _slow() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("first", lambda state: {"trail": ["first"]})
+    graph.add_node("slow_step", slow_step,
+                   metadata={"overseer": {"heartbeat_seconds": 2, "timeout_seconds": 120}})
+    graph.add_node("last", lambda state: {"trail": ["last"]})
+    graph.add_edge(START, "first")
+    graph.add_edge("first", "slow_step")
+    graph.add_edge("slow_step", "last")
+    graph.add_edge("last", END)
+    return graph
+
+
+slow = _slow()
