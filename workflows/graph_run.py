@@ -149,11 +149,11 @@ class GraphRunWorkflow(ApprovalGate):
         """Run the graph; each interrupt waits on the approval gate; failures are recorded, then raised."""
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
-        self._spec = get_registry().get(inp.pipeline)
+        self._spec, compiled = hosted(inp.pipeline)
         self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                    "workflow_id": workflow.info().workflow_id})
         await self.set_status("running")
-        app = compiled_graph(inp.pipeline).copy({"checkpointer": InMemorySaver()})
+        app = compiled.copy({"checkpointer": InMemorySaver()})
         config: dict[str, Any] = {"configurable": {"thread_id": inp.thread_id or inp.run_id},
                                   "recursion_limit": DEFAULT_RECURSION_LIMIT}
         try:
@@ -266,11 +266,14 @@ class GraphRunWorkflow(ApprovalGate):
 
         ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
         metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
-        (stream items so far) and ``marks``: ``[{offset, event}]`` of every ``interrupt``,
-        ``end`` and ``error`` stream item.
+        (stream items so far), ``marks``: ``[{offset, event}]`` of every ``interrupt``,
+        ``end`` and ``error`` stream item, and ``decided`` (a decision was taken on the
+        latest approval).
         """
         return {**(self._snapshot or {}), "status": self._status,
-                "published": self._published, "marks": list(self._marks)}
+                "published": self._published, "marks": list(self._marks),
+                "decided": self._decision is not None,
+                "decision_note": (self._decision or {}).get("note")}
 
     @workflow.query
     def get_interrupts(self) -> list[dict[str, Any]]:
@@ -318,6 +321,12 @@ class GraphRunWorkflow(ApprovalGate):
                 f"decision must be one of {', '.join(self._spec.decisions)}",
                 {"decision": decision.decision, "allowed": list(self._spec.decisions)},
                 type="invalid_decision")
+        current = self._approval["payload"].get("interrupt_id")
+        if decision.interrupt_id and decision.interrupt_id != current:
+            raise ApplicationError(
+                f"interrupt {decision.interrupt_id} was already answered",
+                {"interrupt_id": decision.interrupt_id, "current": current},
+                type="not_awaiting_approval")
         checked = {"decision": decision.decision, "note": decision.note,
                    "updates": dict(decision.updates or {}), "resume": decision.resume,
                    "decided_by": decision.decided_by}
@@ -464,6 +473,30 @@ _in_activities: dict[str, set[str]] = {}
 """Per pipeline, the top-level nodes that run in activities (they record their own completion)."""
 
 
+def prepare_all() -> list[str]:
+    """Load the registry and prepare every graph hosted on ``GraphRunWorkflow``, outside the
+    sandbox: call it before a worker polls or a ``Replayer`` replays (user modules must be
+    imported unrestricted). Returns the prepared pipeline names.
+
+    Raises:
+        overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
+    """
+    names = [p.name for p in get_registry() if p.workflow == "GraphRunWorkflow"]
+    for name in names:
+        compiled_graph(name)
+    return names
+
+
+def hosted(pipeline: str) -> tuple[Pipeline, Any]:
+    """The pipeline and its prepared graph, loaded outside the sandbox if not loaded yet.
+
+    The worker loads every graph before it polls; a replayer (or a lazily started worker)
+    may not have, and user modules must never be imported under the sandbox's restrictions.
+    """
+    with workflow.unsafe.imports_passed_through(), workflow.unsafe.sandbox_unrestricted():
+        return get_registry().get(pipeline), compiled_graph(pipeline)
+
+
 def compiled_graph(pipeline: str) -> Any:
     """The pipeline's graph, prepared for :class:`GraphRunWorkflow` and compiled once per process."""
     if pipeline not in _compiled:
@@ -481,14 +514,21 @@ def compiled_graph(pipeline: str) -> Any:
 def thread_node(pipeline: str) -> str:
     """The node a thread's earlier state is written as (``aupdate_state``'s ``as_node``).
 
-    The first node without conditional edges (so no router runs on the old state), else the
-    first node. New input then starts from ``START`` with the old values in the channels:
-    the pending tasks the update scheduled are discarded, as on a LangGraph thread.
+    A node whose only edges lead to ``END`` (so, as on a finished LangGraph thread, nothing
+    is scheduled next and no router runs on the old state); else the first node without
+    conditional edges; else the first node. New input starts from ``START`` either way
+    (pending tasks are discarded); a ``Command(goto=...)`` then runs only what it names.
     """
+    from langgraph.graph import END
+
     builder = get_registry().builder(pipeline)
     names = list(builder.nodes)
     plain = [n for n in names if n not in builder.branches]
-    return (plain or names)[0]
+    targets: dict[str, set[str]] = {}
+    for source, target in builder.edges:
+        targets.setdefault(source, set()).add(target)
+    last = [n for n in plain if targets.get(n) == {END}]
+    return (last or plain or names)[0]
 
 
 def node_options(metadata: dict[str, Any] | None) -> tuple[NodeOptions, RetryPolicy | None]:

@@ -28,11 +28,10 @@ from activities.pricing.graph import GRAPH_NAME as PRICING_GRAPH
 from activities.pricing.graph import build_pricing_graph
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
-from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from workflows.document_intake import DocumentIntakeWorkflow
-from workflows.graph_run import GraphRunWorkflow, compiled_graph
+from workflows.graph_run import GraphRunWorkflow, prepare_all
 from workflows.pricing import PricingWorkflow
 
 log = logging.getLogger("overseer.worker")
@@ -81,9 +80,7 @@ def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: 
     Raises:
         overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
-    for pipeline in get_registry():
-        if pipeline.workflow == "GraphRunWorkflow":
-            compiled_graph(pipeline.name)
+    prepare_all()
     return Worker(
         client,
         task_queue=task_queue,

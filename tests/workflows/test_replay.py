@@ -22,11 +22,13 @@ from tests import corpus
 from tests.helpers import submit_document
 from workflows.approval import DecisionInput
 from workflows.document_intake import DocumentIntakeWorkflow
+from workflows.graph_run import prepare_all
 
 HISTORIES = Path(__file__).parent / "histories"
 
 
 def _replayer() -> Replayer:
+    prepare_all()  # as the worker does: user graphs are imported outside the sandbox
     return Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()])
 
 

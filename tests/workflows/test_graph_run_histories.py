@@ -1,0 +1,45 @@
+"""Record (OVERSEER_RECORD_HISTORIES=1) and replay histories of GraphRunWorkflow on a project
+pipeline: due diligence with a sign-off, started through the run service. The recorded file
+is replayed by tests/workflows/test_replay.py with every other history."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from temporalio.worker import Replayer
+
+from overseer.runs import Upload, submit_run
+from overseer.settings import Settings
+from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from tests.helpers import assert_eventually
+from workflows.approval import DecisionInput
+from workflows.graph_run import GraphRunWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
+    "crunchbase_data_license.txt"
+
+
+async def test_due_diligence_with_sign_off_replays(dev_server, db, task_queue):
+    client = dev_server.client
+    settings = Settings(environment="test", task_queue=task_queue)
+    async with build_worker(client, task_queue=task_queue):
+        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
+                               subject="alice", metadata={"require_signoff": True},
+                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
+                                             "text/plain"))
+        handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
+
+        async def awaiting():
+            assert (await handle.query(GraphRunWorkflow.get_status)).status == \
+                "awaiting_approval"
+        await assert_eventually(awaiting, timeout=120)
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", note="signed", decided_by="rev"))
+        result = await handle.result()
+    assert result["status"] == "completed"
+    history = await handle.fetch_history()
+    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    if os.environ.get("OVERSEER_RECORD_HISTORIES"):
+        (HISTORIES / "graph_run_due_diligence_signoff.json").write_text(history.to_json())
