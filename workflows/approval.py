@@ -81,6 +81,10 @@ class DecisionInput:
     is_admin: bool = False
     resume: Any = None
     """Any JSON value for the graph (``interrupt()`` returns it under ``"resume"``)."""
+    raw_resume: bool = False
+    """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
+    interrupt_id: str | None = None
+    """When set, the decision answers only this interrupt (refused once another is open)."""
 
 
 @dataclass

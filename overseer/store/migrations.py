@@ -138,6 +138,52 @@ MIGRATIONS: list[tuple[str, str]] = [
             FOR EACH ROW EXECUTE FUNCTION events_append_only();
         """,
     ),
+    (
+        "agent_server_threads",
+        """
+        CREATE TABLE agent_threads (
+            thread_id      uuid PRIMARY KEY,
+            metadata       jsonb NOT NULL DEFAULT '{}'::jsonb,
+            status         text NOT NULL DEFAULT 'idle',
+            graph_id       text,
+            "values"       jsonb,
+            state          jsonb,
+            interrupts     jsonb NOT NULL DEFAULT '{}'::jsonb,
+            checkpoint     jsonb,
+            last_run_id    uuid,
+            created_by     text,
+            created_at     timestamptz NOT NULL DEFAULT now(),
+            updated_at     timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX agent_threads_updated ON agent_threads (updated_at DESC);
+        CREATE TABLE agent_runs (
+            run_id              uuid PRIMARY KEY,
+            thread_id           uuid NOT NULL REFERENCES agent_threads (thread_id) ON DELETE CASCADE,
+            assistant_id        text NOT NULL,
+            graph_id            text NOT NULL,
+            workflow_run_id     uuid NOT NULL,
+            from_offset         integer NOT NULL DEFAULT 0,
+            kind                text NOT NULL,
+            status              text NOT NULL,
+            metadata            jsonb NOT NULL DEFAULT '{}'::jsonb,
+            kwargs              jsonb NOT NULL DEFAULT '{}'::jsonb,
+            multitask_strategy  text NOT NULL DEFAULT 'reject',
+            created_by          text,
+            created_at          timestamptz NOT NULL DEFAULT now(),
+            updated_at          timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX agent_runs_thread ON agent_runs (thread_id, created_at DESC);
+        CREATE TABLE agent_checkpoints (
+            thread_id             uuid NOT NULL REFERENCES agent_threads (thread_id) ON DELETE CASCADE,
+            checkpoint_id         text NOT NULL,
+            parent_checkpoint_id  text,
+            state                 jsonb NOT NULL,
+            created_at            timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (thread_id, checkpoint_id)
+        );
+        CREATE INDEX agent_checkpoints_time ON agent_checkpoints (thread_id, created_at DESC);
+        """,
+    ),
 ]
 
 

@@ -59,6 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES)
     for module in (submissions, runs, approvals, pipelines, health, chat, policy, stats):
         app.include_router(module.router)
+    from services.api.routes import langgraph_api
+
+    app.include_router(langgraph_api.router)  # the LangGraph Agent Server API (issue 12)
     install_console(app)
     from overseer.catalogue import CATALOGUE
 

@@ -1,0 +1,815 @@
+"""Agent Server threads and runs over Overseer runs (issue 12; the routes: ``routes/langgraph_api.py``).
+
+A *thread* is a row in ``agent_threads``: its metadata, status and the graph state it
+holds between runs (``state``: :func:`overseer.graph_codec.encode`-d values; ``values``:
+their JSON view). A *run* is a row in ``agent_runs`` that reads one segment of a
+``GraphRunWorkflow``'s durable stream:
+
+- a run with input (or ``command.goto``/``update``) starts a new ``GraphRunWorkflow``
+  (an Overseer run: ``run.submitted``, the event log, approvals) with the thread's state
+  as ``thread_values``; its segment starts at offset 0;
+- a run with ``command.resume`` is a decision on the interrupt the thread's workflow waits
+  on (the shared gate's ``decide`` update with ``raw_resume``, so ``interrupt()`` gets the
+  value unchanged and a decision from the admin API and one from here cannot both win);
+  its segment starts where the workflow's stream stood when the decision was accepted.
+
+A segment ends at the first ``interrupt`` (run ``interrupted``), ``end`` (``success``) or
+``error`` (``error``) item. While a workflow is attached to a thread
+(``agent_threads.last_run_id``), the thread's state is read from it (the
+``get_thread_state`` query) and written back to Postgres (:func:`sync_thread`); once the
+workflow has ended it is detached and Postgres alone holds the thread's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from overseer.catalogue import approval_ladder_options, request_options
+from overseer.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotAwaitingApprovalError,
+    NotFoundError,
+    OverseerError,
+)
+from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.pipelines import Pipeline, get_registry
+from overseer.settings import Settings
+from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
+
+STREAM_MODES = ("values", "updates", "custom")
+"""Stream modes Overseer serves; others (``messages``, ``debug`` …) are accepted and stay silent."""
+RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
+ACTIVE_RUN_STATUSES = ("pending", "running")
+
+
+class ThreadBusyError(ConflictError):
+    """The thread has a run in progress and ``multitask_strategy`` is ``reject`` (409)."""
+
+    code = "thread_busy"
+
+
+# --- assistants --------------------------------------------------------------------------------
+
+
+def graph_pipelines() -> list[Pipeline]:
+    """Every registered graph an Agent Server client may run (pipelines on ``GraphRunWorkflow``)."""
+    return [p for p in get_registry() if p.workflow == "GraphRunWorkflow" and not p.takes_upload]
+
+
+def assistant_id_of(name: str) -> str:
+    """The stable assistant id of graph ``name`` (uuid5, as the Agent Server derives it)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"overseer-assistant:{name}"))
+
+
+def resolve_assistant(assistant_id: str) -> Pipeline:
+    """The pipeline an ``assistant_id`` (or graph name) names.
+
+    Raises:
+        NotFoundError: no such assistant (404).
+    """
+    for pipeline in graph_pipelines():
+        if assistant_id in (pipeline.name, assistant_id_of(pipeline.name)):
+            return pipeline
+    raise NotFoundError(f"unknown assistant {assistant_id!r}",
+                        details={"known": [p.name for p in graph_pipelines()]})
+
+
+def assistant_view(pipeline: Pipeline) -> dict[str, Any]:
+    """An ``Assistant`` as the SDK reads it."""
+    epoch = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
+    return {"assistant_id": assistant_id_of(pipeline.name), "graph_id": pipeline.name,
+            "config": {}, "context": {}, "created_at": epoch, "updated_at": epoch,
+            "metadata": {"created_by": "system", "seed": pipeline.seed},
+            "version": 1, "name": pipeline.name, "description": pipeline.description or None}
+
+
+# --- threads ---------------------------------------------------------------------------------
+
+
+def _uuid(value: str, what: str = "thread") -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise NotFoundError(f"unknown {what} {value}") from None
+
+
+def _json(value: Any) -> Any:
+    if value is None:
+        return None
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def thread_view(row: asyncpg.Record) -> dict[str, Any]:
+    """A ``Thread`` as the SDK reads it."""
+    return {"thread_id": str(row["thread_id"]), "created_at": row["created_at"].isoformat(),
+            "updated_at": row["updated_at"].isoformat(), "metadata": _json(row["metadata"]) or {},
+            "status": row["status"], "values": _json(row["values"]),
+            "interrupts": _json(row["interrupts"]) or {}}
+
+
+async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: dict[str, Any],
+                        if_exists: str | None, subject: str) -> asyncpg.Record:
+    """Create a thread (``if_exists``: ``raise`` → 409, ``do_nothing`` → the existing one)."""
+    tid = _uuid(thread_id) if thread_id else uuid.uuid4()
+    row = await pool.fetchrow(
+        """INSERT INTO agent_threads (thread_id, metadata, created_by) VALUES ($1, $2::jsonb, $3)
+           ON CONFLICT (thread_id) DO NOTHING RETURNING *""", tid, json.dumps(metadata), subject)
+    if row is not None:
+        return row
+    if if_exists == "do_nothing":
+        return await get_thread(pool, str(tid))
+    raise ConflictError(f"thread {tid} already exists", details={"thread_id": str(tid)})
+
+
+async def get_thread(pool: asyncpg.Pool | asyncpg.Connection, thread_id: str) -> asyncpg.Record:
+    """The thread row.
+
+    Raises:
+        NotFoundError: unknown thread (404).
+    """
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1", _uuid(thread_id))
+    if row is None:
+        raise NotFoundError(f"unknown thread {thread_id}")
+    return row
+
+
+async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
+                         status: str | None, ids: list[str] | None, limit: int,
+                         offset: int) -> list[asyncpg.Record]:
+    """Threads newest first, filtered by metadata containment, status and ids."""
+    clauses, args = ["metadata @> $1::jsonb"], [json.dumps(metadata or {})]
+    if status:
+        args.append(status)
+        clauses.append(f"status = ${len(args)}")
+    if ids:
+        args.append([_uuid(i) for i in ids])
+        clauses.append(f"thread_id = ANY(${len(args)})")
+    args += [limit, offset]
+    return list(await pool.fetch(
+        f"SELECT * FROM agent_threads WHERE {' AND '.join(clauses)} ORDER BY updated_at DESC "
+        f"LIMIT ${len(args) - 1} OFFSET ${len(args)}", *args))
+
+
+async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        subject: str) -> None:
+    """Delete a thread and its runs; a workflow still attached to it is cancelled first."""
+    row = await get_thread(pool, thread_id)
+    if row["last_run_id"] is not None and row["status"] in ("busy", "interrupted"):
+        await _cancel_workflow(pool, temporal, row["graph_id"], str(row["last_run_id"]), subject)
+    await pool.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+
+
+def state_view(row: asyncpg.Record) -> dict[str, Any]:
+    """The thread's current ``ThreadState``."""
+    cp = _json(row["checkpoint"]) or {}
+    tid = str(row["thread_id"])
+    return {"values": _json(row["values"]) or {}, "next": cp.get("next", []),
+            "tasks": cp.get("tasks", []), "interrupts": cp.get("interrupts", []),
+            "metadata": cp.get("metadata", {}), "created_at": cp.get("created_at"),
+            "checkpoint": {"thread_id": tid, "checkpoint_ns": "",
+                           "checkpoint_id": cp.get("checkpoint_id"), "checkpoint_map": None},
+            "parent_checkpoint": ({"thread_id": tid, "checkpoint_ns": "",
+                                   "checkpoint_id": cp["parent_checkpoint_id"],
+                                   "checkpoint_map": None}
+                                  if cp.get("parent_checkpoint_id") else None)}
+
+
+async def history(pool: asyncpg.Pool, thread_id: str, limit: int,
+                  before: str | None = None) -> list[dict[str, Any]]:
+    """The thread's saved states, newest first (one per pause, end or state update)."""
+    row = await get_thread(pool, thread_id)
+    rows = await pool.fetch(
+        """SELECT state FROM agent_checkpoints WHERE thread_id = $1
+             AND ($3::text IS NULL OR created_at < (SELECT created_at FROM agent_checkpoints
+                                                     WHERE thread_id = $1 AND checkpoint_id = $3))
+           ORDER BY created_at DESC LIMIT $2""", row["thread_id"], limit, before)
+    return [_json(r["state"]) for r in rows]
+
+
+# --- syncing a thread from its workflow -------------------------------------------------------
+
+
+def workflow_id(graph_id: str, run_id: str) -> str:
+    """``<graph>-<run_id>``: the workflow behind an Overseer run."""
+    return get_registry().get(graph_id).workflow_id(run_id)
+
+
+async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str, Any] | None:
+    """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer."""
+    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
+    try:
+        snap: dict[str, Any] = await handle.query("get_thread_state")
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise DependencyUnavailableError("Temporal did not answer") from err
+    except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
+        return None
+    try:
+        desc = await handle.describe()
+        snap["closed"] = desc.status is not None and desc.status.name != "RUNNING"
+        snap["cancelled"] = desc.status is not None and desc.status.name in (
+            "CANCELED", "TERMINATED")
+    except RPCError:
+        snap["closed"], snap["cancelled"] = False, False
+    return snap
+
+
+def thread_status(snap: dict[str, Any]) -> str:
+    """``idle`` | ``busy`` | ``interrupted`` | ``error`` from a workflow's state."""
+    if snap.get("cancelled"):
+        return "idle"
+    marks, published = snap.get("marks") or [], int(snap.get("published") or 0)
+    last = marks[-1] if marks else None
+    if last and last["event"] == "error":
+        return "error"
+    if last and last["event"] == "end":
+        return "idle"
+    if last and last["event"] == "interrupt" and last["offset"] == published - 1 and \
+            not snap.get("decided"):
+        return "interrupted"
+    return "busy"
+
+
+def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
+    """A run's status: the first ``interrupt``/``end``/``error`` at or after its first offset."""
+    if snap is None:
+        return "error"
+    for mark in snap.get("marks") or []:
+        if mark["offset"] >= from_offset:
+            return RUN_ENDINGS[mark["event"]]
+    return "interrupted" if snap.get("closed") else "running"
+
+
+async def sync_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
+    """Bring the thread's row up to date with its attached workflow (see the module docstring)."""
+    row = await get_thread(pool, thread_id)
+    if row["last_run_id"] is None or row["graph_id"] is None:
+        return row
+    snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
+    if snap is None:
+        return row
+    await save_snapshot(pool, row, snap)
+    return await get_thread(pool, thread_id)
+
+
+async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any]) -> None:
+    """Write a workflow's state into the thread, its history and its runs' statuses."""
+    status = thread_status(snap)
+    wrid = row["last_run_id"]
+    async with pool.acquire() as conn, conn.transaction():
+        for run in await conn.fetch(
+                "SELECT run_id, from_offset FROM agent_runs WHERE workflow_run_id = $1 "
+                "AND status = ANY($2)", wrid, list(ACTIVE_RUN_STATUSES)):
+            await conn.execute("UPDATE agent_runs SET status = $2, updated_at = now() "
+                               "WHERE run_id = $1", run["run_id"],
+                               segment_status(snap, run["from_offset"]))
+        if "values" not in snap:
+            await conn.execute("UPDATE agent_threads SET status = $2, updated_at = now() "
+                               "WHERE thread_id = $1", row["thread_id"], status)
+            return
+        cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
+                                        "parent_checkpoint_id", "metadata", "created_at")}
+        interrupts = {t["id"]: t["interrupts"] for t in snap.get("tasks") or [] if t["interrupts"]}
+        ended = status in ("idle", "error") or snap.get("closed")
+        if status != "interrupted":
+            cp["interrupts"], interrupts = [], {}
+            cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
+        await conn.execute(
+            """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
+                   checkpoint = $5::jsonb, interrupts = $6::jsonb, updated_at = now(),
+                   last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END
+               WHERE thread_id = $1 AND last_run_id = $8""",
+            row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
+            json.dumps(cp), json.dumps(interrupts), bool(ended), wrid)
+        fresh = await conn.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
+                                    row["thread_id"])
+        if cp.get("checkpoint_id") and fresh is not None:
+            await conn.execute(
+                """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
+                                                  state)
+                   VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING""",
+                row["thread_id"], cp["checkpoint_id"], cp.get("parent_checkpoint_id"),
+                json.dumps(state_view(fresh)))
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+
+def run_view(row: asyncpg.Record) -> dict[str, Any]:
+    """A ``Run`` as the SDK reads it."""
+    return {"run_id": str(row["run_id"]), "thread_id": str(row["thread_id"]),
+            "assistant_id": row["assistant_id"], "created_at": row["created_at"].isoformat(),
+            "updated_at": row["updated_at"].isoformat(), "status": row["status"],
+            "metadata": _json(row["metadata"]) or {}, "kwargs": _json(row["kwargs"]) or {},
+            "multitask_strategy": row["multitask_strategy"]}
+
+
+async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                  run_id: str) -> asyncpg.Record:
+    """The run, its status refreshed from its workflow while it is active.
+
+    Raises:
+        NotFoundError: unknown run on this thread (404).
+    """
+    row = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 AND thread_id = $2",
+                              _uuid(run_id, "run"), _uuid(thread_id))
+    if row is None:
+        raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
+    if row["status"] in ACTIVE_RUN_STATUSES and row["status"] != "pending":
+        snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
+        status = segment_status(snap, row["from_offset"])
+        if status != row["status"]:
+            row = await pool.fetchrow("UPDATE agent_runs SET status = $2, updated_at = now() "
+                                      "WHERE run_id = $1 RETURNING *", row["run_id"], status)
+    return row
+
+
+async def list_runs(pool: asyncpg.Pool, thread_id: str, limit: int, offset: int,
+                    status: str | None) -> list[asyncpg.Record]:
+    """The thread's runs, newest first."""
+    await get_thread(pool, thread_id)
+    return list(await pool.fetch(
+        """SELECT * FROM agent_runs WHERE thread_id = $1 AND ($4::text IS NULL OR status = $4)
+           ORDER BY created_at DESC LIMIT $2 OFFSET $3""",
+        _uuid(thread_id), limit, offset, status))
+
+
+async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
+                     thread_id: str, body: dict[str, Any], subject: str, role: str,
+                     is_admin: bool) -> asyncpg.Record:
+    """Start a run on a thread, or resume its interrupt (see the module docstring).
+
+    Args:
+        pool: the database pool.
+        temporal: the Temporal client.
+        settings: the process settings.
+        thread_id: the thread.
+        subject: the caller.
+        is_admin: the caller is an admin.
+        body: the SDK's run body (``assistant_id``, ``input``, ``command``, ``metadata``,
+            ``multitask_strategy``, ``if_not_exists`` …).
+        role: the caller's role: ``submitter`` may start runs, ``reviewer`` may resume.
+
+    Raises:
+        NotFoundError: unknown assistant or thread (without ``if_not_exists="create"``).
+        ThreadBusyError: a run is in progress and the strategy is ``reject`` (409).
+        NotAwaitingApprovalError: a resume on a thread that waits for nothing (409).
+        PermissionDeniedError: the role may not do this (403).
+    """
+    from overseer.errors import PermissionDeniedError
+
+    pipeline = resolve_assistant(str(body.get("assistant_id") or ""))
+    command = body.get("command") or {}
+    resuming = "resume" in command
+    if not is_admin and role != ("reviewer" if resuming else "submitter"):
+        raise PermissionDeniedError(
+            f"role {role!r} may not {'resume' if resuming else 'start'} runs",
+            details={"needs": ["reviewer" if resuming else "submitter"]})
+    if body.get("if_not_exists") == "create":
+        await create_thread(pool, thread_id=thread_id, metadata={}, if_exists="do_nothing",
+                            subject=subject)
+    if resuming:
+        seen = await get_thread(pool, thread_id)
+        return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
+    row = await sync_thread(pool, temporal, thread_id)
+    strategy = body.get("multitask_strategy") or "reject"
+    if row["status"] == "busy":
+        if strategy == "reject":
+            raise ThreadBusyError(f"thread {thread_id} has a run in progress",
+                                  details={"multitask_strategy": strategy})
+        if strategy == "enqueue":
+            await _wait_idle(pool, temporal, thread_id)
+        else:  # interrupt / rollback: stop the run in progress first
+            await cancel_thread_run(pool, temporal, row, subject,
+                                    rollback=strategy == "rollback")
+        row = await sync_thread(pool, temporal, thread_id)
+    if row["status"] == "interrupted" and row["last_run_id"] is not None:
+        # new input on a paused thread: the pending interrupt is dropped, as in LangGraph
+        await cancel_thread_run(pool, temporal, row, subject, rollback=False)
+        row = await get_thread(pool, thread_id)
+    return await _start(pool, temporal, settings, row, pipeline, body, subject, strategy)
+
+
+async def _wait_idle(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                     timeout_seconds: float = 600.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_seconds
+    while (await sync_thread(pool, temporal, thread_id))["status"] == "busy":
+        if asyncio.get_running_loop().time() > deadline:
+            raise ThreadBusyError(f"thread {thread_id} stayed busy", details={})
+        await asyncio.sleep(0.2)
+
+
+async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, row: asyncpg.Record,
+                 pipeline: Pipeline, body: dict[str, Any], subject: str,
+                 strategy: str) -> asyncpg.Record:
+    from langgraph.types import Command
+
+    from overseer.runs import input_keys
+    from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+    from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
+
+    command = body.get("command") or {}
+    metadata = dict(body.get("metadata") or {})
+    run_id = str(uuid.uuid4())
+    thread_id = str(row["thread_id"])
+    has_state = row["state"] is not None
+    if command.get("goto") is not None or command.get("update") is not None:
+        graph_input: Any = Command(goto=_goto(command.get("goto")),
+                                   update=command.get("update"))
+        recorded: Any = {"command": command}
+    else:
+        graph_input = body.get("input")
+        if graph_input is None:
+            graph_input = {}
+        if not isinstance(graph_input, dict):
+            raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
+        if pipeline.input_model is not None and not has_state:
+            graph_input = pipeline.input_model.model_validate(graph_input).model_dump(mode="json")
+        declared = input_keys(get_registry().builder(pipeline.name))
+        extras = {"run_id": run_id, "options": pipeline.options(), "metadata": metadata}
+        graph_input = {**graph_input, **{k: v for k, v in extras.items()
+                                         if k in declared and k not in graph_input}}
+        recorded = graph_input
+    wid = pipeline.workflow_id(run_id)
+    async with pool.acquire() as conn, conn.transaction():
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
+            data={"pipeline": pipeline.name, "workflow_id": wid, "submitted_by": subject,
+                  "idempotency_key": None,
+                  "input": {"input": to_jsonable(recorded), "metadata": metadata,
+                            "thread_id": thread_id, "agent_server": True}})])
+        run = await conn.fetchrow(
+            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                       from_offset, kind, status, metadata, kwargs,
+                                       multitask_strategy, created_by)
+               VALUES ($1, $2, $3, $4, $1, 0, 'start', 'running', $5::jsonb, $6::jsonb, $7, $8)
+               RETURNING *""",
+            uuid.UUID(run_id), row["thread_id"], assistant_id_of(pipeline.name), pipeline.name,
+            json.dumps(metadata), json.dumps(_kwargs(body)), strategy, subject)
+        await conn.execute(
+            """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
+                   interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
+            row["thread_id"], uuid.UUID(run_id), pipeline.name)
+    options = {**pipeline.options(), **request_options(metadata),
+               "approval": approval_ladder_options(settings)}
+    argument = GraphRunInput(
+        run_id=run_id, pipeline=pipeline.name, input=encode(graph_input), options=options,
+        metadata=metadata, submitted_by=subject,
+        search_attributes=settings.search_attributes_enabled, thread_id=thread_id,
+        thread_values=_json(row["state"]))
+    kwargs: dict[str, Any] = {}
+    if settings.search_attributes_enabled:
+        kwargs["search_attributes"] = TypedSearchAttributes([
+            SearchAttributePair(PIPELINE_ATTRIBUTE, pipeline.name),
+            SearchAttributePair(STATUS_ATTRIBUTE, "running")])
+    try:
+        await temporal.start_workflow(
+            GraphRunWorkflow.run, argument, id=wid, task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            static_summary=f"{pipeline.name}: thread {thread_id}", **kwargs)
+    except Exception as err:
+        await pool.execute("UPDATE agent_runs SET status = 'error' WHERE run_id = $1",
+                           uuid.UUID(run_id))
+        await pool.execute("UPDATE agent_threads SET status = 'idle', last_run_id = NULL "
+                           "WHERE thread_id = $1", row["thread_id"])
+        raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
+                                         details={"run_id": run_id}) from err
+    return run
+
+
+def _goto(goto: Any) -> Any:
+    from langgraph.types import Send
+
+    if isinstance(goto, dict) and "node" in goto:
+        return Send(goto["node"], goto.get("input"))
+    if isinstance(goto, list):
+        return [_goto(g) for g in goto]
+    return goto if goto is not None else ()
+
+
+def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    keep = ("input", "command", "config", "stream_mode", "stream_resumable", "on_completion",
+            "if_not_exists")
+    return to_jsonable({k: body[k] for k in keep if k in body})
+
+
+async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pipeline: Pipeline,
+                  body: dict[str, Any], subject: str, is_admin: bool) -> asyncpg.Record:
+    from workflows.approval import DecisionInput
+
+    if row["last_run_id"] is None or row["graph_id"] is None:
+        raise NotAwaitingApprovalError(f"thread {row['thread_id']} has no pending interrupt",
+                                       details={"status": row["status"]})
+    graph = get_registry().get(row["graph_id"])
+    kind = "approve" if "approve" in graph.decisions else graph.decisions[0]
+    # the interrupt the server last showed: a resume never answers one its client has not seen
+    shown = (_json(row["checkpoint"]) or {}).get("interrupts") or []
+    run_id = uuid.uuid4()
+    note = f"resumed through the Agent Server API (run {run_id})"
+    decision = DecisionInput(decision=kind, resume=body["command"]["resume"], raw_resume=True,
+                             decided_by=subject, is_admin=is_admin, note=note,
+                             interrupt_id=shown[0]["id"] if shown else None)
+    handle = temporal.get_workflow_handle(graph.workflow_id(str(row["last_run_id"])))
+    deadline = asyncio.get_running_loop().time() + 10.0
+    seen: int | None = None
+    while True:
+        snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
+        offset = int((snap or {}).get("published") or 0)
+        if seen is not None and offset != seen:  # the run moved on: someone else decided
+            raise NotAwaitingApprovalError("the interrupt was already answered",
+                                           details={"status": "running"})
+        seen = offset
+        try:
+            update = await handle.start_update("decide", decision,
+                                               wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            await _applied(temporal, row, update, note)
+            break
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            code = cause.type if isinstance(cause, ApplicationError) else None
+            # the interrupt is on the stream a moment before its approval opens: wait for it
+            if code == "not_awaiting_approval" and snap and thread_status(snap) != "idle" and \
+                    (snap.get("marks") or [{}])[-1].get("event") == "interrupt" and \
+                    not snap.get("decided") and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)
+                continue
+            raise _refusal(cause) from err
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise NotAwaitingApprovalError("the thread's run is gone") from err
+            raise DependencyUnavailableError("Temporal did not answer") from err
+    async with pool.acquire() as conn, conn.transaction():
+        run = await conn.fetchrow(
+            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                       from_offset, kind, status, metadata, kwargs,
+                                       multitask_strategy, created_by)
+               VALUES ($1, $2, $3, $4, $5, $6, 'resume', 'running', $7::jsonb, $8::jsonb, $9, $10)
+               RETURNING *""",
+            run_id, row["thread_id"], assistant_id_of(pipeline.name), row["graph_id"],
+            row["last_run_id"], offset, json.dumps(body.get("metadata") or {}),
+            json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject", subject)
+        await conn.execute("UPDATE agent_threads SET status = 'busy', interrupts = '{}'::jsonb, "
+                           "updated_at = now() WHERE thread_id = $1", row["thread_id"])
+    return run
+
+
+async def _applied(temporal: Client, row: asyncpg.Record, update: Any, note: str) -> None:
+    """Return once the accepted decision is the one the gate took; raise its refusal otherwise.
+
+    Two decisions accepted in the same workflow task both pass the validator; the handler
+    then refuses the later one. The update's result comes only once the run has moved on,
+    so the gate's current decision (its ``note``) says sooner which one won.
+
+    Raises:
+        WorkflowUpdateFailedError: the handler refused the decision.
+    """
+    result = asyncio.ensure_future(update.result())
+    try:
+        while True:
+            done, _ = await asyncio.wait({result}, timeout=0.05)
+            if done:
+                result.result()
+                return
+            snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
+            if snap and snap.get("decision_note") == note:
+                return
+    finally:
+        result.add_done_callback(lambda t: t.cancelled() or t.exception())
+        if not result.done():
+            result.cancel()
+
+
+def _refusal(cause: BaseException | None) -> OverseerError:
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
+        details = details if isinstance(details, dict) else {"detail": details}
+        if cause.type == "not_awaiting_approval":
+            return NotAwaitingApprovalError(cause.message, details=details)
+        if cause.type == "claimed_by_other":
+            return ConflictError(cause.message, details={"code": cause.type, **details})
+        return InvalidRequestError(cause.message, details={"code": cause.type, **details})
+    return NotAwaitingApprovalError("the resume was refused")
+
+
+async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record,
+                            subject: str, *, rollback: bool) -> None:
+    """Cancel the workflow attached to a thread; its runs become ``interrupted``.
+
+    With ``rollback`` the thread's state stays what it was before that workflow; otherwise
+    it keeps the workflow's last saved state.
+    """
+    if row["last_run_id"] is None or row["graph_id"] is None:
+        return
+    wrid = str(row["last_run_id"])
+    snap = await query_state(temporal, row["graph_id"], wrid)
+    await _cancel_workflow(pool, temporal, row["graph_id"], wrid, subject)
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
+                           "WHERE workflow_run_id = $1 AND status = ANY($2)",
+                           row["last_run_id"], list(ACTIVE_RUN_STATUSES))
+        if snap and "values" in snap and not rollback:
+            await conn.execute(
+                """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb
+                   WHERE thread_id = $1""",
+                row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]))
+        await conn.execute(
+            """UPDATE agent_threads SET status = 'idle', last_run_id = NULL,
+                   interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
+            row["thread_id"])
+
+
+async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, run_id: str,
+                           subject: str) -> None:
+    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
+    try:
+        await handle.cancel()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise DependencyUnavailableError("Temporal did not answer") from err
+    async with pool.acquire() as conn:
+        status = await conn.fetchval("SELECT status FROM runs WHERE run_id = $1",
+                                     uuid.UUID(run_id))
+        if status not in ("completed", "rejected", "failed", "cancelled"):
+            await append_events(conn, [NewEvent(
+                run_id=run_id, key="run.cancelled", type=RUN_CANCELLED, actor=f"api:{subject}",
+                data={"status": "cancelled", "outcome": None,
+                      "snapshot": {"outcome": "cancelled"}})])
+
+
+async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_id: str,
+                     subject: str, action: str) -> asyncpg.Record:
+    """``POST .../cancel``: stop the run's workflow if the run is still active."""
+    run = await get_run(pool, temporal, thread_id, run_id)
+    row = await sync_thread(pool, temporal, thread_id)
+    # a run paused on an interrupt still has its workflow waiting: cancelling drops the interrupt
+    if row["status"] in ("busy", "interrupted") and row["last_run_id"] == run["workflow_run_id"]:
+        await cancel_thread_run(pool, temporal, row, subject, rollback=action == "rollback")
+    return await get_run(pool, temporal, thread_id, run_id)
+
+
+# --- reading a run's segment of the stream -----------------------------------------------------
+
+
+def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
+    """``"k.j"`` (stream item ``k``, ``j``-th event made from it) → ``(k, j)``."""
+    if not value:
+        return None
+    item, _, sub = value.partition(".")
+    try:
+        return int(item), int(sub or 0)
+    except ValueError:
+        return None
+
+
+async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
+                     after: tuple[int, int] | None = None,
+                     poll_cooldown: timedelta = timedelta(milliseconds=30),
+                     ) -> AsyncIterator[tuple[str | None, str, Any]]:
+    """``(sse id, event, data)`` of a run in the SDK's shapes, from its first offset (or after ``after``).
+
+    ``metadata`` first (fresh reads only), then ``values``/``updates``/``custom`` per
+    ``modes``; an interrupt gives ``values`` with ``__interrupt__`` and ``updates``
+    ``{"__interrupt__": [...]}``; ``error`` or ``end`` last.
+    """
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+    from workflows.graph_run import STREAM_TOPIC
+
+    if after is None:
+        yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
+    start = run["from_offset"] if after is None else max(after[0], run["from_offset"])
+    skip = -1 if after is None or after[0] < run["from_offset"] else after[1]
+    last_values: Any = {}
+    offset, errors = start, 0
+    wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
+    while True:
+        client = WorkflowStreamClient.create(temporal, wid)
+        try:
+            async for item in client.subscribe([STREAM_TOPIC], from_offset=offset,
+                                               poll_cooldown=poll_cooldown):
+                offset, errors = item.offset + 1, 0
+                event = item.data if isinstance(item.data, dict) else {}
+                kind, data = event.get("event"), event.get("data")
+                out: list[tuple[str, Any]] = []
+                if kind == "values":
+                    last_values = data
+                if kind in STREAM_MODES and kind in modes:
+                    out.append((kind, data))
+                elif kind == "interrupt":
+                    if "values" in modes:
+                        out.append(("values", {**(last_values if isinstance(last_values, dict)
+                                                  else {}), "__interrupt__": data}))
+                    if "updates" in modes:
+                        out.append(("updates", {"__interrupt__": data}))
+                    out.append(("end", None))
+                elif kind == "error":
+                    data = data or {}
+                    out.append(("error", {"error": data.get("code", "error"),
+                                          "message": data.get("message", "")}))
+                elif kind == "end":
+                    out.append(("end", None))
+                for j, (name, payload) in enumerate(out):
+                    if item.offset == start and j <= skip:
+                        continue
+                    yield f"{item.offset}.{j}", name, payload
+                if kind in RUN_ENDINGS:
+                    return
+            yield f"{offset}.0", "error", {"error": "run_ended",
+                                           "message": "the run ended without a final event"}
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                yield f"{offset}.0", "error", {"error": "not_found", "message": "run not found"}
+                return
+            errors += 1
+            if errors > 5:
+                yield f"{offset}.0", "error", {"error": "dependency_unavailable",
+                                               "message": "Temporal did not answer"}
+                return
+            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+
+
+async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record) -> Any:
+    """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``."""
+    ending: tuple[str, Any] = ("end", None)
+    interrupts: Any = None
+    async for _, name, data in run_events(temporal, run, ["updates"]):
+        if name == "updates" and isinstance(data, dict) and "__interrupt__" in data:
+            interrupts = data["__interrupt__"]
+        if name in ("end", "error"):
+            ending = (name, data)
+            break
+    thread = await sync_thread(pool, temporal, str(run["thread_id"]))
+    await pool.execute("UPDATE agent_runs SET status = $2, updated_at = now() WHERE run_id = $1 "
+                       "AND status = ANY($3)", run["run_id"],
+                       "error" if ending[0] == "error" else
+                       "interrupted" if interrupts else "success", list(ACTIVE_RUN_STATUSES))
+    values = _json(thread["values"]) or {}
+    if ending[0] == "error":
+        return {"__error__": ending[1]}
+    if interrupts:
+        return {**(values if isinstance(values, dict) else {}), "__interrupt__": interrupts}
+    return values
+
+
+async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
+                       as_node: str | None) -> dict[str, Any]:
+    """``POST /threads/{id}/state`` on an idle thread: LangGraph's own ``aupdate_state`` (reducers apply).
+
+    Raises:
+        ConflictError: the thread is busy or paused (its state lives in a workflow then).
+    """
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from workflows.graph_run import thread_node
+
+    row = await get_thread(pool, thread_id)
+    if row["status"] in ("busy", "interrupted"):
+        raise ConflictError(f"thread {thread_id} is {row['status']}; update its state when idle")
+    if row["graph_id"] is None:
+        raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
+    app = get_registry().builder(row["graph_id"]).compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+    if row["state"] is not None:
+        await app.aupdate_state(config, decode(_json(row["state"])),
+                                as_node=thread_node(row["graph_id"]))
+    await app.aupdate_state(config, values, as_node=as_node or thread_node(row["graph_id"]))
+    state = await app.aget_state(config)
+    checkpoint_id = str(uuid.uuid4())
+    cp = {"next": [], "tasks": [], "interrupts": [], "checkpoint_id": checkpoint_id,
+          "parent_checkpoint_id": (_json(row["checkpoint"]) or {}).get("checkpoint_id"),
+          "metadata": {"source": "update", "as_node": as_node},
+          "created_at": datetime.now(UTC).isoformat()}
+    async with pool.acquire() as conn, conn.transaction():
+        fresh = await conn.fetchrow(
+            """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
+                   checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1 RETURNING *""",
+            row["thread_id"], json.dumps(to_jsonable(state.values)),
+            json.dumps(encode(state.values)), json.dumps(cp))
+        await conn.execute(
+            """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id, state)
+               VALUES ($1, $2, $3, $4::jsonb)""",
+            row["thread_id"], checkpoint_id, cp["parent_checkpoint_id"],
+            json.dumps(state_view(fresh)))
+    return {"checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
+                           "checkpoint_id": checkpoint_id, "checkpoint_map": None}}

@@ -1,0 +1,375 @@
+"""The LangGraph Agent Server API as ``langgraph-sdk`` sends it (issue 12): assistants, threads, runs.
+
+Mounted at the API root next to ``/v1`` so an existing LangGraph client only changes its
+URL and key. Every registered graph is an assistant (its id, or its graph name); threads
+and runs live in :mod:`overseer.threads`; each run is an Overseer run (a
+``GraphRunWorkflow``), each interrupt an Overseer approval. Auth: the SDK's ``x-api-key``
+header (or ``Authorization: Bearer``) carries the same tokens and roles as ``/v1``.
+What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials
+
+from overseer import threads
+from overseer.errors import AuthenticationError, NotFoundError
+from overseer.graph_codec import to_jsonable
+from overseer.pipelines import get_registry
+from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep, get_principal
+
+router = APIRouter(tags=["agent-server"])
+
+JsonBody = Annotated[dict[str, Any] | None, Body()]
+
+
+def agent_principal(request: Request) -> Principal:
+    """The caller from ``x-api-key`` (the SDK's header) or a bearer token.
+
+    Raises:
+        AuthenticationError: neither header, or an unknown or expired token (401).
+    """
+    key = request.headers.get("x-api-key")
+    if not key:
+        auth = request.headers.get("authorization", "")
+        scheme, _, key = auth.partition(" ")
+        if scheme.lower() != "bearer":
+            key = ""
+    if not key:
+        raise AuthenticationError("missing x-api-key")
+    return get_principal(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials=key))
+
+
+AgentPrincipal = Annotated[Principal, Depends(agent_principal)]
+
+
+# --- assistants --------------------------------------------------------------------------------
+
+
+@router.post("/assistants/search")
+async def search_assistants(_: AgentPrincipal, body: JsonBody = None) -> list[dict[str, Any]]:
+    """Every registered graph as an assistant (filters: ``graph_id``, ``name``, ``metadata``)."""
+    body = body or {}
+    found = [threads.assistant_view(p) for p in threads.graph_pipelines()]
+    if body.get("graph_id"):
+        found = [a for a in found if a["graph_id"] == body["graph_id"]]
+    if body.get("name"):
+        found = [a for a in found if str(body["name"]).lower() in a["name"].lower()]
+    for key, value in (body.get("metadata") or {}).items():
+        found = [a for a in found if a["metadata"].get(key) == value]
+    offset, limit = int(body.get("offset") or 0), int(body.get("limit") or 10)
+    return found[offset:offset + limit]
+
+
+@router.post("/assistants/count")
+async def count_assistants(principal: AgentPrincipal, body: JsonBody = None) -> int:
+    """How many assistants match."""
+    return len(await search_assistants(principal, {**(body or {}), "limit": 10_000}))
+
+
+@router.get("/assistants/{assistant_id}")
+async def read_assistant(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
+    """One assistant, by id or graph name."""
+    return threads.assistant_view(threads.resolve_assistant(assistant_id))
+
+
+@router.get("/assistants/{assistant_id}/graph")
+async def read_assistant_graph(assistant_id: str, _: AgentPrincipal,
+                               xray: bool | int = False) -> dict[str, Any]:
+    """The graph's nodes and edges (LangGraph's ``get_graph().to_json()``)."""
+    pipeline = threads.resolve_assistant(assistant_id)
+    graph = get_registry().builder(pipeline.name).compile().get_graph(xray=xray)
+    return to_jsonable(graph.to_json())  # type: ignore[no-any-return]
+
+
+@router.get("/assistants/{assistant_id}/schemas")
+async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
+    """Input, output, state, config and context JSON schemas."""
+    pipeline = threads.resolve_assistant(assistant_id)
+    app = get_registry().builder(pipeline.name).compile()
+
+    def schema(fn: Any) -> Any:
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001 - a schema LangGraph cannot render is left out
+            return None
+
+    return {"graph_id": pipeline.name,
+            "input_schema": schema(lambda: app.get_input_jsonschema()),
+            "output_schema": schema(lambda: app.get_output_jsonschema()),
+            "state_schema": schema(lambda: app.builder.state_schema and
+                                   app.get_output_jsonschema()),
+            "config_schema": schema(lambda: app.get_config_jsonschema()),
+            "context_schema": schema(lambda: app.get_context_jsonschema())}
+
+
+@router.get("/assistants/{assistant_id}/subgraphs")
+async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
+    """Subgraph schemas (none are listed yet)."""
+    threads.resolve_assistant(assistant_id)
+    return {}
+
+
+# --- threads -------------------------------------------------------------------------------------
+
+
+@router.post("/threads")
+async def create_thread(principal: AgentPrincipal, pool: PoolDep,
+                        body: JsonBody = None) -> dict[str, Any]:
+    """Create a thread (``thread_id``, ``metadata``, ``if_exists``: ``raise`` | ``do_nothing``)."""
+    body = body or {}
+    row = await threads.create_thread(pool, thread_id=body.get("thread_id"),
+                                      metadata=dict(body.get("metadata") or {}),
+                                      if_exists=body.get("if_exists"), subject=principal.subject)
+    return threads.thread_view(row)
+
+
+@router.post("/threads/search")
+async def search_threads(_: AgentPrincipal, pool: PoolDep,
+                         body: JsonBody = None) -> list[dict[str, Any]]:
+    """Threads newest first (``metadata`` containment, ``status``, ``ids``, ``limit``, ``offset``)."""
+    body = body or {}
+    rows = await threads.search_threads(
+        pool, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
+        limit=int(body.get("limit") or 10), offset=int(body.get("offset") or 0))
+    return [threads.thread_view(r) for r in rows]
+
+
+@router.post("/threads/count")
+async def count_threads(principal: AgentPrincipal, pool: PoolDep, body: JsonBody = None) -> int:
+    """How many threads match."""
+    return len(await search_threads(principal, pool, {**(body or {}), "limit": 100_000}))
+
+
+@router.get("/threads/{thread_id}")
+async def read_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+                      temporal: TemporalDep) -> dict[str, Any]:
+    """One thread, its status and values brought up to date."""
+    return threads.thread_view(await threads.sync_thread(pool, temporal, thread_id))
+
+
+@router.patch("/threads/{thread_id}")
+async def patch_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+                       body: JsonBody = None) -> dict[str, Any]:
+    """Merge ``metadata`` into the thread's."""
+    row = await threads.get_thread(pool, thread_id)
+    row = await pool.fetchrow(
+        "UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() "
+        "WHERE thread_id = $1 RETURNING *", row["thread_id"],
+        json.dumps((body or {}).get("metadata") or {}))
+    return threads.thread_view(row)
+
+
+@router.delete("/threads/{thread_id}", status_code=204)
+async def delete_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                        temporal: TemporalDep) -> Response:
+    """Delete a thread and its runs (a run in progress is cancelled)."""
+    await threads.delete_thread(pool, temporal, thread_id, principal.subject)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/state")
+async def read_state(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+                     temporal: TemporalDep) -> dict[str, Any]:
+    """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint."""
+    return threads.state_view(await threads.sync_thread(pool, temporal, thread_id))
+
+
+@router.post("/threads/{thread_id}/state")
+async def write_state(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                      body: JsonBody = None) -> dict[str, Any]:
+    """Update an idle thread's values as ``as_node`` (the graph's reducers apply)."""
+    body = body or {}
+    await threads.sync_thread(pool, temporal, thread_id)
+    return await threads.update_state(pool, thread_id, body.get("values"), body.get("as_node"))
+
+
+@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def read_state_at(thread_id: str, checkpoint_id: str, _: AgentPrincipal,
+                        pool: PoolDep) -> dict[str, Any]:
+    """The thread's state at a saved checkpoint."""
+    row = await threads.get_thread(pool, thread_id)
+    state = await pool.fetchval("SELECT state FROM agent_checkpoints WHERE thread_id = $1 "
+                                "AND checkpoint_id = $2", row["thread_id"], checkpoint_id)
+    if state is None:
+        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+    return json.loads(state)  # type: ignore[no-any-return]
+
+
+@router.get("/threads/{thread_id}/history")
+async def read_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                       limit: int = 10, before: str | None = None) -> list[dict[str, Any]]:
+    """Saved states, newest first."""
+    await threads.sync_thread(pool, temporal, thread_id)
+    return await threads.history(pool, thread_id, limit, before)
+
+
+@router.post("/threads/{thread_id}/history")
+async def search_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                         body: JsonBody = None) -> list[dict[str, Any]]:
+    """Saved states, newest first (``limit``, ``before``)."""
+    body = body or {}
+    before = body.get("before")
+    if isinstance(before, dict):
+        before = before.get("checkpoint_id")
+    await threads.sync_thread(pool, temporal, thread_id)
+    return await threads.history(pool, thread_id, int(body.get("limit") or 10), before)
+
+
+# --- runs ------------------------------------------------------------------------------------------
+
+
+def _modes(body: dict[str, Any]) -> list[str]:
+    mode = body.get("stream_mode") or "values"
+    return [mode] if isinstance(mode, str) else list(mode)
+
+
+def _locations(run: Any) -> dict[str, str]:
+    base = f"/threads/{run['thread_id']}/runs/{run['run_id']}"
+    return {"Content-Location": base, "Location": f"{base}/stream"}
+
+
+async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
+                  thread_id: str | None, body: dict[str, Any]) -> Any:
+    if thread_id is None:  # stateless: a thread of its own
+        row = await threads.create_thread(pool, thread_id=None, metadata={"stateless": True},
+                                          if_exists=None, subject=principal.subject)
+        thread_id = str(row["thread_id"])
+    return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
+                                    subject=principal.subject, role=principal.role,
+                                    is_admin=principal.is_admin)
+
+
+def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
+         after_delete: Any = None) -> StreamingResponse:
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            async for event_id, name, data in events:
+                head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
+                yield (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+        finally:
+            if after_delete is not None:
+                await after_delete()
+
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={**_locations(run), "Cache-Control": "no-store"})
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                     temporal: TemporalDep, settings: SettingsDep,
+                     body: JsonBody = None) -> JSONResponse:
+    """Start a background run (or resume the thread's interrupt with ``command.resume``)."""
+    run = await _create(pool, temporal, settings, principal, thread_id, body or {})
+    return JSONResponse(threads.run_view(run), headers={"Content-Location": _locations(run)[
+        "Content-Location"]})
+
+
+@router.post("/runs")
+async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                               settings: SettingsDep, body: JsonBody = None) -> JSONResponse:
+    """A background run on a new thread of its own."""
+    run = await _create(pool, temporal, settings, principal, None, body or {})
+    return JSONResponse(threads.run_view(run), headers={"Content-Location": _locations(run)[
+        "Content-Location"]})
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                   temporal: TemporalDep, settings: SettingsDep,
+                   body: JsonBody = None) -> JSONResponse:
+    """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
+    run = await _create(pool, temporal, settings, principal, thread_id, body or {})
+    values = await threads.wait_values(pool, temporal, run)
+    return JSONResponse(values, headers={"Content-Location": _locations(run)["Content-Location"]})
+
+
+@router.post("/runs/wait")
+async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                             settings: SettingsDep, body: JsonBody = None) -> JSONResponse:
+    """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
+    body = body or {}
+    run = await _create(pool, temporal, settings, principal, None, body)
+    values = await threads.wait_values(pool, temporal, run)
+    if body.get("on_completion", "delete") == "delete" and "__interrupt__" not in values:
+        await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
+    return JSONResponse(values, headers={"Content-Location": _locations(run)["Content-Location"]})
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                     temporal: TemporalDep, settings: SettingsDep,
+                     body: JsonBody = None) -> StreamingResponse:
+    """Run and stream it as SSE: ``metadata``, then ``values``/``updates``/``custom``, ``end``."""
+    body = body or {}
+    run = await _create(pool, temporal, settings, principal, thread_id, body)
+    return _sse(run, threads.run_events(temporal, run, _modes(body)))
+
+
+@router.post("/runs/stream")
+async def stream_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                               settings: SettingsDep, body: JsonBody = None) -> StreamingResponse:
+    """A stateless run, streamed (its thread is kept: a stream client may rejoin it)."""
+    body = body or {}
+    run = await _create(pool, temporal, settings, principal, None, body)
+    return _sse(run, threads.run_events(temporal, run, _modes(body)))
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(thread_id: str, _: AgentPrincipal, pool: PoolDep, limit: int = 10,
+                    offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
+    """The thread's runs, newest first."""
+    return [threads.run_view(r) for r in await threads.list_runs(pool, thread_id, limit, offset,
+                                                                  status)]
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def read_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+                   temporal: TemporalDep) -> dict[str, Any]:
+    """One run (``running``, ``interrupted``, ``success``, ``error``)."""
+    return threads.run_view(await threads.get_run(pool, temporal, thread_id, run_id))
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+                   temporal: TemporalDep) -> Any:
+    """Block until the run ends or pauses; the thread's values, as ``runs/wait`` answers."""
+    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    return await threads.wait_values(pool, temporal, run)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_stream(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+                      temporal: TemporalDep,
+                      stream_mode: Annotated[list[str] | None, Query()] = None,
+                      last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+    """(Re)join a run's stream; with ``Last-Event-ID`` it resumes after that event, no duplicates."""
+    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
+    modes = stream_mode or _modes(kwargs or {})
+    return _sse(run, threads.run_events(temporal, run, modes,
+                                        after=threads.parse_last_event_id(last_event_id)))
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(thread_id: str, run_id: str, principal: AgentPrincipal, pool: PoolDep,
+                     temporal: TemporalDep, wait: bool | int = False,
+                     action: str = "interrupt") -> Any:
+    """Cancel a run in progress (``action``: ``interrupt`` keeps its state, ``rollback`` drops it)."""
+    run = await threads.cancel_run(pool, temporal, thread_id, run_id, principal.subject, action)
+    return threads.run_view(run) if wait else Response(status_code=202)
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+async def delete_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+                     temporal: TemporalDep) -> Response:
+    """Forget a finished run."""
+    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    await pool.execute("DELETE FROM agent_runs WHERE run_id = $1", run["run_id"])
+    return Response(status_code=204)
