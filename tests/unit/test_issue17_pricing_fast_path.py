@@ -108,3 +108,32 @@ async def test_a_successful_model_answer_is_in_the_ledger():
     assert out[-1]["strategy"] == "llm:gpt-4o-mini" and "fallback" not in out[-1]
     assert [e.data["outcome"] for e in recorded] == ["ok"]
     assert recorded[0].data["model"] == "gpt-4o-mini"
+
+
+async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
+    """The chat route's fast path writes run.submitted, llm.called and run.completed (with the
+    fallback) in one go, so /v1/runs/{id} and its ledger show what happened."""
+    import time
+    import uuid
+
+    from activities.pricing.router import decide_route
+    from overseer.store.events import fetch_events
+    from services.api.deps import Principal
+    from services.api.routes.chat import fast_path
+    from services.api.schemas.pricing import ChatRequest
+
+    run_id = str(uuid.uuid4())
+    catalog = load_catalog_file()
+    llm.set_chat_model_factory(lambda s, m: FailingChatModel(messages=iter([]), status=429))
+    try:
+        out = [e async for e in fast_path(
+            db, Settings(), ChatRequest(message=MESSAGE), Principal(subject="alice",
+                                                                   role="submitter"),
+            catalog, resolve_scope(MESSAGE, catalog), decide_route(MESSAGE), run_id,
+            "gpt-4o-mini", "global_default", time.monotonic())]
+    finally:
+        llm.set_chat_model_factory(None)
+    assert out[-1]["fallback"]["code"] == "rate_limit"
+    events = await fetch_events(db, run_id)
+    assert [e["type"] for e in events] == ["run.submitted", "llm.called", "run.completed"]
+    assert events[-1]["data"]["snapshot"]["fallback"]["code"] == "rate_limit"

@@ -278,19 +278,30 @@ async def fast_path(pool: Any, settings: Settings, body: ChatRequest, principal:
                     model: str, reason: str, started: float) -> AsyncIterator[dict[str, Any]]:
     """The single agent's events with ``seq``; the answer is recorded as a run before ``done``."""
     seq = 0
+    ledger: list[NewEvent] = []
+
+    async def record(events: list[NewEvent]) -> None:
+        ledger.extend(events)  # every model attempt; written with the run, in one transaction
+
     async for event in single_agent(body.message, catalog, pricing_options(settings), scope=scope,
-                                    model_name=model, settings=settings):
+                                    model_name=model, settings=settings, run_id=run_id,
+                                    record=record, model_reason=reason):
         seq += 1
         if event.get("done"):
             await record_fast_answer(pool, body, principal, catalog, scope, route, run_id,
-                                     model, reason, event, started)
+                                     model, reason, event, started, ledger)
         yield {**event, "seq": seq}
 
 
 async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal, catalog: Catalog,
                              scope: dict[str, Any], route: RouteDecision, run_id: str, model: str,
-                             reason: str, event: dict[str, Any], started: float) -> None:
-    """``run.submitted`` + ``run.completed`` for a fast-path answer (audit trail, session memory)."""
+                             reason: str, event: dict[str, Any], started: float,
+                             ledger: list[NewEvent] | None = None) -> None:
+    """Record a fast-path answer as a run, in one transaction (audit trail, session memory).
+
+    ``run.submitted``, every model attempt (``llm.called``), ``run.completed``; a model
+    failure that fell back to the rules answer is in the snapshot's ``fallback``.
+    """
     spec = get_pipeline(PIPELINE)
     async with pool.acquire() as conn:
         await append_events(conn, [
@@ -304,11 +315,13 @@ async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal,
                                      "path": "single_agent", "route": route.to_dict(),
                                      "scope": scope, "catalog_sha256": catalog.sha256,
                                      "model": model, "model_reason": reason}}),
+            *(ledger or []),
             NewEvent(run_id=run_id, key="run.finished", type=RUN_COMPLETED, actor="api",
                      data={"status": "completed", "outcome": "answered",
                            "snapshot": {"message": event["message"], "path": "single_agent",
                                         "tools_used": event["tools_used"],
                                         "strategy": event["strategy"], "model": model,
+                                        "fallback": event.get("fallback"),
                                         "latency_ms": int((time.monotonic() - started) * 1000)}}),
         ])
 
