@@ -243,13 +243,20 @@ async def _approval_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime)
         d.get("note"),
         json.dumps(d.get("updates") or {}),
     )
+    # A reviewer who approved with a value other than the one proposed overrode the proposal.
     await conn.execute(
-        """UPDATE review_suggestions SET status = $2, resolved_at = $3, resolved_by = $4
+        """UPDATE review_suggestions SET resolved_at = $3, resolved_by = $4, status =
+               CASE WHEN $2 <> 'approve' THEN 'rejected'
+                    WHEN EXISTS (SELECT 1 FROM jsonb_each_text(proposed_updates) p
+                                 WHERE $5::jsonb ? p.key
+                                   AND ($5::jsonb ->> p.key) IS DISTINCT FROM p.value)
+                    THEN 'overridden' ELSE 'approved' END
            WHERE run_id = $1 AND status = 'pending'""",
         uuid.UUID(e.run_id),
-        "approved" if d["decision"] == "approve" else "rejected",
+        d["decision"],
         at,
         d.get("decided_by"),
+        json.dumps(d.get("updates") or {}),
     )
     await conn.execute(
         "UPDATE runs SET status = 'running', updated_at = $2 WHERE run_id = $1",
