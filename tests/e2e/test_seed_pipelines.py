@@ -78,3 +78,10 @@ def test_resume_tailoring_review_revise_approve(stack: Stack):
     assert approved.status_code == 200, approved.text
     done = wait_for(sub, run_id, {"completed", "rejected", "failed"}, timeout=240)
     assert done["status"] == "completed", done.get("error")
+    from activities.resume_tailoring.honesty import find_violations
+    from activities.resume_tailoring.resume import schema_errors
+
+    report = done["result"]["output"]["finalization_report"]
+    assert report["human_approved"] is True
+    assert schema_errors(report["resume"]) == []
+    assert find_violations(report["resume"], body["input"]["base_resume"]) == []
