@@ -116,6 +116,9 @@ class Pipeline:
         router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
             pipeline extends it through hooks).
+        worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
+            "activities": [...], "plugin_graphs": {name: StateGraph}}``, what the worker
+            registers for it (fresh graphs on every call).
         source: where it was registered from (``langgraph.json`` path and entry).
     """
 
@@ -135,6 +138,7 @@ class Pipeline:
     console_view: str | None = None
     router: Callable[[], Any] | None = None
     workflow: str = "GraphRunWorkflow"
+    worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

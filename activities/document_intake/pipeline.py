@@ -28,6 +28,16 @@ def start(ctx: Any) -> tuple[Any, Any]:
     )
 
 
+def worker_parts() -> dict[str, Any]:
+    """What the worker registers for document intake: its workflow, split activity, plugin graph."""
+    from activities.document_intake.activities import split_document
+    from activities.document_intake.graph import GRAPH_NAME
+    from workflows.document_intake import DocumentIntakeWorkflow
+
+    return {"workflows": [DocumentIntakeWorkflow], "activities": [split_document],
+            "plugin_graphs": {GRAPH_NAME: build_document_intake_graph()}}
+
+
 PIPELINE = Pipeline(
     name="document_intake",
     graph=build_document_intake_graph,
@@ -37,5 +47,6 @@ PIPELINE = Pipeline(
     accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
     human_gate="approve (with field edits) or reject an escalated record",
     workflow="DocumentIntakeWorkflow",
+    worker_parts=worker_parts,
     extra={"start": start},
 )

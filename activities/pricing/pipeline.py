@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from activities.pricing.graph import build_pricing_graph
+from typing import Any
+
+from activities.pricing.graph import GRAPH_NAME, build_pricing_graph
 from overseer.pipelines import Pipeline
+
+
+def worker_parts() -> dict[str, Any]:
+    """What the worker registers for pricing: its workflow and plugin graph."""
+    from workflows.pricing import PricingWorkflow
+
+    return {"workflows": [PricingWorkflow], "plugin_graphs": {GRAPH_NAME: build_pricing_graph()}}
 
 PIPELINE = Pipeline(
     name="pricing",
@@ -16,5 +25,6 @@ PIPELINE = Pipeline(
     human_gate=("approve (with price edits that must keep the policy) or reject a price "
                 "proposal; cancel by thread id"),
     workflow="PricingWorkflow",
+    worker_parts=worker_parts,
     extra={"submit_path": "/api/v1/chat"},
 )

@@ -19,26 +19,41 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import runtime
-from activities.document_intake.activities import split_document
-from activities.document_intake.graph import GRAPH_NAME, build_document_intake_graph
 from activities.events import record_events
 from activities.graph_nodes import put_state_blob, run_node
 from activities.notify import notify_webhook
-from activities.pricing.graph import GRAPH_NAME as PRICING_GRAPH
-from activities.pricing.graph import build_pricing_graph
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
+from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
-from workflows.document_intake import DocumentIntakeWorkflow
 from workflows.graph_run import GraphRunWorkflow, prepare_all
-from workflows.pricing import PricingWorkflow
 
 log = logging.getLogger("overseer.worker")
 
-WORKFLOWS: Sequence[type] = (GraphRunWorkflow, DocumentIntakeWorkflow, PricingWorkflow)
-ACTIVITIES: Sequence[Any] = (record_events, split_document, notify_webhook, run_node,
-                             put_state_blob)
+PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob)
+
+
+def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
+    """Workflows, activities and plugin graphs of the registry.
+
+    ``GraphRunWorkflow`` and the platform activities, plus what each pipeline with a
+    workflow of its own declares (``Pipeline.worker_parts``).
+    """
+    workflows: list[type] = [GraphRunWorkflow]
+    activities: list[Any] = list(PLATFORM_ACTIVITIES)
+    graphs: dict[str, Any] = {}
+    for pipeline in get_registry():
+        if pipeline.worker_parts is not None:
+            parts = pipeline.worker_parts()
+            workflows += [w for w in parts.get("workflows", []) if w not in workflows]
+            activities += [a for a in parts.get("activities", []) if a not in activities]
+            graphs.update(parts.get("plugin_graphs", {}))
+    return workflows, activities, graphs
+
+
+WORKFLOWS: Sequence[type] = tuple(pipeline_parts()[0])
+"""Every workflow type the worker hosts (for workers and replayers)."""
 
 SANDBOX_PASSTHROUGH = ("workflows", "activities", "overseer", "observability", "services",
                        "temporalio.langgraph", "opentelemetry", "pydantic", "yaml",
@@ -61,9 +76,11 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 def langgraph_plugin() -> LangGraphPlugin:
-    """A plugin over freshly built graphs (the plugin rewrites the graphs it is given)."""
-    return LangGraphPlugin(graphs={GRAPH_NAME: build_document_intake_graph(),
-                                   PRICING_GRAPH: build_pricing_graph()})
+    """The plugin over freshly built graphs of the pipelines that still use it.
+
+    The plugin rewrites the graphs it is given, so every call builds new ones.
+    """
+    return LangGraphPlugin(graphs=pipeline_parts()[2])
 
 
 def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: int = 8,
@@ -81,11 +98,12 @@ def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: 
         overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
     prepare_all()
+    workflows, activities, _ = pipeline_parts()
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=list(WORKFLOWS),
-        activities=list(ACTIVITIES),
+        workflows=workflows,
+        activities=activities,
         plugins=[langgraph_plugin()],
         interceptors=[ObservabilityInterceptor()],
         workflow_runner=workflow_runner(),
