@@ -41,3 +41,14 @@ def get_runtime() -> ActivityRuntime:
     if _runtime is None:
         raise RuntimeError("activities.runtime.configure() was not called in this process")
     return _runtime
+
+
+def current() -> ActivityRuntime | None:
+    """The installed runtime, or None (for code that must put back what it replaced)."""
+    return _runtime
+
+
+def install(runtime: ActivityRuntime | None) -> None:
+    """Put back a runtime returned by :func:`current` (None uninstalls)."""
+    global _runtime
+    _runtime = runtime

@@ -41,11 +41,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # holder their nodes use.
         from activities import runtime as activity_runtime
 
+        previous = activity_runtime.current()  # an in-process app (tests) must not leave its pool
         activity_runtime.configure(app.state.pool, settings)
         app.state.temporal = await connect_client(settings, temporal_runtime())
         try:
             yield
         finally:
+            activity_runtime.install(previous)
             await app.state.pool.close()
 
     app = FastAPI(
