@@ -86,7 +86,23 @@ def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
     snap = {k: state[k] for k in keys if k in state}
     if "report" in state:
         snap["text_source"] = state["report"].get("text_source")
+    snap["strategies"] = strategies_used(state)
     return snap
+
+
+def strategies_used(state: dict[str, Any]) -> list[str]:
+    """Every strategy that ran, in order.
+
+    run_pipeline's ``rules``, then retry_extraction's and the review agent's (``llm:<model>``
+    when a model answered). ``strategy`` alone names only the last extraction's (issue 17:
+    it said ``rules`` after the review agent used a model).
+    """
+    ran = ["rules", state.get("strategy"), (state.get("proposal") or {}).get("strategy")]
+    out: list[str] = []
+    for name in ran:
+        if isinstance(name, str) and name and name not in out:
+            out.append(name)
+    return out
 
 
 def route_after_review(state: dict[str, Any]) -> str:
