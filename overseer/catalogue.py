@@ -116,6 +116,7 @@ def pricing_options(settings: Settings) -> dict[str, Any]:
         "sensitivity": {"width": settings.pricing_sensitivity_width, "points": 9},
         "max_iterations": settings.pricing_max_iterations,
         "approval_sla_seconds": settings.approval_sla_seconds,
+        "approval": approval_ladder_options(settings),
     }
 
 

@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows.approval import ApprovalGate, DecisionInput
+from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
     from langgraph.checkpoint.memory import InMemorySaver
@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
 PIPELINE = "pricing"
+PRICING_LADDER_PATCH = "pricing-escalation-ladder"
 WORKER_STEPS = {node: step for step, node in STEP_NODES.items()}
 
 
@@ -224,9 +225,13 @@ class PricingWorkflow(ApprovalGate):
             rounds += 1
             self._publish(events.meta("approval_gate", thread_id=inp.run_id,
                                       awaiting_approval=True, approval=self._approval_card(interrupt)))
+            # The escalation ladder configured for every pipeline (reminders, reassignment,
+            # final action); runs recorded before it replay with the single SLA timer.
+            ladder = (EscalationLadder.from_options(inp.options)
+                      if workflow.patched(PRICING_LADDER_PATCH) else None)
             decision = await self.request_approval(
                 interrupt, sla=timedelta(seconds=float(inp.options["approval_sla_seconds"])),
-                key=str(rounds))
+                key=str(rounds), ladder=ladder)
             self._publish(events.meta("approval_gate", decision=decision["decision"],
                                       decided_by=decision.get("decided_by")))
             interrupt = await self._drive(app, Command(resume=decision), config)

@@ -267,3 +267,22 @@ async def test_a_permanent_failure_ends_the_stream_with_one_error_event(
     history = await handle.fetch_history()
     attempts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
     assert all(e.activity_task_started_event_attributes.attempt == 1 for e in attempts)
+
+
+async def test_sign_off_climbs_the_configured_escalation_ladder(dev_server, worker, db,
+                                                                 task_queue):
+    """Issue 17: pricing sign-offs ignored the ladder settings; now every rung applies (seconds
+    here, days in production)."""
+    inp = await pricing_input(db)
+    inp.options["approval"] = {**inp.options["approval"], "remind_after_seconds": 1,
+                               "reassign_after_seconds": None, "sla_seconds": 2,
+                               "final_after_seconds": 3, "final_action": "auto_reject"}
+    handle = await start(dev_server.client, inp, task_queue)
+    result = await handle.result()
+    assert (result.status, result.outcome) == ("rejected", "rejected")
+    rows = await db.fetch("SELECT type, data FROM events WHERE run_id = $1 ORDER BY seq",
+                          uuid.UUID(inp.run_id))
+    types = [r["type"] for r in rows]
+    assert "approval.reminded" in types and "approval.sla_breached" in types
+    decided = next(json.loads(r["data"]) for r in rows if r["type"] == "approval.decided")
+    assert decided["decided_by"] == "escalation_policy"
