@@ -551,8 +551,9 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
     missing = set(payload.get("missing_fields") or [])
     invalid: dict[str, Any] = payload.get("invalid_fields") or {}
     specs = _field_specs()
-    names = [n for n in specs if n in record or n in proposed or n in missing]
-    names += sorted((set(record) | set(proposed) | missing) - set(names))
+    unverified = set(proposal.get("suggestions") or {})
+    names = [n for n in specs if n in record or n in proposed or n in missing or n in unverified]
+    names += sorted((set(record) | set(proposed) | missing | unverified) - set(names))
     rows = []
     for name in names:
         current = record.get(name)
@@ -567,6 +568,10 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
             "proposed": proposed.get(name), "proposed_evidence": proposed_evidence.get(name),
             "evidence": evidence.get(name), "missing": name in missing,
             "invalid": invalid.get(name), "value": value,
+            # A model's value whose quote is not in the document: shown, never pre-filled.
+            "unverified": (proposal.get("suggestions") or {}).get(name),
+            "unverified_note": (proposal.get("notes") or {}).get(
+                name, "quote not found in the document"),
         })
     return rows
 
