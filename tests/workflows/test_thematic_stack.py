@@ -1,0 +1,181 @@
+"""Thematic analysis (seed 002 §R3 long-term flow) through the real stack.
+
+The run is started by the run service (``overseer.runs.submit_run``: upload stored in
+Postgres, ``run.submitted`` recorded), driven by ``GraphRunWorkflow`` on the Temporal dev
+server with the real worker, and checked from the workflow history and the event log:
+one coder activity per identity, all in flight together (``Send``); the code aggregator
+only after every coder; the reviewer; the codebook review as an approval whose edits the
+themes honour; one theme coder per identity in parallel; the theme aggregator last.
+
+This module also holds the helpers the other ``test_thematic_*`` workflow tests use.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+
+from activities.thematic_analysis import dataset
+from activities.thematic_analysis.identities import load_identities
+from overseer.runs import Upload, submit_run
+from overseer.settings import Settings
+from tests.helpers import assert_eventually
+from workflows.approval import DecisionInput
+from workflows.graph_run import GraphRunWorkflow
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "thematic_analysis" / "reviews.csv"
+WINDOW = {"account_id": "brewbox", "start_date": "2024-01-01", "end_date": "2024-04-30"}
+IDENTITY_IDS = sorted(i.id for i in load_identities(None))
+
+
+# --- helpers shared by the thematic workflow tests ------------------------------------------
+
+
+def example_corpus() -> dataset.Corpus:
+    """The example upload's window, split into quotable sentences (pure, as the nodes do)."""
+    rows = dataset.window(dataset.parse_dataset(EXAMPLE.read_bytes(), "reviews.csv"),
+                          WINDOW["account_id"], WINDOW["start_date"], WINDOW["end_date"])
+    return dataset.build_corpus(rows)
+
+
+async def submit(pool: asyncpg.Pool, client: Client, task_queue: str, *,
+                 data: bytes | None = None, **metadata: Any) -> tuple[str, WorkflowHandle[Any, Any]]:
+    """Start a thematic_analysis run as the API does (upload stored, run.submitted, workflow)."""
+    settings = Settings(environment="test", task_queue=task_queue)
+    submitted = await submit_run(
+        pool, client, settings, pipeline_name="thematic_analysis", subject="tester",
+        metadata={**WINDOW, **metadata},
+        upload=Upload(data if data is not None else EXAMPLE.read_bytes(), "reviews.csv",
+                      "text/csv"))
+    return submitted.run_id, client.get_workflow_handle(f"thematic_analysis-{submitted.run_id}")
+
+
+async def events(pool: asyncpg.Pool, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+    """The run's events (``{type, data, occurred_at}``) in append order, optionally one type."""
+    rows = await pool.fetch("SELECT type, data, occurred_at FROM events WHERE run_id = $1 "
+                            "ORDER BY seq", uuid.UUID(run_id))
+    out = [{"type": r["type"], "data": json.loads(r["data"]), "occurred_at": r["occurred_at"]}
+           for r in rows]
+    return [e for e in out if kind is None or e["type"] == kind]
+
+
+async def activity_timeline(handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """Every node activity of the run from its history: node, attempt, scheduled/closed event ids.
+
+    ``attempt`` is the attempt that closed the activity (the history records the last one).
+    """
+    history = await handle.fetch_history()
+    scheduled: dict[int, dict[str, Any]] = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name != "run_node":
+                continue
+            payload = json.loads(attrs.input.payloads[0].data)
+            scheduled[event.event_id] = {"node": payload["node"], "scheduled": event.event_id,
+                                         "attempt": None, "closed": None}
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            attrs = event.activity_task_started_event_attributes
+            if attrs.scheduled_event_id in scheduled:
+                scheduled[attrs.scheduled_event_id]["attempt"] = attrs.attempt
+        elif event.event_type in (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+                                  EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED):
+            attrs = (event.activity_task_completed_event_attributes
+                     if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+                     else event.activity_task_failed_event_attributes)
+            if attrs.scheduled_event_id in scheduled:
+                scheduled[attrs.scheduled_event_id]["closed"] = event.event_id
+    return list(scheduled.values())
+
+
+async def wait_for_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The open approval of a run once it waits for a decision."""
+    async def waiting() -> dict[str, Any]:
+        view = await handle.query(GraphRunWorkflow.get_status)
+        assert view.status == "awaiting_approval" and view.approval, view.status
+        return dict(view.approval)
+    return await assert_eventually(waiting, timeout=60)
+
+
+# --- §R3 long-term flow -------------------------------------------------------------------
+
+
+async def test_long_term_flow_runs_every_stage_in_order_with_parallel_coders(
+        dev_server, worker, db, task_queue):
+    run_id, handle = await submit(db, dev_server.client, task_queue)
+    result = await handle.result()
+    assert result["status"] == "completed" and result["outcome"] == "themes"
+    out = result["output"]
+
+    timeline = await activity_timeline(handle)
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for item in timeline:
+        by_node.setdefault(item["node"], []).append(item)
+    # R3.1 / R3.5: one coder and one theme coder activity per identity ...
+    assert len(by_node["coder"]) == len(IDENTITY_IDS) == len(by_node["theme_coder"]) == 3
+    # ... all scheduled before the first of them closed: they ran in parallel, not in turn.
+    for fan in ("coder", "theme_coder"):
+        assert max(a["scheduled"] for a in by_node[fan]) < min(a["closed"] for a in by_node[fan])
+    # R3.2-R3.6: every stage starts only after the one before it has closed.
+    (aggregator,), (reviewer,) = by_node["code_aggregator"], by_node["reviewer"]
+    (theme_aggregator,) = by_node["theme_aggregator"]
+    assert max(a["closed"] for a in by_node["coder"]) < aggregator["scheduled"]
+    assert aggregator["closed"] < reviewer["scheduled"]
+    assert reviewer["closed"] < min(a["scheduled"] for a in by_node["theme_coder"])
+    assert max(a["closed"] for a in by_node["theme_coder"]) < theme_aggregator["scheduled"]
+
+    # The aggregator got every coder's output; the reviewer's codebook feeds the themes.
+    assert sorted(r["identity_id"] for r in out["coder_results"]) == IDENTITY_IDS
+    coded = {i for c in out["codebook"] for i in c["identities"]}
+    assert coded == set(IDENTITY_IDS)
+    assert sorted({p["identity_id"] for p in out["theme_proposals"]}) == IDENTITY_IDS
+    code_ids = {c["code_id"] for c in out["codebook"]}
+    assert out["themes"] and all(set(t["code_ids"]) <= code_ids for t in out["themes"])
+    assert out["errors"] == [] and out["strategy"] == "rules"
+
+    # R4: both checkpoints, in the state and in the event log, in stage order.
+    checkpoints = await events(db, run_id, "checkpoint.recorded")
+    assert [(c["data"]["stage"], c["data"]["status"]) for c in checkpoints] == [
+        ("coding_complete", "in_progress"), ("theme_complete", "completed")]
+    assert [c["persisted"] for c in out["checkpoints"]] == [True, True]
+    assert checkpoints[1]["data"]["themes"] == len(out["themes"])
+
+    # Every theme quote is a sentence of a review in the window (ids in state, text by id).
+    corpus = example_corpus()
+    assert all(q in corpus.text for t in out["themes"] for q in t["quote_ids"])
+
+
+async def test_codebook_review_edits_reach_the_themes(dev_server, worker, db, task_queue):
+    run_id, handle = await submit(db, dev_server.client, task_queue, review_codebook=True)
+    approval = await wait_for_approval(handle)
+    payload = approval["payload"]
+    assert payload["kind"] == "codebook_review"
+    timeline = await activity_timeline(handle)
+    assert "theme_coder" not in {a["node"] for a in timeline}  # themes wait for the reviewer
+    ids = [c["code_id"] for c in payload["codebook"]]
+    assert len(ids) >= 3
+    keep, absorbed, dropped = ids[0], ids[1], ids[2]
+    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        decision="approve", decided_by="reviewer:ann", note="tidy",
+        updates={"merge": [[keep, absorbed]], "rename": {keep: "Renamed by a human"},
+                 "delete": [dropped]}))
+    result = await handle.result()
+    assert result["status"] == "completed" and result["outcome"] == "themes"
+    out = result["output"]
+    codebook = {c["code_id"]: c for c in out["codebook"]}
+    assert codebook[keep]["label"] == "Renamed by a human"
+    assert absorbed not in codebook and dropped not in codebook
+    # the theme coders worked on the edited codebook: no theme names a removed code
+    assert out["themes"]
+    for theme in out["themes"]:
+        assert absorbed not in theme["code_ids"] and dropped not in theme["code_ids"]
+    assert all(set(p["code_ids"]) <= set(codebook) for p in out["theme_proposals"])
+    decided = await events(db, run_id, "approval.decided")
+    assert len(decided) == 1
