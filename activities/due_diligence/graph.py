@@ -29,6 +29,9 @@ AGENTS: tuple[str, ...] = ("ingestion", "clause_extraction", "risk_scoring", "su
 """The five agents in their fixed order (progress "n of 5")."""
 
 _IN_WORKFLOW = {"overseer": {"run_in": "workflow"}}
+CLAUSE_HEARTBEAT_SECONDS = 20.0
+"""Heartbeat time-out of the clause-extraction nodes: a worker killed mid-search is noticed
+after this long and the node retried on another worker (not after the 300 s time-out)."""
 
 
 def _activity(summary: str, *, timeout_seconds: float = 300.0,
@@ -43,14 +46,20 @@ def build_clause_extraction_graph() -> StateGraph:
     """Build (not compile) the clause-extraction subgraph over ``ClauseSearchState``."""
     graph = StateGraph(nodes.ClauseSearchState)
     graph.add_node("initial_search", nodes.initial_search,
-                   metadata=_activity("clause search 1 (BM25 + patterns)"))
+                   metadata=_activity("clause search 1 (BM25 + patterns)",
+                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
     graph.add_node("validate_clauses", nodes.validate_clauses,
-                   metadata=_activity("validate clause candidates"))
+                   metadata=_activity("validate clause candidates",
+                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
     graph.add_node("retry_search", nodes.retry_search,
-                   metadata=_activity("wider clause search"))
-    graph.add_node("deduplicate", nodes.deduplicate, metadata=_activity("merge near-duplicates"))
+                   metadata=_activity("wider clause search",
+                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
+    graph.add_node("deduplicate", nodes.deduplicate,
+                   metadata=_activity("merge near-duplicates",
+                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
     graph.add_node("score_confidence", nodes.score_confidence,
-                   metadata=_activity("attributes and confidence"))
+                   metadata=_activity("attributes and confidence",
+                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
     graph.add_edge(START, "initial_search")
     graph.add_edge("initial_search", "validate_clauses")
     graph.add_conditional_edges("validate_clauses", nodes.route_after_validation,

@@ -118,7 +118,8 @@ def route_after_validation(state: ClauseSearchState) -> str:
 
 async def deduplicate(state: ClauseSearchState) -> dict[str, Any]:
     """Subgraph node: merge near-duplicate candidates per type (rapidfuzz)."""
-    return {"merged": clause_logic.deduplicate(state.get("candidates") or {})}
+    merged = await asyncio.to_thread(clause_logic.deduplicate, state.get("candidates") or {})
+    return {"merged": merged}
 
 
 async def score_confidence(state: ClauseSearchState) -> dict[str, Any]:
@@ -129,8 +130,10 @@ async def score_confidence(state: ClauseSearchState) -> dict[str, Any]:
     if not signals["is_agreement"]:
         return {"clauses": clause_logic.clauses_result([], attempts=int(state.get("attempts", 0)),
                                                        signals=signals)}
-    findings = clause_logic.score_findings(ingestion_result, state.get("merged") or {},
-                                           attempts_by_type=state.get("searched") or {})
+    # In a thread: the runtime heartbeats from the event loop while a long text is scored.
+    findings = await asyncio.to_thread(clause_logic.score_findings, ingestion_result,
+                                       state.get("merged") or {},
+                                       attempts_by_type=state.get("searched") or {})
     return {"clauses": clause_logic.clauses_result(findings, attempts=int(state.get("attempts", 0)),
                                                    signals=signals)}
 
