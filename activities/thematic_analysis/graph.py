@@ -11,8 +11,11 @@
 Plain LangGraph: no Temporal import. Node metadata ``{"overseer": {...}}`` (see
 :class:`overseer.pipelines.NodeOptions`) places ``codebook_review`` in the workflow (cheap,
 pure, interrupts) and ``finish`` in a local activity (it reads the clock); everything else
-is an activity, so the N coders show as parallel activities. Coders and theme coders get 3
-attempts (seed R5.6: model retries with backoff are Temporal's). Routers are sync and pure.
+is an activity, so the N coders show as parallel activities. Coder and theme-coder
+activities allow :data:`~activities.thematic_analysis.options.MAX_MODEL_ATTEMPTS` attempts
+and the node stops at the run's ``llm_max_attempts`` (default 3; seed R5.6: model retries
+with backoff are Temporal's), so the option never outgrows the retry policy and a coder
+never fails the run. Routers are sync and pure.
 Build a fresh graph per registration.
 """
 
@@ -25,6 +28,7 @@ from langgraph.types import Send, interrupt
 
 from activities.thematic_analysis import nodes
 from activities.thematic_analysis.coding import apply_edits, validate_edits
+from activities.thematic_analysis.options import MAX_MODEL_ATTEMPTS
 from activities.thematic_analysis.state import ThematicState
 
 GRAPH_NAME = "thematic_analysis"
@@ -52,7 +56,7 @@ def build_thematic_analysis_graph() -> StateGraph:
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
                                   summary="parse, window and split the dataset"))
     graph.add_node("coder", nodes.coder,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=3,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=MAX_MODEL_ATTEMPTS,
                                   summary="coder: code the window through one identity"))
     graph.add_node("code_aggregator", nodes.code_aggregator,
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
@@ -62,7 +66,7 @@ def build_thematic_analysis_graph() -> StateGraph:
                                   summary="review and update the codebook"))
     graph.add_node("codebook_review", codebook_review, metadata=_meta(run_in="workflow"))
     graph.add_node("theme_coder", nodes.theme_coder,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=3,
+                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=MAX_MODEL_ATTEMPTS,
                                   summary="theme coder: group codes through one identity"))
     graph.add_node("theme_aggregator", nodes.theme_aggregator,
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,

@@ -396,8 +396,20 @@ def _reraise_if_retrying(err: Exception, options: ThematicOptions) -> None:
         return
     from temporalio import activity
 
-    if activity.in_activity() and activity.info().attempt < options.llm_max_attempts:
+    if activity.in_activity() and activity.info().attempt < last_attempt(
+            options, activity.info().retry_policy):
         raise _as_failure(err)
+
+
+def last_attempt(options: ThematicOptions, retry_policy: Any) -> int:
+    """The attempt after which a coder or theme coder records its failure instead of raising.
+
+    ``options.llm_max_attempts``, but never past the activity's own retry policy
+    (``maximum_attempts``; 0 or None = unlimited): raising on the policy's last attempt
+    would fail the run, which a coder must not do (seed R5.1, R5.4).
+    """
+    limit = int(getattr(retry_policy, "maximum_attempts", 0) or 0)
+    return min(options.llm_max_attempts, limit) if limit > 0 else options.llm_max_attempts
 
 
 def _tolerated(err: Exception, *, stage: str, node: str, identity: Identity,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_MODEL_ATTEMPTS = 10
+"""Upper bound of ``llm_max_attempts``; the coder and theme-coder activities allow this many
+attempts and the node itself stops retrying at the run's ``llm_max_attempts``."""
+
 
 class ThematicOptions(BaseModel):
     """Tuning knobs of one run; the snapshot travels in state as ``options``.
@@ -22,7 +26,8 @@ class ThematicOptions(BaseModel):
             codes in review (``side`` into ``side effects``).
         lens_weight: how strongly an identity's lens re-weights key phrases (0 = ignore).
         llm_sentences: sentences shown to a model coder (evenly sampled from the window).
-        llm_max_attempts: attempts of a model-calling node (Temporal retries; seed 002 R5.6).
+        llm_max_attempts: attempts of a model-calling node (Temporal retries with backoff; seed
+            002 R5.6); after the last one a coder or theme coder records its error.
         cost_estimate_usd: the run's expected LLM cost; actual > 120 % logs a warning (R8.3).
             None: estimated from the prompt sizes at load time.
         llm_budget_usd: hard LLM cost budget of the run (None = unlimited).
@@ -44,7 +49,7 @@ class ThematicOptions(BaseModel):
     overlap_merge: float = Field(default=0.8, ge=0.0, le=1.0)
     lens_weight: float = Field(default=3.0, ge=0.0)
     llm_sentences: int = Field(default=150, ge=1, le=2000)
-    llm_max_attempts: int = Field(default=3, ge=1, le=10)
+    llm_max_attempts: int = Field(default=3, ge=1, le=MAX_MODEL_ATTEMPTS)
     cost_estimate_usd: float | None = None
     llm_budget_usd: float | None = None
     llm_budget_tokens: int | None = None

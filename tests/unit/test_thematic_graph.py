@@ -399,12 +399,29 @@ def test_transient_coder_failures_are_retried_by_temporal_before_the_last_attemp
 
     options = ThematicOptions()
     monkeypatch.setattr(activity, "in_activity", lambda: True)
-    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=2))
+    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=2, retry_policy=None))
     with pytest.raises(ApplicationError) as raised:
         nodes._reraise_if_retrying(LLMUnavailableError("model down"), options)
     assert not raised.value.non_retryable
     with pytest.raises(ConnectionResetError):
         nodes._reraise_if_retrying(ConnectionResetError("db gone"), options)
     nodes._reraise_if_retrying(ValueError("a bug"), options)  # recorded at once, never raised
-    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=3))
+    monkeypatch.setattr(activity, "info", lambda: SimpleNamespace(attempt=3, retry_policy=None))
     nodes._reraise_if_retrying(LLMUnavailableError("model down"), options)  # last attempt: recorded
+
+
+def test_a_coder_stops_retrying_at_the_option_or_the_retry_policy_whichever_is_first():
+    from temporalio.common import RetryPolicy
+
+    from activities.thematic_analysis.graph import build_thematic_analysis_graph
+    from activities.thematic_analysis.options import MAX_MODEL_ATTEMPTS, ThematicOptions
+
+    assert nodes.last_attempt(ThematicOptions(), None) == 3
+    assert nodes.last_attempt(ThematicOptions(llm_max_attempts=5), None) == 5
+    assert nodes.last_attempt(ThematicOptions(llm_max_attempts=5), RetryPolicy(maximum_attempts=3)) == 3
+    assert nodes.last_attempt(ThematicOptions(llm_max_attempts=2), RetryPolicy(maximum_attempts=0)) == 2
+    graph = build_thematic_analysis_graph()
+    for node in ("coder", "theme_coder"):  # the activity allows every attempt the option may ask
+        assert graph.nodes[node].metadata["overseer"]["max_attempts"] == MAX_MODEL_ATTEMPTS
+    with pytest.raises(ValueError, match="less than or equal"):
+        ThematicOptions(llm_max_attempts=MAX_MODEL_ATTEMPTS + 1)

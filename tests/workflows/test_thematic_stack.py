@@ -14,15 +14,22 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from activities.thematic_analysis import dataset
+from activities.thematic_analysis.coding import code_id
 from activities.thematic_analysis.identities import load_identities
+from activities.thematic_analysis.llm_steps import CODER_INSTRUCTIONS, THEME_INSTRUCTIONS
 from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from tests.helpers import assert_eventually
@@ -32,7 +39,10 @@ from workflows.graph_run import GraphRunWorkflow
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "thematic_analysis" / "reviews.csv"
 WINDOW = {"account_id": "brewbox", "start_date": "2024-01-01", "end_date": "2024-04-30"}
-IDENTITY_IDS = sorted(i.id for i in load_identities(None))
+IDENTITIES = {i.id: i for i in load_identities(None)}
+IDENTITY_IDS = sorted(IDENTITIES)
+CODER_PROMPT = CODER_INSTRUCTIONS[:40]
+THEME_PROMPT = THEME_INSTRUCTIONS[:40]
 
 
 # --- helpers shared by the thematic workflow tests ------------------------------------------
@@ -43,6 +53,53 @@ def example_corpus() -> dataset.Corpus:
     rows = dataset.window(dataset.parse_dataset(EXAMPLE.read_bytes(), "reviews.csv"),
                           WINDOW["account_id"], WINDOW["start_date"], WINDOW["end_date"])
     return dataset.build_corpus(rows)
+
+
+def model_reply() -> str:
+    """What the fake model answers a coder and a theme coder: three codes citing real quote ids
+    of the example window (three each, so the reviewer keeps them) and two themes over them."""
+    quotes = example_corpus().quote_ids
+    labels = ["Delivery delays", "Fresh beans", "Price increases"]
+    codes = [{"label": label, "definition": f"Reviews about {label.lower()}.",
+              "quote_ids": quotes[3 * i: 3 * i + 3]} for i, label in enumerate(labels)]
+    themes = [{"name": "Getting the coffee", "description": "Delivery and freshness.",
+               "code_ids": [code_id(labels[0]), code_id(labels[1])]},
+              {"name": "Money", "description": "What it costs.", "code_ids": [code_id(labels[2])]}]
+    return json.dumps({"codes": codes, "themes": themes})
+
+
+def identity_prompt(identity_id: str, stage: str) -> str:
+    """A marker found only in the system prompt of ``identity_id``'s coder or theme coder."""
+    return f"{IDENTITIES[identity_id].prompt_prefix.strip()}\n\n" + (
+        CODER_PROMPT if stage == "coder" else THEME_PROMPT)
+
+
+class PromptedFakeChatModel(GenericFakeChatModel):
+    """langchain-core's ``GenericFakeChatModel`` whose reply depends on the prompt.
+
+    ``answer(system_prompt)`` returns the reply text, or raises as a client would (a
+    ``TimeoutError`` is a transient failure for the LLM layer). Usage is counted from the
+    text: ~4 characters a token in, the reply's length out, so every call's tokens differ.
+    """
+
+    answer: Callable[[str], str]
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any
+                  ) -> ChatResult:
+        reply = self.answer(str(messages[0].content))
+        prompt_tokens = sum(len(str(m.content)) for m in messages) // 4
+        self.messages = iter([AIMessage(content=reply, usage_metadata={
+            "input_tokens": prompt_tokens, "output_tokens": len(reply) // 4 + 1,
+            "total_tokens": prompt_tokens + len(reply) // 4 + 1})])
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def prompted_model(answer: Callable[[str], str]) -> Callable[[Settings, str], PromptedFakeChatModel]:
+    """A chat-model factory for ``activities.llm.set_chat_model_factory`` (one model per call)."""
+    def factory(settings: Settings, model: str) -> PromptedFakeChatModel:
+        return PromptedFakeChatModel(messages=iter(()), answer=answer)
+    return factory
 
 
 async def submit(pool: asyncpg.Pool, client: Client, task_queue: str, *,

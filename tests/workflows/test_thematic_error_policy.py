@@ -1,0 +1,162 @@
+"""Thematic analysis error policy (seed 002 R5) through GraphRunWorkflow on the dev server.
+
+Only the model is faked (a langchain-core ``GenericFakeChatModel`` set through the LLM
+layer's factory); every failure below is the pipeline's own reaction to it:
+
+- one coder whose model times out on every call: Temporal retries its activity with
+  exponential backoff, it gives up after exactly 3 attempts (counted from the ``llm.called``
+  ledger and the history), and the run completes with an ``errors[]`` entry naming it (R5.1,
+  R5.6);
+- every coder's model answering prose instead of JSON: the code aggregator has nothing to
+  merge and fails the run, with a failed checkpoint in the event log (R5.2, R4.4);
+- every theme coder's model answering prose: the theme aggregator fails the run, with a
+  failed checkpoint (R5.5).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from activities import llm
+from tests.workflows.llm_support import llm_settings
+from tests.workflows.test_thematic_stack import (
+    CODER_PROMPT,
+    IDENTITY_IDS,
+    THEME_PROMPT,
+    activity_timeline,
+    events,
+    identity_prompt,
+    model_reply,
+    prompted_model,
+    submit,
+)
+
+
+async def test_one_coder_fails_after_exactly_three_attempts_and_the_run_completes(
+        dev_server, worker, db, task_queue):
+    reply = model_reply()
+    failing = identity_prompt("outcomes", "coder")
+
+    def answer(system: str) -> str:
+        if failing in system:
+            raise TimeoutError("model timed out")
+        return reply
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        result = await handle.result()
+
+    assert result["status"] == "completed" and result["outcome"] == "themes"
+    out = result["output"]
+    assert [(e["node"], e["identity_id"], e["stage"], e["code"]) for e in out["errors"]] == [
+        ("coder", "outcomes", "coding", "llm_unavailable")]
+    assert sorted(r["identity_id"] for r in out["coder_results"]) == ["experience", "practicalities"]
+    assert out["themes"]  # the run went on with the other coders' codes
+
+    # Attempts counted, not assumed: one ledger event per attempt of the failing coder ...
+    calls = [e for e in await events(db, run_id, "llm.called")
+             if e["data"]["node"] == "coder:outcomes"]
+    assert [(c["data"]["attempt"], c["data"]["outcome"], c["data"]["error_code"])
+            for c in calls] == [(i, "error", "llm_unavailable") for i in (1, 2, 3)]
+    # ... spaced by Temporal's exponential backoff (1 s, then 2 s) ...
+    first_gap, second_gap = ((b["occurred_at"] - a["occurred_at"]).total_seconds()
+                             for a, b in zip(calls, calls[1:], strict=False))
+    assert first_gap >= 0.9 and second_gap >= 1.8 and second_gap > first_gap
+    # ... and the history: the failing coder's activity closed on its 3rd attempt, as a
+    # completion (its error is recorded, the run is not failed); the others on their 1st.
+    coders = [a for a in await activity_timeline(handle) if a["node"] == "coder"]
+    assert sorted(a["attempt"] for a in coders) == [1, 1, 3]
+    assert all(a["closed"] is not None for a in coders)
+    completed = [e["data"]["attempt"] for e in await events(db, run_id, "node.completed")
+                 if e["data"]["node"] == "coder"]
+    assert sorted(completed) == [1, 1, 3]
+    # the other identities' coders each called the model once and succeeded
+    ok = [e["data"] for e in await events(db, run_id, "llm.called")
+          if e["data"]["node"].startswith("coder:") and e["data"]["outcome"] == "ok"]
+    assert sorted(c["node"] for c in ok) == ["coder:experience", "coder:practicalities"]
+
+
+async def test_code_aggregator_failing_fails_the_run_with_a_failed_checkpoint(
+        dev_server, worker, db, task_queue):
+    reply = model_reply()
+
+    def answer(system: str) -> str:
+        return "I found some codes but cannot list them." if CODER_PROMPT in system else reply
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+
+    (failed,) = await events(db, run_id, "run.failed")
+    assert failed["data"]["error"]["code"] == "coding_failed"
+    assert failed["data"]["error"]["node"] == "code_aggregator"
+    (checkpoint,) = await events(db, run_id, "checkpoint.recorded")
+    assert checkpoint["data"]["stage"] == "code_aggregator"
+    assert checkpoint["data"]["status"] == "failed"
+    assert checkpoint["data"]["analysis_id"] == run_id and checkpoint["data"]["created_at"]
+    assert checkpoint["data"]["error"]["code"] == "coding_failed"
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(run_id))
+    assert row["status"] == "failed"
+    timeline = await activity_timeline(handle)
+    nodes = [a["node"] for a in timeline]
+    assert nodes.count("coder") == len(IDENTITY_IDS)  # each coder's failure was tolerated
+    assert [a["attempt"] for a in timeline if a["node"] == "code_aggregator"] == [1]  # permanent
+    assert not {"reviewer", "theme_coder", "theme_aggregator"} & set(nodes)
+
+
+async def test_theme_aggregator_failing_fails_the_run_with_a_failed_checkpoint(
+        dev_server, worker, db, task_queue):
+    reply = model_reply()
+
+    def answer(system: str) -> str:
+        return "Themes: coffee, delivery, money." if THEME_PROMPT in system else reply
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+
+    (failed,) = await events(db, run_id, "run.failed")
+    assert failed["data"]["error"]["code"] == "theme_stage_failed"
+    assert failed["data"]["error"]["node"] == "theme_aggregator"
+    checkpoints = [(c["data"]["stage"], c["data"]["status"])
+                   for c in await events(db, run_id, "checkpoint.recorded")]
+    assert checkpoints == [("coding_complete", "in_progress"), ("theme_aggregator", "failed")]
+    timeline = await activity_timeline(handle)
+    assert [a["node"] for a in timeline].count("theme_coder") == len(IDENTITY_IDS)
+    assert [a["attempt"] for a in timeline if a["node"] == "theme_aggregator"] == [1]
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(run_id))
+    assert row["status"] == "failed"
+
+
+async def test_the_attempts_option_is_honoured_and_a_coder_never_fails_the_run(
+        dev_server, worker, db, task_queue, monkeypatch):
+    """``llm_max_attempts`` (OVERSEER_THEMATIC_ANALYSIS__LLM_MAX_ATTEMPTS) above the default:
+    the coder gets that many attempts and still only records its error."""
+    monkeypatch.setenv("OVERSEER_THEMATIC_ANALYSIS__LLM_MAX_ATTEMPTS", "4")
+    reply = model_reply()
+    failing = identity_prompt("experience", "coder")
+
+    def answer(system: str) -> str:
+        if failing in system:
+            raise TimeoutError("model timed out")
+        return reply
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        result = await handle.result()
+
+    assert result["status"] == "completed", result
+    assert [(e["node"], e["identity_id"]) for e in result["output"]["errors"]] == [
+        ("coder", "experience")]
+    calls = [e["data"]["attempt"] for e in await events(db, run_id, "llm.called")
+             if e["data"]["node"] == "coder:experience"]
+    assert calls == [1, 2, 3, 4]
