@@ -124,6 +124,7 @@ async def run_node(call: NodeCall) -> NodeResult:
         ApplicationError: ``node_error`` (non-retryable) for bugs; a domain error's code
             (non-retryable when permanent). Other exceptions propagate and are retried.
     """
+    pipeline = get_registry().get(call.pipeline)
     runnable = find_node(get_registry().builder(call.pipeline), call.node)
     state = await resolve_refs(decode(await _load_input(call.input)))
     custom: list[Any] = []
@@ -146,7 +147,9 @@ async def run_node(call: NodeCall) -> NodeResult:
         var_child_runnable_config.reset(token)
     duration_ms = (time.perf_counter() - started) * 1000
     encoded = await claim_check(output)
-    await _record_completed(call, output, duration_ms)
+    snapshot = pipeline.node_snapshot({**state, **output}) \
+        if pipeline.node_snapshot and isinstance(state, dict) and isinstance(output, dict) else None
+    await _record_completed(call, output, duration_ms, snapshot)
     return NodeResult(output=encoded, custom=[to_jsonable(c) for c in custom],
                       duration_ms=round(duration_ms, 3))
 
@@ -261,11 +264,15 @@ async def _with_heartbeats(work: Any) -> Any:
             task.cancel()
 
 
-async def _record_completed(call: NodeCall, output: Any, duration_ms: float) -> None:
-    """``node.completed`` for this task (once, whatever the retries); progress nodes add a snapshot."""
+async def _record_completed(call: NodeCall, output: Any, duration_ms: float,
+                            snapshot: dict[str, Any] | None = None) -> None:
+    """``node.completed`` for this task (once, whatever the retries); progress nodes add a
+    snapshot of their update, a pipeline's ``node_snapshot`` its view of the state after the node."""
     info = activity.info()
     data: dict[str, Any] = {"node": call.node, "duration_ms": round(duration_ms, 3),
                             "attempt": info.attempt, "placement": "activity"}
+    if snapshot is not None:
+        data["snapshot"] = to_jsonable(snapshot)
     if call.node in call.progress_nodes and isinstance(output, dict):
         index = call.progress_nodes.index(call.node)
         total = len(call.progress_nodes)

@@ -103,9 +103,12 @@ class Pipeline:
         accepts: ``("application/json",)`` for JSON runs, or the media types of an upload.
         decisions: the decisions its human gate takes (``approve``/``reject`` by default;
             e.g. add ``revise``).
-        check_decision: ``(payload, decision) -> None``: the pipeline's own refusal rules,
-            pure and deterministic (it runs in the update validator). ``decision`` is the
-            dict ``interrupt()`` will return. Raise :class:`DecisionRefusedError`.
+        check_decision: ``(payload, decision[, state]) -> dict | None``: the pipeline's own
+            refusal rules, pure and deterministic (it runs in the update validator).
+            ``decision`` is the dict ``interrupt()`` will return (plus ``apply_proposal``);
+            ``state`` (when it takes a third argument) is the graph's state at the pause. Raise
+            :class:`DecisionRefusedError`; return a dict to replace fields of the decision
+            (e.g. ``updates`` merged with a proposal), or None to keep it.
         progress_nodes: ordered nodes whose completion is progress (``"3 of 5 complete"``).
         human_gate: one line: what a reviewer decides.
         report: ``(state) -> str`` (or a coroutine function): Markdown of a run's final or
@@ -114,6 +117,17 @@ class Pipeline:
             (served to reviewers at ``GET /v1/runs/{id}/quotes``).
         console_view: template name of a pipeline-specific console panel, if any.
         router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
+        make_input: ``(StartContext) -> dict``: the graph's input state for a new run, when
+            the default (the JSON input or ``{"document": ...}``, plus the declared
+            ``run_id``/``options``/``metadata``) is not what the graph takes.
+        result: ``(state) -> dict``: the run's result (``GET /v1/runs/{id}`` ``result``) from
+            its final state; default ``{"output": state}``.
+        node_snapshot: ``(state after the node) -> dict``: what each ``node.completed`` event
+            merges into the run's result while it runs (live partial results), if anything.
+        split: name of an activity ``(input state) -> [dict, ...]`` that splits one
+            submission into parts; with more than one part the run becomes a parent that
+            starts one child run per part (input ``{**input, **part}``) and completes with
+            outcome ``split``.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
             pipeline extends it through hooks).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
@@ -130,17 +144,36 @@ class Pipeline:
     options_model: type[BaseModel] | None = None
     accepts: tuple[str, ...] = ("application/json",)
     decisions: tuple[str, ...] = DEFAULT_DECISIONS
-    check_decision: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None
+    check_decision: Callable[..., dict[str, Any] | None] | None = None
     progress_nodes: tuple[str, ...] = ()
     human_gate: str = "approve or reject at each interrupt"
     report: Callable[[Mapping[str, Any]], Any] | None = None
     quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
     console_view: str | None = None
     router: Callable[[], Any] | None = None
+    make_input: Callable[[Any], dict[str, Any]] | None = None
+    result: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    split: str | None = None
     workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def checked_decision(self, payload: Mapping[str, Any], decision: dict[str, Any],
+                         state: Mapping[str, Any]) -> dict[str, Any]:
+        """``decision`` after the pipeline's :attr:`check_decision` (the fields it replaces merged in).
+
+        Raises:
+            DecisionRefusedError: the pipeline refuses the decision.
+        """
+        if self.check_decision is None:
+            return decision
+        takes_state = len([p for p in inspect.signature(self.check_decision).parameters.values()
+                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 3
+        replaced = (self.check_decision(payload, decision, state) if takes_state
+                    else self.check_decision(payload, decision))
+        return {**decision, **(replaced or {})}
 
     @property
     def takes_upload(self) -> bool:

@@ -7,8 +7,8 @@ retried request with the same ``Idempotency-Key`` maps to the same run and nothi
 started twice. A start that fails is recorded (``run.failed`` with ``start_failed``) and
 answered 503: nothing accepted is silently dropped.
 
-Pipelines on ``GraphRunWorkflow`` need nothing here; a pipeline with a workflow of its
-own provides ``extra["start"]``: ``(StartContext) -> (workflow run method, argument)``.
+Every pipeline runs on ``GraphRunWorkflow``; one whose graph takes more than the request
+(a schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import json
 import logging
 import typing
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,8 +131,7 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         DependencyUnavailableError: Temporal did not take the start (503; recorded).
     """
     pipeline = get_registry().get(pipeline_name)
-    start_hook: Callable[[StartContext], tuple[Any, Any]] | None = pipeline.extra.get("start")
-    if pipeline.workflow != "GraphRunWorkflow" and start_hook is None:
+    if pipeline.workflow != "GraphRunWorkflow":
         raise InvalidRequestError(
             f"runs of {pipeline.name} start at {pipeline.extra.get('submit_path')}",
             details={"submit_path": pipeline.extra.get("submit_path")})
@@ -177,7 +175,7 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                       "submitted_by": subject, "idempotency_key": idempotency_key,
                       "input": {**recorded, "fingerprint": fingerprint}},
             )])
-        run_method, argument = start_hook(ctx) if start_hook else _graph_run(ctx)
+        run_method, argument = _graph_run(ctx)
         await _start(pool, temporal, settings, ctx, run_method, argument)
     return Submitted(run_id=run_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
@@ -250,7 +248,10 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
                ) -> tuple[Any, Any]:
     from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 
-    graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
+    if ctx.pipeline.make_input is not None:
+        graph_input = ctx.pipeline.make_input(ctx)
+    else:
+        graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     declared = input_keys(get_registry().builder(ctx.pipeline.name))
     extras = {"run_id": ctx.run_id, "options": ctx.pipeline.options(),
               "metadata": ctx.metadata}

@@ -16,7 +16,9 @@ from overseer.catalogue import document_intake_options
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.document_intake import DocumentIntakeInput
+from activities.document_intake.pipeline import initial_state
+from overseer.graph_codec import encode
+from workflows.graph_run import GraphRunInput
 
 T = TypeVar("T")
 
@@ -36,8 +38,9 @@ async def assert_eventually(check: Callable[[], Awaitable[T]], *, timeout: float
 
 async def submit_document(pool: asyncpg.Pool, data: bytes, filename: str, *,
                           settings: Settings | None = None, search_attributes: bool = True,
-                          options: dict[str, Any] | None = None) -> DocumentIntakeInput:
-    """Store a document and record ``run.submitted`` as the API does; return the workflow input."""
+                          options: dict[str, Any] | None = None) -> GraphRunInput:
+    """Store a document and record ``run.submitted`` as the API does; return the workflow input
+    (a ``document_intake`` run of ``GraphRunWorkflow``, id ``document_intake-<run_id>``)."""
     settings = settings or Settings(environment="test")
     kind = sniff_kind(data, filename, None)
     info = inspect_document(data, kind)
@@ -52,12 +55,12 @@ async def submit_document(pool: asyncpg.Pool, data: bytes, filename: str, *,
             data={"pipeline": "document_intake", "workflow_id": f"document_intake-{run_id}",
                   "submitted_by": "tester", "input": {"document": document}},
         )])
-    return DocumentIntakeInput(
-        run_id=run_id, document=document,
-        field_schema=load_field_schema().model_dump(mode="json"),
-        options={**document_intake_options(settings), **(options or {})},
-        submitted_by="tester", search_attributes=search_attributes,
-    )
+    run_options = {**document_intake_options(settings), **(options or {})}
+    state = initial_state(run_id, document, run_options,
+                          load_field_schema().model_dump(mode="json"))
+    return GraphRunInput(run_id=run_id, pipeline="document_intake", input=encode(state),
+                         options=run_options, submitted_by="tester",
+                         search_attributes=search_attributes)
 
 
 async def event_types(pool: asyncpg.Pool, run_id: str) -> list[str]:

@@ -1,4 +1,15 @@
-"""``DocumentIntakeWorkflow``: seed 000 on Temporal — batch split, the LangGraph graph, the human gate."""
+"""``DocumentIntakeWorkflow``: the document_intake runs started before the graph runtime (legacy).
+
+New runs of ``document_intake`` start :class:`workflows.graph_run.GraphRunWorkflow` (the
+pipeline's declaration in ``activities/document_intake/pipeline.py``). This workflow type
+stays registered only so that runs started before that cut-over — possibly waiting days
+for an approval — finish on the code they started with (Temporal replays a run against
+its own workflow type). Remove it once no run of it is open::
+
+    temporal workflow count --query 'WorkflowType="DocumentIntakeWorkflow" AND ExecutionStatus="Running"'
+
+Its recorded histories (``tests/workflows/histories/``) keep replaying until then.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +31,9 @@ with workflow.unsafe.imports_passed_through():
     from activities.document_intake.activities import split_document
     from activities.document_intake.assess import public_snapshot
     from activities.document_intake.graph import GRAPH_NAME, NODE_RETRY
+    from activities.document_intake.decisions import check_decision as check_intake_decision
     from activities.document_intake.schema import FieldSchema
-    from activities.document_intake.validate import can_approve_record, validate_updates
+    from overseer.pipelines import DecisionRefusedError
     from overseer.store.events import (
         RUN_COMPLETED,
         RUN_FAILED,
@@ -107,30 +119,17 @@ class DocumentIntakeWorkflow(ApprovalGate):
         return result
 
     def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
-        """Seed 000 §2.5: approve applies proposal + edits, which must validate and complete the record."""
+        """Seed 000 §2.5, as the pipeline declares it (:mod:`activities.document_intake.decisions`)."""
         assert self._schema is not None and self._approval is not None
-        if decision.decision == "reject":
-            return {"updates": {}}
-        payload = self._approval["payload"]
-        if payload.get("kind") == "budget":
-            return check_budget_decision(decision, payload["budget"])
-        edits = dict(decision.updates or {})
-        errors = validate_updates(edits, self._schema)
-        if errors:
-            raise ApplicationError("field edits do not validate", {"errors": errors},
-                                   type="invalid_field_edits")
-        proposal = payload.get("proposal") or {}
-        proposed = (proposal.get("updates") or {}) if decision.apply_proposal else {}
-        updates = {**proposed, **edits}
-        merged = {**payload.get("record", {}), **updates}
-        ok, missing = can_approve_record(merged, self._schema)
-        if not ok:
-            raise ApplicationError(
-                "the record cannot be approved: required fields are missing or invalid",
-                {"errors": {name: "required" for name in missing}, "missing_fields": missing},
-                type="invalid_field_edits",
-            )
-        return {"updates": updates}
+        try:
+            return check_intake_decision(
+                self._approval["payload"],
+                {"decision": decision.decision, "updates": decision.updates,
+                 "apply_proposal": decision.apply_proposal, "budget_usd": decision.budget_usd,
+                 "budget_tokens": decision.budget_tokens},
+                {"field_schema": self._schema.model_dump(mode="json")})
+        except DecisionRefusedError as err:
+            raise ApplicationError(err.message, err.details, type=err.code) from err
 
     async def _run_graph(self, inp: DocumentIntakeInput) -> RunResult:
         """Run the graph; every interrupt becomes an approval request, resumed with its decision."""
@@ -201,21 +200,3 @@ class DocumentIntakeWorkflow(ApprovalGate):
         await self.record(event_type, key="run.finished", data=data)
         await self.set_status(status)
 
-
-def check_budget_decision(decision: DecisionInput, blocked: dict[str, Any]) -> dict[str, Any]:
-    """Approving a budget stop must raise a budget above what the run has spent plus the call.
-
-    Raises:
-        ApplicationError: ``invalid_budget`` when neither new budget covers the next call.
-    """
-    need_usd = float(blocked.get("spent_usd") or 0) + float(blocked.get("estimate_usd") or 0)
-    need_tokens = int(blocked.get("spent_tokens") or 0) + int(blocked.get("estimate_tokens") or 0)
-    usd_ok = decision.budget_usd is not None and decision.budget_usd >= need_usd
-    tokens_ok = decision.budget_tokens is not None and decision.budget_tokens >= need_tokens
-    if blocked.get("budget_usd") is not None and not usd_ok:
-        raise ApplicationError("budget_usd must cover the spend so far and the next call",
-                               {"needed_usd": round(need_usd, 6)}, type="invalid_budget")
-    if blocked.get("budget_tokens") is not None and not tokens_ok:
-        raise ApplicationError("budget_tokens must cover the spend so far and the next call",
-                               {"needed_tokens": need_tokens}, type="invalid_budget")
-    return {"updates": {}, "budget_usd": decision.budget_usd, "budget_tokens": decision.budget_tokens}

@@ -31,11 +31,13 @@ one approval per pending interrupt, oldest id first; ``interrupt()`` returns
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -64,9 +66,17 @@ with workflow.unsafe.imports_passed_through():
         to_jsonable,
     )
     from overseer.pipelines import DecisionRefusedError, NodeOptions, Pipeline, get_registry
-    from overseer.store.events import NODE_COMPLETED, RUN_COMPLETED, RUN_FAILED
+    from overseer.store.events import (
+        NODE_COMPLETED,
+        RUN_COMPLETED,
+        RUN_FAILED,
+        RUN_SPLIT,
+        RUN_SUBMITTED,
+    )
 
 DEFAULT_RECURSION_LIMIT = 100
+BUDGET_KEYS = ("budget_usd", "budget_tokens")
+"""Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 STREAM_TOPIC = "graph"
 """The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
 ``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
@@ -92,6 +102,8 @@ class GraphRunInput:
         thread_values: the thread's state before this run, encoded: applied with
             ``aupdate_state`` (as :func:`thread_node`) before ``input`` is invoked, so a new
             run on a thread starts from the thread's state (reducers see the old values).
+        parent_run_id: the run that split its submission into this one (a child never
+            splits again; see :attr:`overseer.pipelines.Pipeline.split`).
     """
 
     run_id: str
@@ -104,16 +116,26 @@ class GraphRunInput:
     resume_from: dict[str, Any] | None = None
     thread_id: str | None = None
     thread_values: dict[str, Any] | None = None
+    parent_run_id: str | None = None
 
 
 @dataclass
 class GraphRunResult:
-    """A finished run: status, outcome and the graph's final state as JSON."""
+    """A finished run: status, outcome and the graph's final state as JSON.
+
+    Attributes:
+        output: the graph's final state (JSON); None for a run that split.
+        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
+            ``{}`` when the pipeline declares none.
+        children: the child runs of a run that split (outcome ``split``).
+    """
 
     run_id: str
     status: str
     outcome: str | None
     output: Any = None
+    result: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
 
 
 class NodeFailedError(Exception):
@@ -158,6 +180,10 @@ class GraphRunWorkflow(ApprovalGate):
                                   "recursion_limit": DEFAULT_RECURSION_LIMIT}
         try:
             graph_input: Any = decode(inp.input)
+            if self._spec.split and inp.parent_run_id is None and inp.resume_from is None:
+                parts = await self._split_parts(graph_input)
+                if len(parts) > 1:
+                    return await self._start_children(graph_input, parts)
             if inp.thread_values is not None:
                 await app.aupdate_state(config, decode(inp.thread_values),
                                         as_node=thread_node(inp.pipeline))
@@ -185,11 +211,67 @@ class GraphRunWorkflow(ApprovalGate):
         await self._snap(app, config)
         values = to_jsonable((await app.aget_state(config)).values)
         status, outcome = final_status(values, self._last_decision)
-        await self._finish(status, outcome, {"output": values})
+        result = self._spec.result(values) if self._spec.result else {}
+        await self._finish(status, outcome, result or {"output": values})
         self._publish("end", {"status": status, "outcome": outcome})
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values)
+        return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
+                              result=result)
+
+    async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
+        """The pipeline's split activity on the run's input: one dict per part."""
+        assert self._spec is not None and self._spec.split is not None
+        try:
+            parts: list[dict[str, Any]] = await workflow.execute_activity(
+                self._spec.split, to_jsonable(graph_input),
+                start_to_close_timeout=timedelta(minutes=30),
+                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30),
+                                         maximum_attempts=5, non_retryable_error_types=[NODE_ERROR]),
+                summary="split the submission into parts")
+        except ActivityError as err:
+            cause = err.cause if isinstance(err.cause, ApplicationError) else None
+            await self._fail({"code": cause.type if cause and cause.type else "activity_failed",
+                              "message": cause.message if cause else str(err),
+                              "node": self._spec.split})
+        return parts
+
+    async def _start_children(self, graph_input: dict[str, Any],
+                              parts: list[dict[str, Any]]) -> GraphRunResult:
+        """One child run per part (``run.submitted`` first, so none is lost); outcome ``split``."""
+        assert self._inp is not None
+        inp, children = self._inp, []
+        for index, part in enumerate(parts):
+            child_id = str(uuid.uuid5(uuid.UUID(inp.run_id), f"entry:{part.get('index', index)}"))
+            child_input = {**graph_input, **part}
+            if "run_id" in graph_input:
+                child_input["run_id"] = child_id
+            workflow_id = f"{inp.pipeline}-{child_id}"
+            await workflow.execute_activity(
+                "record_events",
+                [{"run_id": child_id, "key": "run.submitted", "type": RUN_SUBMITTED,
+                  "actor": "workflow", "occurred_at": workflow.now().isoformat(),
+                  "data": {"pipeline": inp.pipeline, "workflow_id": workflow_id,
+                           "parent_run_id": inp.run_id, "submitted_by": inp.submitted_by,
+                           "input": {"part": to_jsonable(part)}}}],
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(maximum_attempts=0,
+                                         maximum_interval=timedelta(seconds=10)),
+                summary=f"submit part {index + 1}")
+            await workflow.start_child_workflow(
+                GraphRunWorkflow.run,
+                dataclasses.replace(inp, run_id=child_id, input=encode(child_input),
+                                    parent_run_id=inp.run_id),
+                id=workflow_id, parent_close_policy=workflow.ParentClosePolicy.ABANDON)
+            children.append(child_id)
+        await self.record(RUN_SPLIT, key="run.split",
+                          data={"snapshot": {"children": children, "entries": len(children)}})
+        await self._finish("completed", "split", {"children": children})
+        self._publish("end", {"status": "completed", "outcome": "split", "children": children})
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
+                              children=children)
 
     async def _drive(self, app: Any, graph_input: Any, config: dict[str, Any]) -> list[Any]:
         """Run the graph until it ends or waits; publish every chunk; the pending interrupts, oldest id first."""
@@ -303,9 +385,11 @@ class GraphRunWorkflow(ApprovalGate):
         self._last_decision = decision["decision"]
         if decision.get("raw"):
             return decision.get("resume")  # an Agent Server resume: interrupt() gets it as sent
-        return {"decision": decision["decision"], "note": decision.get("note"),
-                "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
-                "decided_by": decision.get("decided_by")}
+        answer = {"decision": decision["decision"], "note": decision.get("note"),
+                  "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
+                  "decided_by": decision.get("decided_by")}
+        answer.update({k: decision[k] for k in BUDGET_KEYS if decision.get(k) is not None})
+        return answer
 
     def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
         """The pipeline's decision kinds and its own refusal rules (pure; runs in the validator).
@@ -329,13 +413,15 @@ class GraphRunWorkflow(ApprovalGate):
                 type="not_awaiting_approval")
         checked = {"decision": decision.decision, "note": decision.note,
                    "updates": dict(decision.updates or {}), "resume": decision.resume,
-                   "decided_by": decision.decided_by}
-        if self._spec.check_decision is not None:
-            try:
-                self._spec.check_decision(self._approval["payload"], checked)
-            except DecisionRefusedError as err:
-                raise ApplicationError(err.message, err.details, type=err.code) from err
+                   "decided_by": decision.decided_by, "apply_proposal": decision.apply_proposal,
+                   "budget_usd": decision.budget_usd, "budget_tokens": decision.budget_tokens}
+        try:
+            checked = self._spec.checked_decision(self._approval["payload"], checked,
+                                                  (self._snapshot or {}).get("values") or {})
+        except DecisionRefusedError as err:
+            raise ApplicationError(err.message, err.details, type=err.code) from err
         return {"updates": checked["updates"], "resume": checked["resume"],
+                **{k: checked[k] for k in BUDGET_KEYS if checked.get(k) is not None},
                 **({"raw": True} if decision.raw_resume else {})}
 
     def decisions(self) -> tuple[str, ...]:
@@ -438,7 +524,7 @@ class GraphRunWorkflow(ApprovalGate):
                                 "snapshot": {**snapshot, "outcome": outcome}})
         await self.set_status(status)
 
-    async def _fail(self, error: dict[str, Any]) -> None:
+    async def _fail(self, error: dict[str, Any]) -> NoReturn:
         await self._flush()
         await self.record(RUN_FAILED, key="run.finished",
                           data={"status": "failed", "outcome": None, "error": error,

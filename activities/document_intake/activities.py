@@ -37,3 +37,22 @@ async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
          "end_page": s.end_page, "end_offset": s.end_offset}
         for s in spans
     ]
+
+
+@activity.defn(name="document_intake.split")
+@temporal_errors
+async def split_parts(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pipeline's split (``Pipeline.split``): one part ``{"span": EntrySpan dict}`` per entry.
+
+    Args:
+        state: the run's input state (``document``, ``field_schema``, ``options``).
+
+    Returns:
+        One part per entry found by :func:`split_document`; a single-entry document gives
+        one part, so the run is not split.
+
+    Raises:
+        ApplicationError: non-retryable ``unreadable_document`` for poison documents.
+    """
+    spans = await split_document(state["document"], state["field_schema"], state["options"])
+    return [{"span": span} for span in spans]

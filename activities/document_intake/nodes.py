@@ -1,10 +1,11 @@
 """Activity-side nodes of the document_intake graph and their inner subgraphs.
 
-Each node here runs as one Temporal activity (the LangGraph plugin wraps it):
+Each node here runs as one Temporal activity (the graph runtime's ``run_node``):
 ``run_pipeline`` and ``review_agent`` each invoke a plain LangGraph subgraph with
 ``ainvoke`` because their inner steps need no separate durability (DESIGN §2).
-Each node appends its own ``node.completed`` and ``route.decided`` events with
-step-derived ids, so a retried activity never duplicates them.
+Each node appends its ``route.decided`` event with a step-derived id, so a retried
+activity never duplicates it; the runtime appends ``node.completed`` with the run view
+(the pipeline's ``node_snapshot``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from activities.document_intake.assess import assess_record, public_snapshot, route_after_review
+from activities.document_intake.assess import assess_record, route_after_review
 from activities.document_intake.batch import EntrySpan, slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
 from activities.document_intake.documents import PageText
@@ -40,7 +41,7 @@ from activities.errors import temporal_errors
 from activities.events import append_from_activity
 from activities.llm import llm_enabled
 from activities.runtime import get_runtime
-from overseer.store.events import NODE_COMPLETED, REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
+from overseer.store.events import REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
 
 # --- run_pipeline -------------------------------------------------------------------------------
 
@@ -435,10 +436,6 @@ async def _finish_step(state: DocumentIntakeState, node: str, update: dict[str, 
     merged["last_route"] = route
     step = len(merged.get("tools_used", []))
     await append_from_activity([
-        NewEvent(
-            run_id=state["run_id"], key=f"node.completed:{node}:{step}", type=NODE_COMPLETED,
-            actor=f"activity:{node}", data={"node": node, "snapshot": public_snapshot(merged)},
-        ),
         NewEvent(
             run_id=state["run_id"], key=f"route.decided:{step}", type=ROUTE_DECIDED,
             actor=f"activity:{node}",

@@ -1,40 +1,62 @@
 """The ``document_intake`` pipeline's declaration (seed 000): its graph and how Overseer hosts it.
 
-It runs on its own ``DocumentIntakeWorkflow`` (batch files split into child runs; field
-edits validated against the schema on approval), started through the run service's hook.
+It runs on the generic ``GraphRunWorkflow`` like every pipeline, through these hooks:
+``make_input`` (the schema and options snapshot a run starts with), ``split`` (a batch
+file becomes one child run per entry), ``check_decision`` (field edits validated against
+the schema on approval), ``result`` / ``node_snapshot`` (the run view: the record, never
+page text). Runs started before the graph runtime finish on the legacy
+``DocumentIntakeWorkflow``, which the worker keeps registered (``worker_parts``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from activities.document_intake.assess import public_snapshot
+from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
 from overseer.pipelines import Pipeline
 
 
-def start(ctx: Any) -> tuple[Any, Any]:
-    """Start hook for :func:`overseer.runs.submit_run`: the intake workflow and its input."""
+def make_input(ctx: Any) -> dict[str, Any]:
+    """The graph's input state for a new run (``Pipeline.make_input``).
+
+    Args:
+        ctx: the run service's ``StartContext`` (the stored upload, settings, metadata).
+
+    Returns:
+        :class:`~activities.document_intake.state.DocumentIntakeState` context keys:
+        ``run_id``, ``document`` (a reference), ``span`` (None), the field schema and
+        options snapshots, ``max_steps`` and empty counters.
+    """
     from activities.document_intake.schema import load_field_schema
     from overseer.catalogue import document_intake_options, request_options
-    from workflows.document_intake import DocumentIntakeInput, DocumentIntakeWorkflow
 
-    document = {k: v for k, v in ctx.document.items() if k != "content_type"}
-    return DocumentIntakeWorkflow.run, DocumentIntakeInput(
-        run_id=ctx.run_id, document=document,
-        field_schema=load_field_schema().model_dump(mode="json"),
-        options={**document_intake_options(ctx.settings), **request_options(ctx.metadata)},
-        submitted_by=ctx.subject, search_attributes=ctx.settings.search_attributes_enabled,
-        metadata=ctx.metadata,
-    )
+    options = {**document_intake_options(ctx.settings), **request_options(ctx.metadata)}
+    return initial_state(ctx.run_id, ctx.document, options,
+                         load_field_schema().model_dump(mode="json"))
+
+
+def initial_state(run_id: str, document: dict[str, Any], options: dict[str, Any],
+                  field_schema: dict[str, Any]) -> dict[str, Any]:
+    """The graph's input for one document: context keys plus empty counters."""
+    return {
+        "run_id": run_id,
+        "document": {k: v for k, v in document.items() if k != "content_type"},
+        "span": None, "field_schema": field_schema, "options": options,
+        "max_steps": int(options.get("thresholds", {}).get("max_steps", 5)),
+        "tries": 0, "tools_used": [], "record": {},
+    }
 
 
 def worker_parts() -> dict[str, Any]:
-    """What the worker registers for document intake: its workflow, split activity, plugin graph."""
-    from activities.document_intake.activities import split_document
+    """What the worker registers besides the graph runtime: the split activity, and the legacy
+    workflow with its plugin graph for runs started before the cut-over."""
+    from activities.document_intake.activities import split_document, split_parts
     from activities.document_intake.graph import GRAPH_NAME
     from workflows.document_intake import DocumentIntakeWorkflow
 
-    return {"workflows": [DocumentIntakeWorkflow], "activities": [split_document],
+    return {"workflows": [DocumentIntakeWorkflow], "activities": [split_parts, split_document],
             "plugin_graphs": {GRAPH_NAME: build_document_intake_graph()}}
 
 
@@ -46,7 +68,10 @@ PIPELINE = Pipeline(
                  "routing to complete, retry, review agent or a human"),
     accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
     human_gate="approve (with field edits) or reject an escalated record",
-    workflow="DocumentIntakeWorkflow",
+    check_decision=check_decision,
+    make_input=make_input,
+    result=public_snapshot,
+    node_snapshot=public_snapshot,
+    split="document_intake.split",
     worker_parts=worker_parts,
-    extra={"start": start},
 )

@@ -1,4 +1,4 @@
-"""DocumentIntakeWorkflow on a real dev server and real Postgres: routes, approval, events."""
+"""GraphRunWorkflow on a real dev server and real Postgres: routes, approval, events."""
 
 from __future__ import annotations
 
@@ -9,20 +9,21 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from overseer.graph_codec import decode
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
 from workflows.approval import DecisionInput
-from workflows.document_intake import DocumentIntakeWorkflow
+from workflows.graph_run import GraphRunWorkflow
 
 
 async def _start(client: Client, inp, task_queue: str):
-    return await client.start_workflow(DocumentIntakeWorkflow.run, inp,
+    return await client.start_workflow(GraphRunWorkflow.run, inp,
                                        id=f"document_intake-{inp.run_id}", task_queue=task_queue)
 
 
 async def _awaiting(handle):
     async def check():
-        view = await handle.query(DocumentIntakeWorkflow.get_status)
+        view = await handle.query(GraphRunWorkflow.get_status)
         assert view.status == "awaiting_approval", view.status
         return view
     return await assert_eventually(check)
@@ -43,7 +44,9 @@ async def test_clean_text_form_completes_automatically(dev_server: WorkflowEnvir
     assert result.result["tools_used"] == ["run_pipeline"]
     assert result.result["strategy"] == "rules"
     types = await event_types(db, inp.run_id)
-    assert types == ["run.submitted", "node.completed", "route.decided", "run.completed"]
+    # one node.completed per node execution: run_pipeline (activity) and complete (workflow)
+    assert types == ["run.submitted", "route.decided", "node.completed", "node.completed",
+                     "run.completed"]
     row = await db.fetchrow("SELECT status, result FROM runs WHERE run_id = $1",
                             uuid.UUID(inp.run_id))
     assert row["status"] == "completed"
@@ -63,16 +66,16 @@ async def test_missing_grade_waits_for_approval_then_completes(
     assert approval["status"] == "pending"
 
     with pytest.raises(WorkflowUpdateFailedError) as refused:
-        await handle.execute_update(DocumentIntakeWorkflow.decide,
+        await handle.execute_update(GraphRunWorkflow.decide,
                                     DecisionInput(decision="approve", decided_by="rev"))
     assert refused.value.cause.type == "invalid_field_edits"
 
     with pytest.raises(WorkflowUpdateFailedError) as bad_value:
-        await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"grade": "banana"}, decided_by="rev"))
     assert bad_value.value.cause.type == "invalid_field_edits"
 
-    done = await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
         decision="approve", updates={"grade": "9"}, decided_by="rev", note="checked by phone"))
     assert done.status == "completed"
     assert done.outcome == "approved"
@@ -80,7 +83,7 @@ async def test_missing_grade_waits_for_approval_then_completes(
     assert result.result["record"]["grade"] == "9"
 
     with pytest.raises(Exception):  # noqa: B017,PT011 — NOT_FOUND or update failure: both refuse
-        await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="rev"))
 
     types = await event_types(db, inp.run_id)
@@ -98,7 +101,7 @@ async def test_reject_ends_run_rejected(dev_server: WorkflowEnvironment, worker:
     inp = await submit_document(db, corpus.render_text([entry]), "form.txt")
     handle = await _start(dev_server.client, inp, task_queue)
     await _awaiting(handle)
-    done = await handle.execute_update(DocumentIntakeWorkflow.decide, DecisionInput(
+    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
         decision="reject", decided_by="rev", note="not eligible"))
     assert (done.status, done.outcome) == ("rejected", "rejected")
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
@@ -136,7 +139,7 @@ async def test_corrupt_document_fails_once_without_retrying(
     inp = await submit_document(db, good, "form.pdf")
     # Replace the stored bytes behind the reference: the document turns unreadable mid-run.
     await db.execute("UPDATE artifacts SET content = $1 WHERE sha256 = $2",
-                     good[: len(good) // 3], inp.document["sha256"])
+                     good[: len(good) // 3], decode(inp.input)["document"]["sha256"])
     handle = await _start(dev_server.client, inp, task_queue)
     with pytest.raises(Exception) as failed:  # noqa: PT011
         await handle.result()
