@@ -88,6 +88,8 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\b(?:agreement|license|licence|eula)\b{_w(60)}\b(?:is|remains?)\s+(?:in\s+force\s+|effective\s+)+until\s+terminated\b",
             rf"\bterminat(?:es|ed|ion)\b{_w(100)}\b(?:automatically|immediately|without\s+notice|upon\s+(?:written\s+)?notice|if\s+you\s+fail|breach)\b",
             rf"\bupon\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b{_w(120)}\b(?:shall|must|will)\b",
+            # Ending the service for the user's breach is termination in all but name.
+            rf"\b(?:may|will|can|reserves?\s+the\s+right\s+to)\s+(?:\w+\s+or\s+)?(?:suspend|stop|cease|discontinue)\s+(?:providing|your\s+access|access|the\s+services?|your\s+(?:use|account))\b{_w(120)}\bif\s+you\b{_w(40)}\b(?:not|fail|breach|violate)",
         ],
         "weak": [r"\bterminat\w+\b"],
         "exclude": [r"\bsurvive[sd]?\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b"],
@@ -126,6 +128,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             r"(?-i:\bConfidential\s+Information\b)",
             r"\bconfidentiality\s+(?:obligations?|agreement|terms?|restrictions?)\b",
             r"\bnon-?disclosure\s+(?:agreement|obligations?)\b",
+            # "(not) disclose … without (prior written) consent": a non-disclosure duty,
+            # whatever is protected (terms, the software); "publish" alone is publicity.
+            rf"\b(?:disclose|divulge|reveal)\b{_w(150)}\bwithout\b{_w(60)}\b(?:consent|permission|approval|authori[sz]ation)\b",
+            rf"\b(?:disclose|publish|divulge|reveal)\b{_w(60)}\bresults?\s+of\b{_w(60)}\b(?:benchmark|performance)\b",
         ],
         "weak": [r"\bconfidential\w*\b"],
         "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",

@@ -1,8 +1,9 @@
 """Accuracy of the offline clause extractor on the labelled set (30 real agreements).
 
-Two label sets: ``dev`` (30 agreements, used while writing the rules) and ``holdout``
-(6 agreements labelled before the extractor first ran on them, never used to change a
-rule). Run the report: ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy``
+Three label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
+(6 agreements labelled before the extractor first ran on them; its errors have since been
+read, so it is no longer unseen) and ``holdout2`` (4 agreements labelled before the
+extractor ever ran on them, never used to change a rule). Run the report: ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy``
 (add ``--errors`` to list every miss). The test asserts the floors the doc reports.
 
 Scoring per clause type and agreement (labels in ``tests/data/due_diligence/labels.yaml``):
@@ -30,10 +31,11 @@ from activities.due_diligence.samples import license_text
 from activities.due_diligence.text import sentences
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "due_diligence"
-LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml"}
+LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml",
+              "holdout2": DATA / "labels_holdout2.yaml"}
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def labels(split: str = "dev") -> dict[str, dict[str, Any]]:
     """The labelled agreements by licence key (``dev`` or ``holdout``)."""
     return yaml.safe_load(LABEL_SETS[split].read_text(encoding="utf-8"))["agreements"]
@@ -171,10 +173,19 @@ def test_accuracy_on_held_out_agreements() -> None:
     assert report["micro"]["recall"] >= 0.8, render(report)
 
 
+def test_accuracy_on_the_second_held_out_set() -> None:
+    """Held-out 2 (labelled before the extractor ever ran on it): the issue's micro targets."""
+    pytest.importorskip("licensedcode")
+    report = evaluate("holdout2")
+    assert report["bad_quotes"] == 0
+    assert report["micro"]["precision"] >= 0.9, render(report)
+    assert report["micro"]["recall"] >= 0.8, render(report)
+
+
 def test_every_anchor_is_in_its_agreement() -> None:
     """The labels themselves are consistent with the texts."""
     pytest.importorskip("licensedcode")
-    for key, label in {**labels("dev"), **labels("holdout")}.items():
+    for key, label in {**labels("dev"), **labels("holdout"), **labels("holdout2")}.items():
         text = license_text(key)
         for ctype, truth in label.items():
             assert ctype in CLAUSE_TYPE_NAMES, (key, ctype)
