@@ -179,13 +179,59 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
     ctx = LLMContext(run_id=run_id, node=node, step=0, budget_usd=options.llm_budget_usd,
                      budget_tokens=options.llm_budget_tokens, hint=options.llm_model_hint)
     record, spend = _ledger()
-    result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
-                             record=record, spend=spend)
+    recorded: list[dict[str, Any]] = []
+
+    async def record_and_keep(events: list[Any]) -> None:
+        recorded.extend(dict(e.data) for e in events)
+        if record is not None:
+            await record(events)
+        else:
+            from activities.events import append_from_activity
+
+            await append_from_activity(events)
+
+    try:
+        result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
+                                 record=record_and_keep, spend=spend)
+    except Exception as err:
+        if recorded:  # a reply came back but was unusable: its tokens were spent (R8.1)
+            err.llm_call = _usage_entry(recorded[-1], node=node,  # type: ignore[attr-defined]
+                                        identity=identity, outcome="error")
+        raise
     call = {"node": node, "identity_id": identity.id, "model": result.model,
             "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
             "cost_usd": result.cost_usd or 0.0, "price_known": result.cost_usd is not None,
-            "strategy": result.strategy}
+            "strategy": result.strategy, "outcome": "ok"}
     return result, call
+
+
+def failed_call(err: BaseException) -> dict[str, Any] | None:
+    """Usage of the model call behind ``err``, when the call got a reply it could not use.
+
+    A reply that is not the JSON asked for, or a refusal, is a permanent failure of the step,
+    but the endpoint billed its tokens and the ledger counts them; a coder that records the
+    failure adds this entry to ``llm_calls`` so ``token_usage`` still equals the ledger.
+    Calls that got no reply (time-outs, 5xx, a budget refusal) spent no tokens: None.
+
+    Returns:
+        ``{node, identity_id, model, input_tokens, output_tokens, cost_usd, price_known,
+        strategy, outcome: "error", error_code}`` or None.
+    """
+    entry = getattr(err, "llm_call", None)
+    if entry is None and err.__cause__ is not None:
+        entry = getattr(err.__cause__, "llm_call", None)
+    return dict(entry) if isinstance(entry, dict) else None
+
+
+def _usage_entry(event: dict[str, Any], *, node: str, identity: Identity,
+                 outcome: str) -> dict[str, Any]:
+    """An ``llm_calls`` entry from an ``llm.called`` ledger event's data."""
+    return {"node": node, "identity_id": identity.id, "model": event.get("model"),
+            "input_tokens": int(event.get("input_tokens") or 0),
+            "output_tokens": int(event.get("output_tokens") or 0),
+            "cost_usd": float(event.get("cost_usd") or 0.0),
+            "price_known": bool(event.get("price_known")), "strategy": f"llm:{event.get('model')}",
+            "outcome": outcome, "error_code": event.get("error_code")}
 
 
 def _ledger() -> tuple[Any, dict[str, float] | None]:

@@ -27,6 +27,7 @@ from activities.thematic_analysis.dataset import load_corpus, parse_window_metad
 from activities.thematic_analysis.identities import Identity, load_identities
 from activities.thematic_analysis.llm_steps import (
     estimate_cost_usd,
+    failed_call,
     model_coder,
     model_enabled,
     model_theme_coder,
@@ -146,6 +147,7 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
         _reraise_if_retrying(err, options)
         update["errors"] = [_tolerated(err, stage="coding", node="coder", identity=identity,
                                        fields=fields)]
+        _keep_spent_tokens(err, update)
     duration = _ms(started)
     log.info("stage completed", extra={**fields, "stage": "coder", "duration_ms": duration,
                                        "codes": len((update.get("coder_results") or [{}])[0]
@@ -190,6 +192,7 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
         _reraise_if_retrying(err, options)
         update["errors"] = [_tolerated(err, stage="themes", node="theme_coder",
                                        identity=identity, fields=fields)]
+        _keep_spent_tokens(err, update)
     duration = _ms(started)
     log.info("stage completed", extra={**fields, "stage": "theme_coder", "duration_ms": duration})
     update["stage_durations"] = [{"stage": "themes", "node": "theme_coder",
@@ -328,7 +331,12 @@ async def finish(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def token_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals of the run's model calls (R8.1, R8.2): tokens, calls, cost, per node."""
+    """Totals of the run's model calls (R8.1, R8.2): tokens, calls, cost, per node.
+
+    ``calls`` are the entries of ``llm_calls``: every call that got a reply, including a
+    reply the step could not use (``failed_calls``; its tokens were billed). Attempts that
+    got no reply (time-outs, 5xx) spent no tokens and show only in the ``llm.called`` ledger.
+    """
     by_node: dict[str, dict[str, Any]] = {}
     for call in calls:
         node = by_node.setdefault(call["node"], {"prompt_tokens": 0, "completion_tokens": 0,
@@ -341,6 +349,7 @@ def token_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
     completion = sum(n["completion_tokens"] for n in by_node.values())
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion, "calls": len(calls),
+            "failed_calls": sum(1 for c in calls if c.get("outcome") == "error"),
             "cost_usd": round(sum(n["cost_usd"] for n in by_node.values()), 8),
             "by_node": dict(sorted(by_node.items()))}
 
@@ -410,6 +419,13 @@ def last_attempt(options: ThematicOptions, retry_policy: Any) -> int:
     """
     limit = int(getattr(retry_policy, "maximum_attempts", 0) or 0)
     return min(options.llm_max_attempts, limit) if limit > 0 else options.llm_max_attempts
+
+
+def _keep_spent_tokens(err: Exception, update: dict[str, Any]) -> None:
+    """A failed model call that got a reply still cost tokens: count them (R8.1)."""
+    spent = failed_call(err)
+    if spent is not None:
+        update["llm_calls"] = [spent]
 
 
 def _tolerated(err: Exception, *, stage: str, node: str, identity: Identity,

@@ -353,6 +353,27 @@ async def test_model_failure_in_one_coder_is_tolerated():
     assert state["status"] == "completed" and state["outcome"] == "no_codes"
 
 
+async def test_an_unusable_reply_fails_the_coder_but_its_tokens_count():
+    class Prose(GenericFakeChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            system = str(messages[0].content)
+            text = "Codes: taste." if "analyst of outcomes" in system else json.dumps(
+                {"codes": [], "themes": []})
+            self.messages = iter([AIMessage(content=text, usage_metadata={
+                "input_tokens": 700, "output_tokens": 7, "total_tokens": 707})])
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    llm.set_chat_model_factory(lambda s, m: Prose(messages=iter(())))
+    state = await run(example_input())
+    assert [(e["identity_id"], e["code"]) for e in state["errors"]] == [
+        ("outcomes", "llm_malformed_response")]
+    failed = [c for c in state["llm_calls"] if c["outcome"] == "error"]
+    assert [(c["node"], c["input_tokens"], c["output_tokens"]) for c in failed] == [
+        ("coder:outcomes", 700, 7)]
+    assert state["token_usage"]["calls"] == 3 and state["token_usage"]["failed_calls"] == 1
+    assert state["token_usage"]["total_tokens"] == 3 * 707
+
+
 def test_nodes_never_log_interaction_text(caplog):
     import asyncio
     import logging
