@@ -276,6 +276,9 @@ async def reviewer(state: dict[str, Any]) -> dict[str, Any]:
 async def theme_aggregator(state: dict[str, Any]) -> dict[str, Any]:
     """Node ``theme_aggregator`` (R3.6): consensus themes; checkpoint ``theme_complete`` (R4.2).
 
+    Theme coders that all succeeded but proposed nothing give no themes (outcome
+    ``no_themes``): that is an answer, not a failure.
+
     Raises:
         ThemeStageError: codes exist but every theme coder failed.
     """
@@ -283,8 +286,19 @@ async def theme_aggregator(state: dict[str, Any]) -> dict[str, Any]:
     codebook = state.get("codebook") or []
     proposals = sorted(state.get("theme_proposals") or [],
                        key=lambda p: (p.get("identity_id", ""), p.get("code_ids", [])))
-    corpus = await load_corpus(state["dataset"])
-    found = themes.aggregate_themes(proposals, codebook, corpus, options)
+    if codebook and not proposals:
+        failed = {e.get("identity_id") for e in state.get("errors") or []
+                  if e.get("node") == "theme_coder"}
+        identities = {str(i["id"]) for i in state.get("identities") or []}
+        if not identities or identities <= failed:
+            raise themes.ThemeStageError("every theme coder failed", details={
+                "codes": len(codebook), "errors": sorted(
+                    str(e.get("code")) for e in state.get("errors") or []
+                    if e.get("node") == "theme_coder")})
+        found: list[dict[str, Any]] = []
+    else:
+        corpus = await load_corpus(state["dataset"])
+        found = themes.aggregate_themes(proposals, codebook, corpus, options)
     checkpoint = await _checkpoint(state, "theme_complete", themes=len(found),
                                    theme_ids=[t["theme_id"] for t in found])
     return {"themes": found, "checkpoints": [checkpoint]}
@@ -312,7 +326,9 @@ async def finish(state: dict[str, Any]) -> dict[str, Any]:
     durations["total"] = total
     rejected = (state.get("codebook_decision") or {}).get("decision") == "reject"
     codebook = state.get("codebook") or []
-    outcome = "codebook_rejected" if rejected else "no_codes" if not codebook else "themes"
+    found = state.get("themes") or []
+    outcome = ("codebook_rejected" if rejected else "no_codes" if not codebook
+               else "themes" if found else "no_themes")
     update: dict[str, Any] = {
         "token_usage": usage, "durations_ms": durations, "warnings": warnings,
         "status": "rejected" if rejected else "completed", "outcome": outcome,

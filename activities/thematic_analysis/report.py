@@ -36,8 +36,10 @@ def render_report(state: Mapping[str, Any], quotes: Mapping[str, str], *,
         "",
     ]
     if not themes:
-        lines += ["No themes: " + ("the codebook was rejected." if state.get("outcome") ==
-                                   "codebook_rejected" else "no codes were found in the window."), ""]
+        reason = {"codebook_rejected": "the codebook was rejected.",
+                  "no_themes": "the theme coders grouped none of the codes."}.get(
+            str(state.get("outcome")), "no codes were found in the window.")
+        lines += ["No themes: " + reason, ""]
     for n, theme in enumerate(themes, start=1):
         sentiment = theme.get("sentiment") or {}
         labels = [by_code[c]["label"] for c in theme.get("code_ids", []) if c in by_code]

@@ -85,7 +85,7 @@ class ThematicState(TypedDict, total=False):
     status: str
     """``completed`` | ``rejected`` once the graph ends."""
     outcome: str
-    """``themes`` | ``no_codes`` | ``codebook_rejected``."""
+    """``themes`` | ``no_codes`` | ``no_themes`` (theme coders proposed none) | ``codebook_rejected``."""
 
 
 class CoderInput(TypedDict, total=False):

@@ -374,6 +374,38 @@ async def test_an_unusable_reply_fails_the_coder_but_its_tokens_count():
     assert state["token_usage"]["total_tokens"] == 3 * 707
 
 
+def _codes_then(theme_reply: str):
+    """A fake model: real codes for every coder, ``theme_reply`` for every theme coder."""
+    content = EXAMPLE.read_bytes()
+    corpus = dataset.build_corpus(dataset.window(dataset.parse_dataset(content, "reviews.csv"),
+                                                 "brewbox", "2024-01-01", "2024-04-30"))
+    codes = json.dumps({"codes": [{"label": "Delivery delays", "definition": "Late boxes.",
+                                   "quote_ids": corpus.quote_ids[:3]}]})
+
+    class Staged(GenericFakeChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            coder = "Code the sentences" in str(messages[0].content)
+            self.messages = iter([AIMessage(content=codes if coder else theme_reply)])
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    return lambda s, m: Staged(messages=iter(()))
+
+
+async def test_theme_coders_proposing_nothing_complete_without_themes():
+    llm.set_chat_model_factory(_codes_then(json.dumps({"themes": []})))
+    state = await run(example_input())
+    assert state["codebook"] and state["errors"] == []
+    assert state["status"] == "completed" and state["outcome"] == "no_themes"
+    assert state["themes"] == []
+    assert [c["stage"] for c in state["checkpoints"]] == ["coding_complete", "theme_complete"]
+
+
+async def test_every_theme_coder_failing_fails_the_run():
+    llm.set_chat_model_factory(_codes_then("Themes: delivery."))
+    with pytest.raises(Exception, match="every theme coder failed"):
+        await run(example_input())
+
+
 def test_nodes_never_log_interaction_text(caplog):
     import asyncio
     import logging

@@ -26,6 +26,7 @@ from langchain_core.outputs import ChatResult
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
+from activities import llm
 from activities.thematic_analysis import dataset
 from activities.thematic_analysis.coding import code_id
 from activities.thematic_analysis.identities import load_identities
@@ -33,6 +34,7 @@ from activities.thematic_analysis.llm_steps import CODER_INSTRUCTIONS, THEME_INS
 from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from tests.helpers import assert_eventually
+from tests.workflows.llm_support import llm_settings
 from workflows.approval import DecisionInput
 from workflows.graph_run import GraphRunWorkflow
 
@@ -236,3 +238,38 @@ async def test_codebook_review_edits_reach_the_themes(dev_server, worker, db, ta
     assert all(set(p["code_ids"]) <= set(codebook) for p in out["theme_proposals"])
     decided = await events(db, run_id, "approval.decided")
     assert len(decided) == 1
+
+
+# --- routing (seed R7) ---------------------------------------------------------------------
+
+
+async def test_empty_window_completes_without_a_coding_or_theme_stage(
+        dev_server, worker, db, task_queue):
+    run_id, handle = await submit(db, dev_server.client, task_queue,
+                                  start_date="2030-01-01", end_date="2030-12-31")
+    result = await handle.result()
+    assert result["status"] == "completed" and result["outcome"] == "no_codes"
+    assert result["output"]["codebook"] == [] and result["output"]["themes"] == []
+    nodes = [a["node"] for a in await activity_timeline(handle)]
+    assert nodes == ["load_dataset", "code_aggregator", "reviewer"]  # finish is a local activity
+    assert [(c["data"]["stage"], c["data"]["codes"]) for c in
+            await events(db, run_id, "checkpoint.recorded")] == [("coding_complete", 0)]
+
+
+async def test_theme_coders_proposing_nothing_complete_the_run_without_themes(
+        dev_server, worker, db, task_queue):
+    codes = model_reply()
+
+    def answer(system: str) -> str:
+        return codes if CODER_PROMPT in system else json.dumps({"themes": []})
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        result = await handle.result()
+    assert result["status"] == "completed" and result["outcome"] == "no_themes"
+    out = result["output"]
+    assert out["codebook"] and out["themes"] == [] and out["errors"] == []
+    assert [(c["data"]["stage"], c["data"]["status"]) for c in
+            await events(db, run_id, "checkpoint.recorded")] == [
+        ("coding_complete", "in_progress"), ("theme_complete", "completed")]
