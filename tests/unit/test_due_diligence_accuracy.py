@@ -3,8 +3,9 @@
 Three label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
 (6 agreements labelled before the extractor first ran on them; its errors have since been
 read, so it is no longer unseen) and ``holdout2`` (4 agreements labelled before the
-extractor ever ran on them, never used to change a rule). Run the report: ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy``
-(add ``--errors`` to list every miss). The test asserts the floors the doc reports.
+extractor ever ran on them, never used to change a rule). Run the report:
+``.venv/bin/python -m tests.unit.test_due_diligence_accuracy`` (add ``--errors`` to list
+every miss). The test asserts the floors the doc reports.
 
 Scoring per clause type and agreement (labels in ``tests/data/due_diligence/labels.yaml``):
 a ``found`` finding is a true positive when the type is labelled present and its quote
