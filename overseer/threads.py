@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -54,16 +56,63 @@ from overseer.pipelines import Pipeline, get_registry
 from overseer.settings import Settings
 from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
 
-STREAM_MODES = ("values", "updates", "custom")
-"""Stream modes Overseer serves; others (``messages``, ``debug`` …) are accepted and stay silent."""
+STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
+"""Stream modes Overseer serves, all derived from the run's durable stream (:func:`run_events`)."""
+UNSERVED_STREAM_MODES = {
+    "events": "LangChain callback events (astream_events) are not recorded in the durable stream",
+    "debug": "per-superstep checkpoints and task ids/inputs are not recorded in the durable stream",
+    "tasks": "task starts and inputs are not recorded in the durable stream",
+    "checkpoints": "per-superstep checkpoints are not recorded in the durable stream",
+    "tools": "tool callback events are not recorded in the durable stream",
+    "lifecycle": "subgraph start/end events are not recorded in the durable stream",
+}
+"""Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""
+MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt", "rollback")
+"""``multitask_strategy`` values; the first is the default, as on LangGraph's Agent Server."""
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
 ACTIVE_RUN_STATUSES = ("pending", "running")
+MESSAGE_TYPES = frozenset({
+    "human", "ai", "system", "tool", "function", "chat", "AIMessageChunk", "HumanMessageChunk",
+    "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
+"""``type`` of a LangChain message's JSON form (``model_dump``); ``remove`` is not a message."""
+
+logger = logging.getLogger(__name__)
 
 
 class ThreadBusyError(ConflictError):
     """The thread has a run in progress and ``multitask_strategy`` is ``reject`` (409)."""
 
     code = "thread_busy"
+
+
+class StreamModeUnsupportedError(InvalidRequestError):
+    """A ``stream_mode`` Overseer cannot honour faithfully (422); ``details.unsupported`` names it."""
+
+    code = "stream_mode_unsupported"
+
+
+class ResumeUnsupportedError(InvalidRequestError):
+    """A ``command.resume`` keyed by several interrupt ids (422): Overseer answers one at a time."""
+
+    code = "resume_one_interrupt_at_a_time"
+
+
+def stream_modes(value: Any) -> list[str]:
+    """The ``stream_mode`` of a request (a name or a list; default ``["values"]``), validated.
+
+    Raises:
+        StreamModeUnsupportedError: a mode in :data:`UNSERVED_STREAM_MODES` or an unknown one (422).
+    """
+    modes = [value] if isinstance(value, str) else [str(m) for m in (value or [])]
+    modes = modes or ["values"]
+    refused = [m for m in modes if m not in STREAM_MODES]
+    if refused:
+        raise StreamModeUnsupportedError(
+            f"stream mode {', '.join(map(repr, refused))} is not served by Overseer",
+            details={"unsupported": refused, "supported": list(STREAM_MODES),
+                     "reasons": {m: UNSERVED_STREAM_MODES.get(m, "unknown stream mode")
+                                 for m in refused}})
+    return modes
 
 
 # --- assistants --------------------------------------------------------------------------------
@@ -259,8 +308,22 @@ def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
     return "interrupted" if snap.get("closed") else "running"
 
 
-async def sync_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
-    """Bring the thread's row up to date with its attached workflow (see the module docstring)."""
+async def sync_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                      settings: Settings | None = None) -> asyncpg.Record:
+    """Bring the thread's row up to date with its attached workflow (see the module docstring).
+
+    Observing a thread also starts its next queued run when its turn has come
+    (:func:`advance_queue`).
+    """
+    row = await _sync(pool, temporal, thread_id)
+    if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+                           "AND status = 'pending')", row["thread_id"]):
+        await advance_queue(pool, temporal, thread_id, settings)
+        row = await get_thread(pool, thread_id)
+    return row
+
+
+async def _sync(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is None or row["graph_id"] is None:
         return row
@@ -334,6 +397,11 @@ async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                               _uuid(run_id, "run"), _uuid(thread_id))
     if row is None:
         raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
+    if row["status"] == "pending":  # queued: its turn may have come
+        await advance_queue(pool, temporal, thread_id)
+        row = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", row["run_id"])
+        if row is None:
+            raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
     if row["status"] in ACTIVE_RUN_STATUSES and row["status"] != "pending":
         snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
         status = segment_status(snap, row["from_offset"])
@@ -356,7 +424,14 @@ async def list_runs(pool: asyncpg.Pool, thread_id: str, limit: int, offset: int,
 async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                      thread_id: str, body: dict[str, Any], subject: str, role: str,
                      is_admin: bool) -> asyncpg.Record:
-    """Start a run on a thread, or resume its interrupt (see the module docstring).
+    """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
+
+    A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
+    ``pending``, then started by :func:`advance_queue` when the thread is free: at once on an
+    idle thread, or, with ``multitask_strategy="enqueue"`` (the default, as on LangGraph's
+    Agent Server), when the run before it ends. The queue lives in Postgres, so a queued
+    run outlives the API process that accepted it: whichever process next observes the
+    thread, or its queue sweeper (:func:`sweep_queues`), starts it.
 
     Args:
         pool: the database pool.
@@ -369,11 +444,15 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
             ``multitask_strategy``, ``if_not_exists`` …).
         role: the caller's role: ``submitter`` may start runs, ``reviewer`` may resume.
 
+    Returns:
+        The run row: ``running`` once started, ``pending`` while queued.
+
     Raises:
         NotFoundError: unknown assistant or thread (without ``if_not_exists="create"``).
-        ThreadBusyError: a run is in progress and the strategy is ``reject`` (409).
+        ThreadBusyError: a run is in progress or queued and the strategy is ``reject`` (409).
         NotAwaitingApprovalError: a resume on a thread that waits for nothing (409).
         PermissionDeniedError: the role may not do this (403).
+        InvalidRequestError: malformed input or strategy (422).
     """
     from overseer.errors import PermissionDeniedError
 
@@ -390,95 +469,174 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if resuming:
         seen = await get_thread(pool, thread_id)
         return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
-    row = await sync_thread(pool, temporal, thread_id)
-    strategy = body.get("multitask_strategy") or "reject"
-    if row["status"] == "busy":
+    strategy = body.get("multitask_strategy") or MULTITASK_STRATEGIES[0]
+    if strategy not in MULTITASK_STRATEGIES:
+        raise InvalidRequestError(f"multitask_strategy must be one of {MULTITASK_STRATEGIES}",
+                                  details={"field": "multitask_strategy"})
+    row = await sync_thread(pool, temporal, thread_id, settings)
+    run_id = str(uuid.uuid4())
+    graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
+    queued = await pool.fetchval("SELECT count(*) FROM agent_runs WHERE thread_id = $1 "
+                                 "AND status = 'pending'", row["thread_id"])
+    if row["status"] == "busy" or queued:
         if strategy == "reject":
             raise ThreadBusyError(f"thread {thread_id} has a run in progress",
-                                  details={"multitask_strategy": strategy})
-        if strategy == "enqueue":
-            await _wait_idle(pool, temporal, thread_id)
-        else:  # interrupt / rollback: stop the run in progress first
+                                  details={"multitask_strategy": strategy, "queued": queued})
+        if strategy in ("interrupt", "rollback"):  # stop the run in progress and the queue
+            await pool.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
+                               "WHERE thread_id = $1 AND status = 'pending'", row["thread_id"])
+            row = await get_thread(pool, thread_id)
             await cancel_thread_run(pool, temporal, row, subject,
                                     rollback=strategy == "rollback")
-        row = await sync_thread(pool, temporal, thread_id)
-    if row["status"] == "interrupted" and row["last_run_id"] is not None:
-        # new input on a paused thread: the pending interrupt is dropped, as in LangGraph
-        await cancel_thread_run(pool, temporal, row, subject, rollback=False)
-        row = await get_thread(pool, thread_id)
-    return await _start(pool, temporal, settings, row, pipeline, body, subject, strategy)
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   from_offset, kind, status, metadata, kwargs,
+                                   multitask_strategy, created_by)
+           VALUES ($1, $2, $3, $4, $1, 0, 'start', 'pending', $5::jsonb, $6::jsonb, $7, $8)""",
+        uuid.UUID(run_id), row["thread_id"], assistant_id_of(pipeline.name), pipeline.name,
+        json.dumps(dict(body.get("metadata") or {})), json.dumps(_kwargs(body)), strategy,
+        subject)
+    await advance_queue(pool, temporal, thread_id, settings)
+    return await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", uuid.UUID(run_id))
 
 
-async def _wait_idle(pool: asyncpg.Pool, temporal: Client, thread_id: str,
-                     timeout_seconds: float = 600.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_seconds
-    while (await sync_thread(pool, temporal, thread_id))["status"] == "busy":
-        if asyncio.get_running_loop().time() > deadline:
-            raise ThreadBusyError(f"thread {thread_id} stayed busy", details={})
-        await asyncio.sleep(0.2)
+async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        settings: Settings | None = None) -> None:
+    """Start the thread's oldest ``pending`` run if the thread is free (idempotent, race-safe).
+
+    The thread row is locked while a run is claimed (``last_run_id`` set to it, status
+    ``busy``); the workflow is then started under the run's own id, so two processes
+    claiming or starting the same run start one workflow. A claimed run whose workflow
+    never started (the process died in between) is started by the next caller. A thread
+    paused on an interrupt with runs queued behind it drops the interrupt first, as new
+    input on a paused thread does.
+    """
+    from overseer.settings import get_settings
+
+    settings = settings or get_settings()
+    for _ in range(3):
+        row = await _sync(pool, temporal, thread_id)
+        if row["last_run_id"] is not None:
+            claimed = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 "
+                                          "AND status = 'pending'", row["last_run_id"])
+            if claimed is not None:
+                await _launch(pool, temporal, settings, claimed)
+                return
+            nxt = await pool.fetchrow("SELECT created_by FROM agent_runs WHERE thread_id = $1 "
+                                      "AND status = 'pending' ORDER BY created_at LIMIT 1",
+                                      row["thread_id"])
+            if row["status"] != "interrupted" or nxt is None:
+                return
+            await cancel_thread_run(pool, temporal, row, nxt["created_by"] or "queue",
+                                    rollback=False)
+            continue
+        async with pool.acquire() as conn, conn.transaction():
+            locked = await conn.fetchrow("SELECT last_run_id FROM agent_threads "
+                                         "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
+            if locked is None or locked["last_run_id"] is not None:
+                continue
+            claimed = await conn.fetchrow(
+                "SELECT * FROM agent_runs WHERE thread_id = $1 AND status = 'pending' "
+                "ORDER BY created_at, run_id LIMIT 1", row["thread_id"])
+            if claimed is None:
+                return
+            await conn.execute(
+                """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
+                       interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
+                row["thread_id"], claimed["run_id"], claimed["graph_id"])
+        await _launch(pool, temporal, settings, claimed)
+        return
 
 
-async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, row: asyncpg.Record,
-                 pipeline: Pipeline, body: dict[str, Any], subject: str,
-                 strategy: str) -> asyncpg.Record:
+async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
+                       settings: Settings | None = None) -> int:
+    """One pass over every thread with a queued run (:func:`advance_queue`); how many there were.
+
+    The API runs it every second, so a queued run starts when the run before it ends even
+    if no client is watching and the process that queued it is gone.
+    """
+    rows = await pool.fetch("SELECT DISTINCT thread_id FROM agent_runs WHERE status = 'pending'")
+    for r in rows:
+        try:
+            await advance_queue(pool, temporal, str(r["thread_id"]), settings)
+        except (OverseerError, RPCError, asyncpg.PostgresError, OSError) as err:
+            logger.warning("queued run not started yet", extra={
+                "thread_id": str(r["thread_id"]), "error": type(err).__name__})
+    return len(rows)
+
+
+def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
+                has_state: bool) -> tuple[Any, Any]:
+    """``(graph input, its JSON record)`` of a run body: input, or ``Command(goto, update)``.
+
+    Raises:
+        InvalidRequestError: input that is not a JSON object (422).
+        pydantic.ValidationError: the pipeline's ``input_model`` refuses a thread's first input.
+    """
     from langgraph.types import Command
 
     from overseer.runs import input_keys
+
+    command = body.get("command") or {}
+    if command.get("goto") is not None or command.get("update") is not None:
+        return (Command(goto=_goto(command.get("goto")), update=command.get("update")),
+                {"command": command})
+    value = body.get("input")
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
+    if pipeline.input_model is not None and not has_state:
+        value = pipeline.input_model.model_validate(value).model_dump(mode="json")
+    declared = input_keys(get_registry().builder(pipeline.name))
+    extras = {"run_id": run_id, "options": pipeline.options(),
+              "metadata": dict(body.get("metadata") or {})}
+    value = {**value, **{k: v for k, v in extras.items() if k in declared and k not in value}}
+    return value, value
+
+
+async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                  run: asyncpg.Record) -> None:
+    """Start the ``GraphRunWorkflow`` of a claimed run from the thread's state (idempotent).
+
+    A failure to reach Temporal leaves the run claimed and ``pending``: the next
+    :func:`advance_queue` starts it.
+    """
     from workflows.graph_run import GraphRunInput, GraphRunWorkflow
     from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
-    command = body.get("command") or {}
-    metadata = dict(body.get("metadata") or {})
-    run_id = str(uuid.uuid4())
-    thread_id = str(row["thread_id"])
-    has_state = row["state"] is not None
-    if command.get("goto") is not None or command.get("update") is not None:
-        graph_input: Any = Command(goto=_goto(command.get("goto")),
-                                   update=command.get("update"))
-        recorded: Any = {"command": command}
-    else:
-        graph_input = body.get("input")
-        if graph_input is None:
-            graph_input = {}
-        if not isinstance(graph_input, dict):
-            raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
-        if pipeline.input_model is not None and not has_state:
-            graph_input = pipeline.input_model.model_validate(graph_input).model_dump(mode="json")
-        declared = input_keys(get_registry().builder(pipeline.name))
-        extras = {"run_id": run_id, "options": pipeline.options(), "metadata": metadata}
-        graph_input = {**graph_input, **{k: v for k, v in extras.items()
-                                         if k in declared and k not in graph_input}}
-        recorded = graph_input
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
+                              run["thread_id"])
+    if row is None or row["last_run_id"] != run["run_id"]:
+        return
+    pipeline = get_registry().get(run["graph_id"])
+    run_id, thread_id = str(run["run_id"]), str(run["thread_id"])
+    kwargs, metadata = _json(run["kwargs"]) or {}, _json(run["metadata"]) or {}
+    body = {**kwargs, "metadata": metadata}
+    try:
+        value, recorded = graph_input(pipeline, body, run_id, has_state=row["state"] is not None)
+    except Exception as err:  # noqa: BLE001 - the input no longer fits the thread: the run fails
+        await _fail_unstarted(pool, run, f"{type(err).__name__}: {err}"[:500])
+        return
     wid = pipeline.workflow_id(run_id)
-    async with pool.acquire() as conn, conn.transaction():
+    async with pool.acquire() as conn:
         await append_events(conn, [NewEvent(
-            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
-            data={"pipeline": pipeline.name, "workflow_id": wid, "submitted_by": subject,
-                  "idempotency_key": None,
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED,
+            actor=f"api:{run['created_by']}",
+            data={"pipeline": pipeline.name, "workflow_id": wid,
+                  "submitted_by": run["created_by"], "idempotency_key": None,
                   "input": {"input": to_jsonable(recorded), "metadata": metadata,
                             "thread_id": thread_id, "agent_server": True}})])
-        run = await conn.fetchrow(
-            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
-                                       from_offset, kind, status, metadata, kwargs,
-                                       multitask_strategy, created_by)
-               VALUES ($1, $2, $3, $4, $1, 0, 'start', 'running', $5::jsonb, $6::jsonb, $7, $8)
-               RETURNING *""",
-            uuid.UUID(run_id), row["thread_id"], assistant_id_of(pipeline.name), pipeline.name,
-            json.dumps(metadata), json.dumps(_kwargs(body)), strategy, subject)
-        await conn.execute(
-            """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
-                   interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
-            row["thread_id"], uuid.UUID(run_id), pipeline.name)
     options = {**pipeline.options(), **request_options(metadata),
                "approval": approval_ladder_options(settings)}
     argument = GraphRunInput(
-        run_id=run_id, pipeline=pipeline.name, input=encode(graph_input), options=options,
-        metadata=metadata, submitted_by=subject,
+        run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
+        metadata=metadata, submitted_by=run["created_by"] or "unknown",
         search_attributes=settings.search_attributes_enabled, thread_id=thread_id,
         thread_values=_json(row["state"]))
-    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     if settings.search_attributes_enabled:
-        kwargs["search_attributes"] = TypedSearchAttributes([
+        extra["search_attributes"] = TypedSearchAttributes([
             SearchAttributePair(PIPELINE_ATTRIBUTE, pipeline.name),
             SearchAttributePair(STATUS_ATTRIBUTE, "running")])
     try:
@@ -486,15 +644,28 @@ async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, row: 
             GraphRunWorkflow.run, argument, id=wid, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{pipeline.name}: thread {thread_id}", **kwargs)
-    except Exception as err:
-        await pool.execute("UPDATE agent_runs SET status = 'error' WHERE run_id = $1",
-                           uuid.UUID(run_id))
-        await pool.execute("UPDATE agent_threads SET status = 'idle', last_run_id = NULL "
-                           "WHERE thread_id = $1", row["thread_id"])
-        raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
-                                         details={"run_id": run_id}) from err
-    return run
+            static_summary=f"{pipeline.name}: thread {thread_id}", **extra)
+    except RPCError as err:
+        logger.warning("queued run not started: Temporal did not answer",
+                       extra={"run_id": run_id, "error": err.message})
+        return
+    await pool.execute("UPDATE agent_runs SET status = 'running', updated_at = now() "
+                       "WHERE run_id = $1 AND status = 'pending'", run["run_id"])
+    still = await pool.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1",
+                                run["thread_id"])
+    if still != run["run_id"]:  # cancelled or deleted while it was being started
+        await _cancel_workflow(pool, temporal, pipeline.name, run_id, run["created_by"] or "queue")
+
+
+async def _fail_unstarted(pool: asyncpg.Pool, run: asyncpg.Record, message: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("UPDATE agent_runs SET status = 'error', updated_at = now(), "
+                           "kwargs = kwargs || $2::jsonb WHERE run_id = $1", run["run_id"],
+                           json.dumps({"error": {"error": "invalid_request",
+                                                 "message": message}}))
+        await conn.execute("UPDATE agent_threads SET status = 'idle', last_run_id = NULL, "
+                           "updated_at = now() WHERE thread_id = $1 AND last_run_id = $2",
+                           run["thread_id"], run["run_id"])
 
 
 def _goto(goto: Any) -> Any:
@@ -522,13 +693,12 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
                                        details={"status": row["status"]})
     graph = get_registry().get(row["graph_id"])
     kind = "approve" if "approve" in graph.decisions else graph.decisions[0]
-    # the interrupt the server last showed: a resume never answers one its client has not seen
-    shown = (_json(row["checkpoint"]) or {}).get("interrupts") or []
+    interrupt_id, value = resume_target(body["command"]["resume"], (
+        _json(row["checkpoint"]) or {}).get("interrupts") or [])
     run_id = uuid.uuid4()
     note = f"resumed through the Agent Server API (run {run_id})"
-    decision = DecisionInput(decision=kind, resume=body["command"]["resume"], raw_resume=True,
-                             decided_by=subject, is_admin=is_admin, note=note,
-                             interrupt_id=shown[0]["id"] if shown else None)
+    decision = DecisionInput(decision=kind, resume=value, raw_resume=True, decided_by=subject,
+                             is_admin=is_admin, note=note, interrupt_id=interrupt_id)
     handle = temporal.get_workflow_handle(graph.workflow_id(str(row["last_run_id"])))
     deadline = asyncio.get_running_loop().time() + 10.0
     seen: int | None = None
@@ -571,6 +741,32 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
         await conn.execute("UPDATE agent_threads SET status = 'busy', interrupts = '{}'::jsonb, "
                            "updated_at = now() WHERE thread_id = $1", row["thread_id"])
     return run
+
+
+def resume_target(resume: Any, shown: list[dict[str, Any]]) -> tuple[str | None, Any]:
+    """``(interrupt id, value)`` a ``command.resume`` answers, as LangGraph reads it.
+
+    A non-empty dict whose keys are all interrupt ids (32 hex digits, LangGraph's
+    ``is_xxh3_128_hexdigest``) names its interrupt: ``{id: value}`` answers ``id`` with
+    ``value`` (the gate refuses an id that is not the one it waits on: 409
+    ``not_awaiting_approval``). Any other value answers the interrupt the server last
+    showed for the thread (the oldest id, the one the gate asks first), so a resume never
+    lands on an interrupt its client has not seen.
+
+    Raises:
+        ResumeUnsupportedError: a map naming several interrupts (422); answer one per resume.
+    """
+    if isinstance(resume, dict) and resume and \
+            all(isinstance(k, str) and re.fullmatch(r"[0-9a-f]{32}", k) for k in resume):
+        if len(resume) > 1:
+            raise ResumeUnsupportedError(
+                "a resume map may name one interrupt: Overseer answers the pending interrupts "
+                "one at a time (each is an approval)",
+                details={"interrupt_ids": sorted(resume),
+                         "pending": sorted(i["id"] for i in shown)})
+        return next(iter(resume.items()))
+    ids = sorted(str(i["id"]) for i in shown if i.get("id"))
+    return (ids[0] if ids else None), resume
 
 
 async def _applied(temporal: Client, row: asyncpg.Record, update: Any, note: str) -> None:
@@ -660,10 +856,14 @@ async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_i
                      subject: str, action: str) -> asyncpg.Record:
     """``POST .../cancel``: stop the run's workflow if the run is still active."""
     run = await get_run(pool, temporal, thread_id, run_id)
-    row = await sync_thread(pool, temporal, thread_id)
+    row = await _sync(pool, temporal, thread_id)
     # a run paused on an interrupt still has its workflow waiting: cancelling drops the interrupt
     if row["status"] in ("busy", "interrupted") and row["last_run_id"] == run["workflow_run_id"]:
         await cancel_thread_run(pool, temporal, row, subject, rollback=action == "rollback")
+    elif run["status"] == "pending":  # still queued: it never starts
+        await pool.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
+                           "WHERE run_id = $1 AND status = 'pending'", run["run_id"])
+    await advance_queue(pool, temporal, thread_id)  # the next queued run, if any
     return await get_run(pool, temporal, thread_id, run_id)
 
 
@@ -681,15 +881,17 @@ def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
         return None
 
 
-async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
-                     after: tuple[int, int] | None = None,
+async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
+                     modes: list[str], *, after: tuple[int, int] | None = None,
                      poll_cooldown: timedelta = timedelta(milliseconds=30),
                      ) -> AsyncIterator[tuple[str | None, str, Any]]:
     """``(sse id, event, data)`` of a run in the SDK's shapes, from its first offset (or after ``after``).
 
-    ``metadata`` first (fresh reads only), then ``values``/``updates``/``custom`` per
-    ``modes``; an interrupt gives ``values`` with ``__interrupt__`` and ``updates``
-    ``{"__interrupt__": [...]}``; ``error`` or ``end`` last.
+    ``metadata`` first (fresh reads only), then per ``modes`` what :class:`StreamDeriver`
+    makes of each durable stream item; ``error`` or ``end`` last. The workflow's stream is
+    read from offset 0 (items before the run's segment only feed the deriver, so a rejoin
+    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. A run still
+    ``pending`` (queued behind another) is started here if its turn came (:func:`advance_queue`).
     """
     from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
@@ -697,10 +899,22 @@ async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
 
     if after is None:
         yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
-    start = run["from_offset"] if after is None else max(after[0], run["from_offset"])
-    skip = -1 if after is None or after[0] < run["from_offset"] else after[1]
-    last_values: Any = {}
-    offset, errors = start, 0
+    while run["status"] == "pending":
+        await advance_queue(pool, temporal, str(run["thread_id"]))
+        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
+        if fresh is None:
+            yield "0.0", "error", {"error": "not_found", "message": "the run was deleted"}
+            return
+        run = fresh
+        if run["status"] == "pending":
+            await asyncio.sleep(0.25)
+    failed = (_json(run["kwargs"]) or {}).get("error")
+    if run["status"] == "error" and failed:  # refused when its turn came; it never started
+        yield "0.0", "error", failed
+        return
+    first = run["from_offset"]
+    deriver = StreamDeriver(run, modes)
+    offset, errors = 0, 0
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     while True:
         client = WorkflowStreamClient.create(temporal, wid)
@@ -709,27 +923,12 @@ async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
                                                poll_cooldown=poll_cooldown):
                 offset, errors = item.offset + 1, 0
                 event = item.data if isinstance(item.data, dict) else {}
-                kind, data = event.get("event"), event.get("data")
-                out: list[tuple[str, Any]] = []
-                if kind == "values":
-                    last_values = data
-                if kind in STREAM_MODES and kind in modes:
-                    out.append((kind, data))
-                elif kind == "interrupt":
-                    if "values" in modes:
-                        out.append(("values", {**(last_values if isinstance(last_values, dict)
-                                                  else {}), "__interrupt__": data}))
-                    if "updates" in modes:
-                        out.append(("updates", {"__interrupt__": data}))
-                    out.append(("end", None))
-                elif kind == "error":
-                    data = data or {}
-                    out.append(("error", {"error": data.get("code", "error"),
-                                          "message": data.get("message", "")}))
-                elif kind == "end":
-                    out.append(("end", None))
+                kind = event.get("event")
+                out = deriver.feed(item.offset, kind, event.get("data"))
+                if item.offset < first:
+                    continue
                 for j, (name, payload) in enumerate(out):
-                    if item.offset == start and j <= skip:
+                    if after is not None and (item.offset, j) <= after:
                         continue
                     yield f"{item.offset}.{j}", name, payload
                 if kind in RUN_ENDINGS:
@@ -739,7 +938,10 @@ async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
             return
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
-                yield f"{offset}.0", "error", {"error": "not_found", "message": "run not found"}
+                cancelled = run["status"] == "interrupted"
+                yield f"{offset}.0", "error", (
+                    {"error": "run_cancelled", "message": "the run was cancelled before it started"}
+                    if cancelled else {"error": "not_found", "message": "run not found"})
                 return
             errors += 1
             if errors > 5:
@@ -749,11 +951,134 @@ async def run_events(temporal: Client, run: asyncpg.Record, modes: list[str], *,
             await asyncio.sleep(min(0.2 * 2 ** errors, 5))
 
 
+class StreamDeriver:
+    """Turns a ``GraphRunWorkflow``'s durable stream items into the Agent Server's events.
+
+    - ``values`` / ``updates`` / ``custom``: the item itself, when its mode is asked for.
+    - ``interrupt``: ``values`` (the last values plus ``__interrupt__``), ``updates``
+      (``{"__interrupt__": [...]}``), then ``end``.
+    - ``messages-tuple`` (``messages`` events, ``[message, metadata]``) and ``messages``
+      (``messages/metadata`` then ``messages/complete``): every LangChain message a node
+      returns in its update, once per message id, as LangGraph's ``stream_mode="messages"``
+      emits a node's output messages (``StreamMessagesHandler.on_chain_end``: messages
+      already in the node's input are not emitted again). Nodes run in activities, so there
+      are no token chunks: each message comes whole, after its node finished, before the
+      ``values`` of its step. A message returned without an id gets the id the graph's
+      reducer gave it (read from the next ``values``).
+    - ``error`` → ``error`` ``{error, message}``; ``end`` → ``end``.
+    """
+
+    def __init__(self, run: asyncpg.Record, modes: list[str]) -> None:
+        """Derive for ``run`` (its ids go into message metadata) in ``modes``."""
+        self.modes = set(modes)
+        self.tuples = "messages-tuple" in self.modes
+        self.messages = self.tuples or "messages" in self.modes
+        self.last_values: Any = {}
+        self.known: set[str] = set()
+        self.pending: list[tuple[str, dict[str, Any], int, int]] = []
+        self.base_metadata = {"run_id": str(run["run_id"]), "thread_id": str(run["thread_id"]),
+                              "graph_id": run["graph_id"], "assistant_id": run["assistant_id"]}
+        self.workflow_run_id = str(run["workflow_run_id"])
+
+    def feed(self, offset: int, kind: str | None, data: Any) -> list[tuple[str, Any]]:
+        """The events one stream item gives (possibly none)."""
+        out: list[tuple[str, Any]] = []
+        if kind == "values":
+            out += self._flush(data)
+            self.last_values = data
+            self.known |= {m["id"] for m in _messages_in(data) if m.get("id")}
+            if "values" in self.modes:
+                out.append(("values", data))
+        elif kind == "updates":
+            if "updates" in self.modes:
+                out.append(("updates", data))
+            if self.messages and isinstance(data, dict):
+                for node, update in data.items():
+                    self.pending += [(node, m, offset, i)
+                                     for i, m in enumerate(_messages_in(update))]
+        elif kind == "custom":
+            if "custom" in self.modes:
+                out.append(("custom", data))
+        elif kind == "interrupt":
+            out += self._flush(None)
+            if "values" in self.modes:
+                out.append(("values", {**(self.last_values if isinstance(self.last_values, dict)
+                                          else {}), "__interrupt__": data}))
+            if "updates" in self.modes:
+                out.append(("updates", {"__interrupt__": data}))
+            out.append(("end", None))
+        elif kind == "error":
+            out += self._flush(None)
+            data = data or {}
+            out.append(("error", {"error": data.get("code", "error"),
+                                  "message": data.get("message", "")}))
+        elif kind == "end":
+            out += self._flush(None)
+            out.append(("end", None))
+        return out
+
+    def _flush(self, values: Any) -> list[tuple[str, Any]]:
+        """The messages of the step that ``values`` closes (ids resolved against ``values``)."""
+        out: list[tuple[str, Any]] = []
+        fresh = [m for m in _messages_in(values) if m.get("id") and m["id"] not in self.known]
+        for node, message, offset, index in self.pending:
+            mid = message.get("id")
+            if not mid:
+                match = next((m for m in fresh if m.get("type") == message.get("type")
+                              and m.get("content") == message.get("content")), None)
+                if match is not None:
+                    fresh.remove(match)
+                    mid = match["id"]
+                else:  # the reducer kept no trace of it: an id stable across reads
+                    mid = str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                         f"overseer:{self.workflow_run_id}:{offset}:{index}"))
+                message = {**message, "id": mid}
+            if mid in self.known:
+                continue
+            self.known.add(mid)
+            metadata = {**self.base_metadata, "langgraph_node": node}
+            if self.tuples:
+                out.append(("messages", [message, metadata]))
+            else:
+                out.append(("messages/metadata", {mid: {"metadata": metadata}}))
+                out.append(("messages/complete", [message]))
+        self.pending = []
+        return out
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in MESSAGE_TYPES and "content" in value
+
+
+def _messages_in(value: Any) -> list[dict[str, Any]]:
+    """LangChain messages (JSON form) in a node's update or a state.
+
+    The value itself, a list of them, or a top-level key holding one or a list (where
+    LangGraph's messages mode looks).
+    """
+    if _is_message(value):
+        return [value]
+    if isinstance(value, list):
+        found = [v for v in value if _is_message(v)]
+        for v in value:  # a node's several updates in one step
+            if isinstance(v, dict) and not _is_message(v):
+                found += _messages_in(v)
+        return found
+    found: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        for v in value.values():
+            if _is_message(v):
+                found.append(v)
+            elif isinstance(v, list):
+                found += [item for item in v if _is_message(item)]
+    return found
+
+
 async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record) -> Any:
     """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``."""
     ending: tuple[str, Any] = ("end", None)
     interrupts: Any = None
-    async for _, name, data in run_events(temporal, run, ["updates"]):
+    async for _, name, data in run_events(pool, temporal, run, ["updates"]):
         if name == "updates" and isinstance(data, dict) and "__interrupt__" in data:
             interrupts = data["__interrupt__"]
         if name in ("end", "error"):

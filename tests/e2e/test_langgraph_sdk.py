@@ -256,8 +256,10 @@ async def test_a_busy_thread_rejects_or_interrupts_and_stateless_runs(stack: Sta
     client = sdk(stack, "submitter")
     tid = (await client.threads.create())["thread_id"]
     await client.runs.create(tid, "flaky", input={"topic": f"busy-{time.time()}"})
-    with pytest.raises(ConflictError):
-        await client.runs.create(tid, "flaky", input={"topic": "again"})
+    with pytest.raises(ConflictError) as busy:
+        await client.runs.create(tid, "flaky", input={"topic": "again"},
+                                 multitask_strategy="reject")
+    assert busy.value.response.json()["code"] == "thread_busy"
     second = await client.runs.wait(tid, "constructs", input={"topic": "q"},
                                     multitask_strategy="interrupt")
     assert "Q" in second["results"]

@@ -10,11 +10,14 @@ What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
@@ -24,7 +27,44 @@ from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
 from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep, get_principal
 
-router = APIRouter(tags=["agent-server"])
+QUEUE_SWEEP_SECONDS = 1.0
+"""How often the API starts queued runs whose turn has come (:func:`overseer.threads.sweep_queues`)."""
+
+logger = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def queue_sweeper(app: FastAPI) -> AsyncIterator[None]:
+    """Run :func:`overseer.threads.sweep_queues` every :data:`QUEUE_SWEEP_SECONDS` while the app runs.
+
+    Queued runs live in Postgres, so a restarted API (or any other API process) starts
+    them; this sweep makes that happen even when no client is watching the thread.
+    """
+
+    async def sweep() -> None:
+        while True:
+            await asyncio.sleep(QUEUE_SWEEP_SECONDS)
+            state = app.state
+            if not hasattr(state, "pool") or not hasattr(state, "temporal"):
+                continue
+            try:
+                await threads.sweep_queues(state.pool, state.temporal, state.settings)
+            except Exception:  # noqa: BLE001 - a failed pass is retried on the next tick
+                logger.warning("queue sweep failed", exc_info=True)
+
+    task = asyncio.create_task(sweep(), name="agent-server-queue-sweeper")
+    try:
+        yield
+    finally:
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+
+
+router = APIRouter(tags=["agent-server"], lifespan=queue_sweeper)
 
 JsonBody = Annotated[dict[str, Any] | None, Body()]
 
@@ -149,9 +189,9 @@ async def count_threads(principal: AgentPrincipal, pool: PoolDep, body: JsonBody
 
 @router.get("/threads/{thread_id}")
 async def read_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
-                      temporal: TemporalDep) -> dict[str, Any]:
+                      temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     """One thread, its status and values brought up to date."""
-    return threads.thread_view(await threads.sync_thread(pool, temporal, thread_id))
+    return threads.thread_view(await threads.sync_thread(pool, temporal, thread_id, settings))
 
 
 @router.patch("/threads/{thread_id}")
@@ -226,8 +266,7 @@ async def search_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, tempo
 
 
 def _modes(body: dict[str, Any]) -> list[str]:
-    mode = body.get("stream_mode") or "values"
-    return [mode] if isinstance(mode, str) else list(mode)
+    return threads.stream_modes(body.get("stream_mode"))
 
 
 def _locations(run: Any) -> dict[str, str]:
@@ -237,6 +276,8 @@ def _locations(run: Any) -> dict[str, str]:
 
 async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                   thread_id: str | None, body: dict[str, Any]) -> Any:
+    if "stream_mode" in body:
+        threads.stream_modes(body["stream_mode"])  # 422 before anything is created
     if thread_id is None:  # stateless: a thread of its own
         row = await threads.create_thread(pool, thread_id=None, metadata={"stateless": True},
                                           if_exists=None, subject=principal.subject)
@@ -308,8 +349,9 @@ async def stream_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                      body: JsonBody = None) -> StreamingResponse:
     """Run and stream it as SSE: ``metadata``, then ``values``/``updates``/``custom``, ``end``."""
     body = body or {}
+    modes = _modes(body)
     run = await _create(pool, temporal, settings, principal, thread_id, body)
-    return _sse(run, threads.run_events(temporal, run, _modes(body)))
+    return _sse(run, threads.run_events(pool, temporal, run, modes))
 
 
 @router.post("/runs/stream")
@@ -317,8 +359,9 @@ async def stream_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
                                settings: SettingsDep, body: JsonBody = None) -> StreamingResponse:
     """A stateless run, streamed (its thread is kept: a stream client may rejoin it)."""
     body = body or {}
+    modes = _modes(body)
     run = await _create(pool, temporal, settings, principal, None, body)
-    return _sse(run, threads.run_events(temporal, run, _modes(body)))
+    return _sse(run, threads.run_events(pool, temporal, run, modes))
 
 
 @router.get("/threads/{thread_id}/runs")
@@ -352,8 +395,8 @@ async def join_stream(thread_id: str, run_id: str, _: AgentPrincipal, pool: Pool
     """(Re)join a run's stream; with ``Last-Event-ID`` it resumes after that event, no duplicates."""
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
-    modes = stream_mode or _modes(kwargs or {})
-    return _sse(run, threads.run_events(temporal, run, modes,
+    modes = threads.stream_modes(stream_mode) if stream_mode else _modes(kwargs or {})
+    return _sse(run, threads.run_events(pool, temporal, run, modes,
                                         after=threads.parse_last_event_id(last_event_id)))
 
 

@@ -1,0 +1,114 @@
+"""``multitask_strategy="enqueue"``, the Agent Server's default, is durable (issue 12).
+
+A run queued on a busy thread survives the API process that accepted it.
+
+The queue is ``agent_runs`` rows in Postgres with status ``pending``; any API process
+starts the next one when the run before it ends (when a client looks, or its queue
+sweeper does). The second test queues a run through an API process of its own, kills that
+process with SIGKILL, and watches the run start and finish through the stack's API.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from tests.e2e.conftest import Stack
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def sdk(url: str, stack: Stack, role: str = "submitter") -> Any:
+    """The SDK's async client with only the URL and key changed."""
+    return get_client(url=url, api_key=stack.tokens[role])
+
+
+async def test_a_run_on_a_busy_thread_waits_its_turn_by_default(stack: Stack):
+    client = sdk(stack.base_url, stack)
+    tid = (await client.threads.create())["thread_id"]
+    first = await client.runs.create(tid, "slow", input={"topic": "2"})
+    second = await client.runs.create(tid, "slow", input={"topic": "0"})
+    third = await client.runs.wait(tid, "slow", input={"topic": "0"})  # queued, then waited on
+    assert first["status"] == "running"
+    assert second["status"] == "pending" and second["multitask_strategy"] == "enqueue"
+    # three runs one after the other, each from the state the one before it left
+    assert third["trail"] == ["first", "slow", "last"] * 3
+    runs = await client.runs.list(tid)
+    assert [r["run_id"] for r in runs][1:] == [second["run_id"], first["run_id"]]
+    assert [r["status"] for r in runs] == ["success"] * 3
+    # a queued run can be cancelled before it starts; it never runs
+    running = await client.runs.create(tid, "slow", input={"topic": "2"})
+    queued = await client.runs.create(tid, "slow", input={"topic": "0"},
+                                      multitask_strategy="enqueue")
+    cancelled = await client.runs.cancel(tid, queued["run_id"], wait=True)
+    assert cancelled["status"] == "interrupted"
+    await client.runs.join(tid, running["run_id"])
+    state = await client.threads.get_state(tid)
+    assert state["values"]["trail"] == ["first", "slow", "last"] * 4
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _api_process(stack: Stack) -> tuple[subprocess.Popen[bytes], str]:
+    """One more API process over the same Postgres and Temporal (as after a restart or a scale-out)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        env={**stack.env, "OVERSEER_API_PORT": str(port)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("the second API did not become ready")
+        time.sleep(0.2)
+
+
+async def test_a_queued_run_survives_the_api_that_accepted_it(stack: Stack):
+    proc, url = _api_process(stack)
+    try:
+        doomed = sdk(url, stack)
+        tid = (await doomed.threads.create())["thread_id"]
+        first = await doomed.runs.create(tid, "slow", input={"topic": "3"})
+        queued = await doomed.runs.create(tid, "slow", input={"topic": "0"},
+                                          metadata={"queued": True})
+        assert queued["status"] == "pending"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the API goes away with the run still queued
+        proc.wait(10)
+    # nobody asks the Agent Server API about the thread: the stack's API starts the run when
+    # the first one ends, and it completes as an Overseer run
+    deadline = time.monotonic() + 90
+    with stack.client("admin") as admin:
+        while True:
+            got = admin.get(f"/v1/runs/{queued['run_id']}")
+            if got.status_code == 200 and got.json()["status"] == "completed":
+                break
+            assert time.monotonic() < deadline, got.text
+            time.sleep(0.5)
+        assert admin.get(f"/v1/runs/{first['run_id']}").json()["status"] == "completed"
+    client = sdk(stack.base_url, stack)
+    run = await client.runs.get(tid, queued["run_id"])
+    assert run["status"] == "success" and run["metadata"] == {"queued": True}
+    state = await client.threads.get_state(tid)
+    assert state["values"]["trail"] == ["first", "slow", "last"] * 2
