@@ -256,7 +256,10 @@ def deduplicate(candidates: Mapping[str, Sequence[Mapping[str, Any]]], *,
 
 
 def _rank_key(cand: Mapping[str, Any]) -> tuple[float, ...]:
-    return (float(cand.get("strength", 1.0)), float(cand.get("heading_match", False)),
+    # A model's verified quote (strategy llm:…) first: with a model configured it is the
+    # primary strategy and the rules' candidates are the fallback.
+    return (float(str(cand.get("strategy") or STRATEGY) != STRATEGY),
+            float(cand.get("strength", 1.0)), float(cand.get("heading_match", False)),
             -float(cand.get("pattern_rank", 0)), float(cand.get("bm25", 0.0)),
             -float(cand.get("attempt", 1)), -float(cand["start"]))
 
@@ -327,7 +330,7 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
             "heading": best.get("heading") or None,
             "supporting": supporting,
             "search_attempt": int(best.get("attempt", 1)),
-            "strategy": STRATEGY,
+            "strategy": str(best.get("strategy") or STRATEGY),
         })
     return findings
 

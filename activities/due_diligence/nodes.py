@@ -75,22 +75,50 @@ class ClauseSearchState(TypedDict, total=False):
     """Every clause type has a valid candidate (validate_clauses)."""
     merged: dict[str, list[dict[str, Any]]]
     """Candidates after near-duplicate merging, best first (deduplicate)."""
+    run_id: str
+    """Input: the run (ledger keys of model calls)."""
+    strategy: str
+    """``llm:<model>`` once the clause agent ran (search nodes); absent offline."""
+    rejected: list[dict[str, Any]]
+    """Model proposals that failed verification, never candidates (search nodes)."""
     clauses: dict[str, Any]
     """Output: the ``clauses`` result (score_confidence)."""
 
 
 async def initial_search(state: ClauseSearchState) -> dict[str, Any]:
-    """Subgraph node: search 1 for every clause type (BM25 top-k chunks + triggers)."""
+    """Subgraph node: search 1 for every clause type (BM25 top-k chunks + triggers).
+
+    With a model configured, the clause agent (:mod:`.agent`) then works the same step
+    with the same search results as its tool; its verified quotes join the candidates.
+    """
     types = list(clause_logic.CLAUSE_TYPE_NAMES)
     if not state["ingestion"].get("is_agreement", True):
         types = []
-    return await asyncio.to_thread(_search, state, types, 1)
+    update = await asyncio.to_thread(_search, state, types, 1)
+    return await _with_agent(state, update, types, 1, "clause_extraction/initial_search")
 
 
 async def retry_search(state: ClauseSearchState) -> dict[str, Any]:
     """Subgraph node: a wider search for the types still pending (attempt 2 or 3)."""
-    return await asyncio.to_thread(_search, state, list(state.get("pending", [])),
-                                   int(state.get("attempts", 1)) + 1)
+    types, attempt = list(state.get("pending", [])), int(state.get("attempts", 1)) + 1
+    update = await asyncio.to_thread(_search, state, types, attempt)
+    return await _with_agent(state, update, types, attempt, "clause_extraction/retry_search")
+
+
+async def _with_agent(state: ClauseSearchState, update: dict[str, Any], types: list[str],
+                      attempt: int, node: str) -> dict[str, Any]:
+    """Adds the clause agent's verified candidates to a search step's update (model only)."""
+    from activities.due_diligence.agent import run_clause_agent
+
+    found = update.get("new_candidates") or {}
+    outcome = await run_clause_agent(state["ingestion"]["text"], types, attempt, found,
+                                     run_id=str(state.get("run_id") or ""), node=node)
+    if outcome.strategy is None:
+        return update
+    merged = {name: [*outcome.candidates.get(name, []), *found.get(name, [])]
+              for name in set(found) | set(outcome.candidates)}
+    return {**update, "new_candidates": merged, "strategy": outcome.strategy,
+            "rejected": [*(state.get("rejected") or []), *outcome.rejected]}
 
 
 async def validate_clauses(state: ClauseSearchState) -> dict[str, Any]:
@@ -134,8 +162,11 @@ async def score_confidence(state: ClauseSearchState) -> dict[str, Any]:
     findings = await asyncio.to_thread(clause_logic.score_findings, ingestion_result,
                                        state.get("merged") or {},
                                        attempts_by_type=state.get("searched") or {})
-    return {"clauses": clause_logic.clauses_result(findings, attempts=int(state.get("attempts", 0)),
-                                                   signals=signals)}
+    result = clause_logic.clauses_result(findings, attempts=int(state.get("attempts", 0)),
+                                         signals=signals)
+    if state.get("strategy"):
+        result.update(strategy=state["strategy"], rejected=list(state.get("rejected") or []))
+    return {"clauses": result}
 
 
 def _search(state: ClauseSearchState, types: list[str], attempt: int) -> dict[str, Any]:
