@@ -32,7 +32,7 @@ from activities.thematic_analysis.llm_steps import (
     model_enabled,
     model_theme_coder,
 )
-from activities.thematic_analysis.options import ThematicOptions
+from activities.thematic_analysis.options import ThematicOptions, run_options
 from overseer.errors import OverseerError
 
 log = logging.getLogger("overseer.thematic_analysis")
@@ -59,6 +59,7 @@ async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
     """Node ``load_dataset``: validate metadata, window the upload, snapshot identities.
 
     Returns:
+        ``options`` (with the request's LLM budget and model hint from ``metadata``),
         ``dataset`` (reference), ``account_id``, ``interaction_ids``, ``identities``,
         ``strategy``, ``cost_estimate``, ``started_at``, a stage duration.
 
@@ -69,7 +70,7 @@ async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
     fields = _log_fields(state)
     log.info("thematic analysis started", extra={**fields, "stage": "started"})
     try:
-        options = ThematicOptions.model_validate(state.get("options") or {})
+        options = run_options(state.get("options"), state.get("metadata"))
         identities = load_identities(options.identities_path)
         account_id, first, last = parse_window_metadata(dict(state.get("metadata") or {}))
         document = dict(state.get("document") or {})
@@ -99,6 +100,7 @@ async def load_dataset(state: dict[str, Any]) -> dict[str, Any]:
                                        "interactions": len(corpus.interaction_ids),
                                        "sentences": len(corpus.quote_ids)})
     return {
+        "options": options.model_dump(mode="json"),
         "dataset": ref, "account_id": account_id, "interaction_ids": list(corpus.interaction_ids),
         "identities": [i.model_dump() for i in identities],
         "strategy": "llm" if uses_model else "rules", "cost_estimate": estimate,

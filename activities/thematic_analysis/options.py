@@ -54,3 +54,29 @@ class ThematicOptions(BaseModel):
     llm_budget_usd: float | None = None
     llm_budget_tokens: int | None = None
     llm_model_hint: str | None = None
+
+
+REQUEST_OPTIONS = {"llm_budget_usd": "llm_budget_usd", "llm_budget_tokens": "llm_budget_tokens",
+                   "llm_model": "llm_model_hint"}
+"""Per-run keys a submitter may set in ``metadata`` (README: LLM budgets, model hint) → options."""
+
+
+def run_options(options: dict[str, object] | None, metadata: dict[str, object] | None
+                ) -> ThematicOptions:
+    """The run's options: the pipeline's snapshot with the request's LLM budget and model hint.
+
+    The runtime puts only the pipeline's environment options into state; a budget or model
+    hint the submitter sent in ``metadata`` (already validated by the API) overrides them.
+
+    Args:
+        options: the ``options`` snapshot in state (may be None).
+        metadata: the request's metadata (may be None).
+
+    Raises:
+        pydantic.ValidationError: a value out of range (permanent).
+    """
+    merged = dict(options or {})
+    for key, field_name in REQUEST_OPTIONS.items():
+        if (metadata or {}).get(key) is not None:
+            merged[field_name] = (metadata or {})[key]
+    return ThematicOptions.model_validate(merged)

@@ -406,6 +406,20 @@ async def test_every_theme_coder_failing_fails_the_run():
         await run(example_input())
 
 
+async def test_the_requests_llm_budget_and_model_hint_reach_the_coders():
+    state = example_input(llm_budget_usd=0.25, llm_budget_tokens=50, llm_model="gpt-4o")
+    state["options"] = {"llm_budget_usd": 9.0, "max_themes": 4}
+    loaded = await nodes.load_dataset(state)
+    assert loaded["options"]["llm_budget_usd"] == 0.25 and loaded["options"]["max_themes"] == 4
+    assert loaded["options"]["llm_budget_tokens"] == 50
+    assert loaded["options"]["llm_model_hint"] == "gpt-4o"
+    assert (await nodes.load_dataset(example_input()))["options"]["llm_budget_usd"] is None
+
+    llm.set_chat_model_factory(fake_factory(json.dumps({"codes": []})))
+    with pytest.raises(Exception, match="every coder failed"):  # 50 tokens: no call is sent
+        await run(example_input(llm_budget_tokens=50))
+
+
 def test_nodes_never_log_interaction_text(caplog):
     import asyncio
     import logging
