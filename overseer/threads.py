@@ -226,6 +226,38 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     await pool.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
 
 
+async def copy_thread(pool: asyncpg.Pool, thread_id: str, subject: str) -> asyncpg.Record:
+    """``POST /threads/{id}/copy``: a new idle thread with the metadata, state and saved states.
+
+    Raises:
+        ConflictError: the thread is busy or paused (its state lives in a workflow then).
+    """
+    row = await get_thread(pool, thread_id)
+    if row["status"] in ("busy", "interrupted"):
+        raise ConflictError(f"thread {thread_id} is {row['status']}; copy it when idle")
+    new_id = uuid.uuid4()
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """INSERT INTO agent_threads (thread_id, metadata, status, graph_id, "values", state,
+                                          checkpoint, created_by)
+               SELECT $2, metadata, status, graph_id, "values", state, checkpoint, $3
+               FROM agent_threads WHERE thread_id = $1""", row["thread_id"], new_id, subject)
+        await conn.execute(
+            """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
+                                              state, created_at)
+               SELECT $2, checkpoint_id, parent_checkpoint_id,
+                      jsonb_set(jsonb_set(state, '{checkpoint,thread_id}', to_jsonb($3::text)),
+                                '{parent_checkpoint}', CASE WHEN state->'parent_checkpoint'
+                                    = 'null'::jsonb OR state->'parent_checkpoint' IS NULL
+                                    THEN 'null'::jsonb ELSE jsonb_set(
+                                        state->'parent_checkpoint', '{thread_id}',
+                                        to_jsonb($3::text)) END),
+                      created_at
+               FROM agent_checkpoints WHERE thread_id = $1""",
+            row["thread_id"], new_id, str(new_id))
+    return await get_thread(pool, str(new_id))
+
+
 def state_view(row: asyncpg.Record) -> dict[str, Any]:
     """The thread's current ``ThreadState``."""
     cp = _json(row["checkpoint"]) or {}

@@ -242,6 +242,26 @@ async def read_state_at(thread_id: str, checkpoint_id: str, _: AgentPrincipal,
     return json.loads(state)  # type: ignore[no-any-return]
 
 
+@router.post("/threads/{thread_id}/state/checkpoint")
+async def read_state_at_checkpoint(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                                   temporal: TemporalDep, settings: SettingsDep,
+                                   body: JsonBody = None) -> dict[str, Any]:
+    """The thread's state at ``checkpoint.checkpoint_id`` (the current state without one)."""
+    checkpoint = (body or {}).get("checkpoint") or {}
+    checkpoint_id = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
+    if not checkpoint_id:
+        return threads.state_view(await threads.sync_thread(pool, temporal, thread_id, settings))
+    return await read_state_at(thread_id, str(checkpoint_id), principal, pool)
+
+
+@router.post("/threads/{thread_id}/copy")
+async def copy_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                      temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
+    """A new thread with this one's metadata, state and history (not its runs)."""
+    await threads.sync_thread(pool, temporal, thread_id, settings)
+    return threads.thread_view(await threads.copy_thread(pool, thread_id, principal.subject))
+
+
 @router.get("/threads/{thread_id}/history")
 async def read_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
                        limit: int = 10, before: str | None = None) -> list[dict[str, Any]]:
@@ -395,7 +415,8 @@ async def join_stream(thread_id: str, run_id: str, _: AgentPrincipal, pool: Pool
     """(Re)join a run's stream; with ``Last-Event-ID`` it resumes after that event, no duplicates."""
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
-    modes = threads.stream_modes(stream_mode) if stream_mode else _modes(kwargs or {})
+    named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
+    modes = threads.stream_modes(named) if named else _modes(kwargs or {})
     return _sse(run, threads.run_events(pool, temporal, run, modes,
                                         after=threads.parse_last_event_id(last_event_id)))
 

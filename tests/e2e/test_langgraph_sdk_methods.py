@@ -1,0 +1,45 @@
+"""SDK methods that failed against Overseer, now answered as the Agent Server does (issue 12).
+
+``runs.join_stream`` without ``stream_mode`` (the SDK sends an empty one: the run's own
+modes apply), ``threads.get_state(checkpoint=...)`` (``POST .../state/checkpoint``) and
+``threads.copy``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.e2e.conftest import Stack
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_join_stream_state_at_a_checkpoint_and_copy(stack: Stack):
+    client: Any = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    tid = (await client.threads.create(metadata={"who": "copy"}))["thread_id"]
+    streamed = [p async for p in client.runs.stream(tid, "constructs", input={"topic": "a"},
+                                                   stream_mode="updates")]
+    run_id = streamed[0].data["run_id"]
+    joined = [p async for p in client.runs.join_stream(tid, run_id)]
+    assert [p.event for p in joined] == [p.event for p in streamed]  # the run's own modes
+
+    state = await client.threads.get_state(tid)
+    checkpoint = state["checkpoint"]
+    at = await client.threads.get_state(tid, checkpoint=checkpoint)
+    assert at["values"] == state["values"]
+    assert at == await client.threads.get_state(tid, checkpoint_id=checkpoint["checkpoint_id"])
+
+    copy = await client.threads.copy(tid)
+    assert copy["thread_id"] != tid and copy["metadata"] == {"who": "copy"}
+    copied = await client.threads.get_state(copy["thread_id"])
+    assert copied["values"] == state["values"]
+    assert copied["checkpoint"]["thread_id"] == copy["thread_id"]
+    history = await client.threads.get_history(copy["thread_id"])
+    assert history and history[0]["checkpoint"]["thread_id"] == copy["thread_id"]
+    # the copy goes on from the state it was given, independently of the original
+    out = await client.runs.wait(copy["thread_id"], "constructs", input={"topic": "b"})
+    assert "B" in out["results"] and "A" in out["results"]
+    assert (await client.threads.get_state(tid))["values"] == state["values"]
