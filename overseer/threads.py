@@ -13,6 +13,9 @@ their JSON view). A *run* is a row in ``agent_runs`` that reads one segment of a
   value unchanged and a decision from the admin API and one from here cannot both win);
   its segment starts where the workflow's stream stood when the decision was accepted.
 
+A run with input waits in ``agent_runs`` as ``pending`` until the thread is free
+(:func:`advance_queue`): the durable queue behind ``multitask_strategy="enqueue"``.
+
 A segment ends at the first ``interrupt`` (run ``interrupted``), ``end`` (``success``) or
 ``error`` (``error``) item. While a workflow is attached to a thread
 (``agent_threads.last_run_id``), the thread's state is read from it (the
