@@ -87,6 +87,48 @@ class NodeOptions(BaseModel):
     summary: str | None = None
 
 
+class RunStream:
+    """A run's own event stream (:attr:`Pipeline.stream`), driven by ``GraphRunWorkflow``.
+
+    One instance per run, living in the workflow: every method is pure and deterministic
+    (no I/O, clock or randomness) and returns the events (JSON dicts) to publish, in order,
+    on :attr:`topic`. Activities may publish on the same topic themselves (e.g. tokens).
+    """
+
+    topic = "events"
+    stream_modes: tuple[str, ...] = ()
+    """Extra LangGraph stream modes the run should produce for :meth:`chunk` (e.g. ``tasks``)."""
+
+    def start(self) -> list[dict[str, Any]]:
+        """Events when the run starts."""
+        return []
+
+    def chunk(self, mode: str, chunk: Any) -> list[dict[str, Any]]:
+        """Events for one LangGraph stream chunk (``updates``, ``values``, ``custom``, …)."""
+        return []
+
+    def interrupt(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Events when the run waits for a decision on ``payload`` (the approval's payload)."""
+        return []
+
+    def decision(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Events when a decision resumes the run."""
+        return []
+
+    def end(self, status: str, outcome: str | None, state: Mapping[str, Any]
+            ) -> list[dict[str, Any]]:
+        """Events when the graph has finished (the last one is the run's final event)."""
+        return []
+
+    def failed(self, error: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Events when the run fails with ``{code, message, node}``."""
+        return []
+
+    def cancelled(self) -> list[dict[str, Any]]:
+        """Events when the run is cancelled."""
+        return []
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """One hosted pipeline: a graph and what Overseer needs to run it.
@@ -121,13 +163,18 @@ class Pipeline:
             the default (the JSON input or ``{"document": ...}``, plus the declared
             ``run_id``/``options``/``metadata``) is not what the graph takes.
         result: ``(state) -> dict``: the run's result (``GET /v1/runs/{id}`` ``result``) from
-            its final state; default ``{"output": state}``.
+            its final state; default ``{"output": state}``. A string ``outcome`` in it is the
+            run's outcome.
         node_snapshot: ``(state after the node) -> dict``: what each ``node.completed`` event
             merges into the run's result while it runs (live partial results), if anything.
+        stream: ``(input) -> RunStream``: a pipeline with a stream protocol of its own (e.g.
+            pricing's chat SSE) maps the run's graph events onto its own topic; the run's
+            generic ``graph`` topic is then not published, so the pipeline's offsets stay dense.
         split: name of an activity ``(input state) -> [dict, ...]`` that splits one
             submission into parts; with more than one part the run becomes a parent that
             starts one child run per part (input ``{**input, **part}``) and completes with
-            outcome ``split``.
+            outcome ``split``. It must heartbeat at least every 20 s while it works
+            (``activities.heartbeat.with_heartbeats``), so a dead worker is noticed.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
             pipeline extends it through hooks).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
@@ -155,6 +202,7 @@ class Pipeline:
     result: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     split: str | None = None
+    stream: Callable[[Any], RunStream] | None = None
     workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""

@@ -131,7 +131,7 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         DependencyUnavailableError: Temporal did not take the start (503; recorded).
     """
     pipeline = get_registry().get(pipeline_name)
-    if pipeline.workflow != "GraphRunWorkflow":
+    if pipeline.extra.get("submit_path"):
         raise InvalidRequestError(
             f"runs of {pipeline.name} start at {pipeline.extra.get('submit_path')}",
             details={"submit_path": pipeline.extra.get("submit_path")})
@@ -206,7 +206,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    if pipeline.workflow != "GraphRunWorkflow":
+    if pipeline.extra.get("submit_path"):
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)

@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 import asyncpg
 
 from activities.document_intake.documents import inspect_document, sniff_kind
+from activities.document_intake.pipeline import initial_state
 from activities.document_intake.schema import load_field_schema
 from overseer.catalogue import document_intake_options
+from overseer.graph_codec import encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from activities.document_intake.pipeline import initial_state
-from overseer.graph_codec import encode
 from workflows.graph_run import GraphRunInput
 
 T = TypeVar("T")

@@ -31,6 +31,7 @@ one approval per pending interrupt, oldest id first; ``interrupt()`` returns
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import inspect
@@ -41,7 +42,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
 
@@ -65,9 +66,16 @@ with workflow.unsafe.imports_passed_through():
         encoded_size,
         to_jsonable,
     )
-    from overseer.pipelines import DecisionRefusedError, NodeOptions, Pipeline, get_registry
+    from overseer.pipelines import (
+        DecisionRefusedError,
+        NodeOptions,
+        Pipeline,
+        RunStream,
+        get_registry,
+    )
     from overseer.store.events import (
         NODE_COMPLETED,
+        RUN_CANCELLED,
         RUN_COMPLETED,
         RUN_FAILED,
         RUN_SPLIT,
@@ -75,6 +83,10 @@ with workflow.unsafe.imports_passed_through():
     )
 
 DEFAULT_RECURSION_LIMIT = 100
+"""Pregel's step limit, unless the run's options set ``recursion_limit``."""
+GRAPH_STREAM_MODES = ("values", "updates", "custom")
+SPLIT_HEARTBEAT_SECONDS = 20
+"""A pipeline's split activity heartbeats at least this often, so a dead worker is noticed."""
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
 """Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 STREAM_TOPIC = "graph"
@@ -128,6 +140,8 @@ class GraphRunResult:
         result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
             ``{}`` when the pipeline declares none.
         children: the child runs of a run that split (outcome ``split``).
+        final_event: the final event of the pipeline's own stream
+            (:attr:`~overseer.pipelines.Pipeline.stream`), if it has one.
     """
 
     run_id: str
@@ -136,6 +150,7 @@ class GraphRunResult:
     output: Any = None
     result: dict[str, Any] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
+    final_event: dict[str, Any] | None = None
 
 
 class NodeFailedError(Exception):
@@ -165,6 +180,9 @@ class GraphRunWorkflow(ApprovalGate):
         self._published = 0
         self._marks: list[dict[str, Any]] = []
         self._snapshot: dict[str, Any] | None = None
+        self._run_stream: RunStream | None = None
+        self._own_topic: Any = None
+        self._final: dict[str, Any] | None = None
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -172,12 +190,17 @@ class GraphRunWorkflow(ApprovalGate):
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
         self._spec, compiled = hosted(inp.pipeline)
+        if self._spec.stream is not None:
+            self._run_stream = self._spec.stream(decode(inp.input))
+            self._own_topic = self.stream.topic(self._run_stream.topic)
+            self._emit(self._run_stream.start())
         self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                    "workflow_id": workflow.info().workflow_id})
         await self.set_status("running")
         app = compiled.copy({"checkpointer": InMemorySaver()})
-        config: dict[str, Any] = {"configurable": {"thread_id": inp.thread_id or inp.run_id},
-                                  "recursion_limit": DEFAULT_RECURSION_LIMIT}
+        config: dict[str, Any] = {
+            "configurable": {"thread_id": inp.thread_id or inp.run_id},
+            "recursion_limit": int(inp.options.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)}
         try:
             graph_input: Any = decode(inp.input)
             if self._spec.split and inp.parent_run_id is None and inp.resume_from is None:
@@ -204,6 +227,11 @@ class GraphRunWorkflow(ApprovalGate):
             await self._fail({"code": err.code, "message": err.message, "node": err.node})
         except ApplicationError:
             raise
+        except (asyncio.CancelledError, ActivityError) as err:
+            if isinstance(err, ActivityError) and not is_cancelled_exception(err):
+                raise
+            await self._cancelled()
+            raise
         except Exception as err:  # a bug in a workflow-placed node or router: fail once, named
             await self._snap(app, config)
             await self._fail({"code": NODE_ERROR, "message": f"{type(err).__name__}: {err}"[:500],
@@ -212,12 +240,16 @@ class GraphRunWorkflow(ApprovalGate):
         values = to_jsonable((await app.aget_state(config)).values)
         status, outcome = final_status(values, self._last_decision)
         result = self._spec.result(values) if self._spec.result else {}
+        if isinstance(result.get("outcome"), str):
+            outcome = result["outcome"]  # the pipeline's own word for how the run ended
         await self._finish(status, outcome, result or {"output": values})
         self._publish("end", {"status": status, "outcome": outcome})
+        if self._run_stream is not None:
+            self._emit(self._run_stream.end(status, outcome, values))
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
-                              result=result)
+                              result=result, final_event=self._final)
 
     async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
         """The pipeline's split activity on the run's input: one dict per part."""
@@ -226,6 +258,7 @@ class GraphRunWorkflow(ApprovalGate):
             parts: list[dict[str, Any]] = await workflow.execute_activity(
                 self._spec.split, to_jsonable(graph_input),
                 start_to_close_timeout=timedelta(minutes=30),
+                heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
                 retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30),
                                          maximum_attempts=5, non_retryable_error_types=[NODE_ERROR]),
                 summary="split the submission into parts")
@@ -276,8 +309,14 @@ class GraphRunWorkflow(ApprovalGate):
     async def _drive(self, app: Any, graph_input: Any, config: dict[str, Any]) -> list[Any]:
         """Run the graph until it ends or waits; publish every chunk; the pending interrupts, oldest id first."""
         pending: list[Any] = []
+        extra = [m for m in (self._run_stream.stream_modes if self._run_stream else ())
+                 if m not in GRAPH_STREAM_MODES]
         async for mode, chunk in app.astream(graph_input, config,
-                                             stream_mode=["values", "updates", "custom"]):
+                                             stream_mode=[*GRAPH_STREAM_MODES, *extra]):
+            if self._run_stream is not None:
+                self._emit(self._run_stream.chunk(mode, chunk))
+            if mode in extra:
+                continue
             if isinstance(chunk, dict) and "__interrupt__" in chunk:
                 if mode == "updates":
                     pending.extend(chunk["__interrupt__"])
@@ -317,6 +356,8 @@ class GraphRunWorkflow(ApprovalGate):
             await self._flush()
 
     def _publish(self, event: str, data: Any) -> None:
+        if self._run_stream is not None:
+            return  # the pipeline's own stream is the run's stream (dense offsets)
         if event in ("interrupt", "end", "error"):
             self._marks.append({"offset": self._published, "event": event})
         self._topic.publish({"event": event, "data": to_jsonable(data)})
@@ -357,6 +398,18 @@ class GraphRunWorkflow(ApprovalGate):
                 "decided": self._decision is not None,
                 "decision_note": (self._decision or {}).get("note")}
 
+    def _emit(self, events: list[dict[str, Any]]) -> None:
+        """Publish a pipeline stream's events on its topic; a ``done`` event is the final one."""
+        for event in events:
+            self._own_topic.publish(event)
+            if event.get("done"):
+                self._final = event
+
+    @workflow.query
+    def get_final_event(self) -> dict[str, Any] | None:
+        """The pipeline stream's final event once the run has ended (None before, or without one)."""
+        return self._final
+
     @workflow.query
     def get_interrupts(self) -> list[dict[str, Any]]:
         """The interrupt the open approval answers, and every pending one (ids)."""
@@ -380,9 +433,13 @@ class GraphRunWorkflow(ApprovalGate):
         ladder = EscalationLadder.from_options(self._inp.options)
         sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
         await self._flush()
+        if self._run_stream is not None:
+            self._emit(self._run_stream.interrupt(payload))
         decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
                                                ladder=ladder)
         self._last_decision = decision["decision"]
+        if self._run_stream is not None:
+            self._emit(self._run_stream.decision(decision))
         if decision.get("raw"):
             return decision.get("resume")  # an Agent Server resume: interrupt() gets it as sent
         answer = {"decision": decision["decision"], "note": decision.get("note"),
@@ -485,6 +542,8 @@ class GraphRunWorkflow(ApprovalGate):
                                    if opts.heartbeat_seconds else None),
                 retry_policy=policy, summary=opts.summary or path)
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise  # the run was cancelled: not the node's failure
             cause = err.cause if isinstance(err.cause, ApplicationError) else None
             raise NodeFailedError(path, (cause.type if cause and cause.type else "activity_failed"),
                                   cause.message if cause else str(err)) from err
@@ -524,6 +583,20 @@ class GraphRunWorkflow(ApprovalGate):
                                 "snapshot": {**snapshot, "outcome": outcome}})
         await self.set_status(status)
 
+    async def _cancelled(self) -> None:
+        """Record and announce a cancelled run (the caller re-raises the cancellation)."""
+        await self._flush()
+        self._outcome = "cancelled"
+        await self.record(RUN_CANCELLED, key="run.finished",
+                          data={"status": "cancelled", "outcome": "cancelled",
+                                "snapshot": {"outcome": "cancelled"}})
+        await self.set_status("cancelled")
+        self._publish("end", {"status": "cancelled", "outcome": "cancelled"})
+        if self._run_stream is not None:
+            self._emit(self._run_stream.cancelled())
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
     async def _fail(self, error: dict[str, Any]) -> NoReturn:
         await self._flush()
         await self.record(RUN_FAILED, key="run.finished",
@@ -531,6 +604,8 @@ class GraphRunWorkflow(ApprovalGate):
                                 "snapshot": {"outcome": None}})
         await self.set_status("failed")
         self._publish("error", error)
+        if self._run_stream is not None:
+            self._emit(self._run_stream.failed(error))
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)

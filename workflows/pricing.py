@@ -1,4 +1,10 @@
-"""``PricingWorkflow``: seed 003's orchestrator on Temporal — the graph, the stream, the sign-off.
+"""``PricingWorkflow``: the pricing runs started before the graph runtime (legacy).
+
+New pricing runs start :class:`workflows.graph_run.GraphRunWorkflow` (the pipeline's hooks
+in :mod:`activities.pricing.run`). This workflow type stays registered only so that runs
+started before that cut-over finish on the code they started with; remove it once
+``temporal workflow count --query 'WorkflowType="PricingWorkflow" AND ExecutionStatus="Running"'``
+is 0. Its pure parts (stream events, sign-off checks, the result) are the pipeline's.
 
 One run is one composite ask (thread id = run id). The workflow compiles the ``pricing``
 graph registered with the LangGraph plugin, drives it with ``astream`` and publishes the
@@ -19,7 +25,6 @@ final event.
 from __future__ import annotations
 
 import asyncio
-import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -36,13 +41,20 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph as registered_graph
 
     from activities.pricing import stream as events
-    from activities.pricing.graph import GRAPH_NAME, NODE_TOOLS, STEP_NODES
-    from activities.pricing.policy import PolicyConfig, check_all_policies
+    from activities.pricing.graph import GRAPH_NAME, NODE_TOOLS
+    from activities.pricing.run import (
+        WORKER_STEPS,
+        approval_card,
+        decision_tail,
+        worker_event,
+    )
+    from activities.pricing.run import check_decision as check_pricing_decision
+    from activities.pricing.run import result as pricing_result
+    from overseer.pipelines import DecisionRefusedError
     from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
 PIPELINE = "pricing"
 PRICING_LADDER_PATCH = "pricing-escalation-ladder"
-WORKER_STEPS = {node: step for step, node in STEP_NODES.items()}
 
 
 @dataclass
@@ -151,55 +163,15 @@ class PricingWorkflow(ApprovalGate):
         return self._final
 
     def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
-        """Validate a sign-off: price edits ``{"<item_id>.<tier>": price}`` must keep the policy.
-
-        Raises:
-            ApplicationError: ``invalid_field_edits`` with per-key errors (unknown item or tier,
-                not a positive number) or the policy violations the edits would cause.
-        """
+        """Price edits must keep the policy (:func:`activities.pricing.run.check_decision`)."""
         assert self._approval is not None
-        if decision.decision != "approve":
-            return {"updates": {}}
-        payload = self._approval["payload"]
-        proposed: dict[str, dict[str, float]] = payload.get("proposed_prices", {})
-        meta: dict[str, dict[str, str]] = payload.get("items_meta", {})
-        errors: dict[str, str] = {}
-        edits: dict[str, float] = {}
-        for key, raw in (decision.updates or {}).items():
-            item, _, tier = str(key).rpartition(".")
-            if item not in proposed:
-                errors[key] = "not_in_proposal"
-                continue
-            if tier not in proposed[item]:
-                errors[key] = "unknown_tier"
-                continue
-            try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                errors[key] = "not_a_number"
-                continue
-            if not math.isfinite(value) or value <= 0:
-                errors[key] = "must_be_positive"
-                continue
-            edits[key] = round(value, 2)
-        if errors:
-            raise ApplicationError("price edits do not validate", {"errors": errors},
-                                   type="invalid_field_edits")
-        config = PolicyConfig.model_validate(self._inp.options.get("policy", {}))
-        violations: list[dict[str, Any]] = []
-        for item in sorted({k.rpartition(".")[0] for k in edits}):
-            prices = {**proposed[item], **{k.rpartition(".")[2]: v for k, v in edits.items()
-                                            if k.rpartition(".")[0] == item}}
-            report = check_all_policies(item, prices, segment=meta.get(item, {}).get("segment"),
-                                        region=meta.get(item, {}).get("region"), config=config)
-            violations += [v.model_dump() for v in report.violations]
-        if violations:
-            raise ApplicationError(
-                "the edited prices break the pricing policy",
-                {"errors": {f"{v['item']}.{next(iter(v['suggest']))}": v["type"]
-                            for v in violations}, "violations": violations},
-                type="invalid_field_edits")
-        return {"updates": edits}
+        try:
+            return check_pricing_decision(
+                self._approval["payload"],
+                {"decision": decision.decision, "updates": decision.updates},
+                {"options": self._inp.options})
+        except DecisionRefusedError as err:
+            raise ApplicationError(err.message, err.details, type=err.code) from err
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -224,7 +196,8 @@ class PricingWorkflow(ApprovalGate):
         while interrupt is not None:
             rounds += 1
             self._publish(events.meta("approval_gate", thread_id=inp.run_id,
-                                      awaiting_approval=True, approval=self._approval_card(interrupt)))
+                                      awaiting_approval=True,
+                                      approval=approval_card(self._run_id, interrupt)))
             # The escalation ladder configured for every pipeline (reminders, reassignment,
             # final action); runs recorded before it replay with the single SLA timer.
             ladder = (EscalationLadder.from_options(inp.options)
@@ -258,71 +231,16 @@ class PricingWorkflow(ApprovalGate):
                         self._publish(events.meta("router", route=update.get("route"),
                                                   reason=update.get("route_reason")))
                     elif node in WORKER_STEPS and node != "approval_gate" and update:
-                        self._publish(self._worker_event(node, update))
+                        self._publish(worker_event(node, update))
         return interrupt
-
-    def _worker_event(self, node: str, update: dict[str, Any]) -> dict[str, Any]:
-        step = WORKER_STEPS[node]
-        output = (update.get("outputs") or {}).get(step, {})
-        extra: dict[str, Any] = {"summary": output.get("summary")}
-        if step == "policy":
-            extra["violations"] = output.get("violations", [])
-            extra["violations_total"] = output.get("violations_total", 0)
-        if step == "sensitivity":
-            extra["robustness_score"] = output.get("robustness_score")
-            extra["confidence_band_pct"] = output.get("confidence_band_pct")
-        if step == "optimizer":
-            extra["change_count"] = output.get("change_count")
-            extra["uplift_pct"] = output.get("uplift_pct")
-        return events.meta(node, **extra)
-
-    def _approval_card(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "thread_id": self._run_id,
-            "change_count": payload.get("change_count"),
-            "uplift_pct": payload.get("uplift_pct"),
-            "approve": {"method": "POST", "path": "/api/v1/chat/approve",
-                        "body": {"thread_id": self._run_id}},
-            "cancel": {"method": "POST", "path": "/api/v1/chat/cancel",
-                       "body": {"thread_id": self._run_id}},
-            "admin": {"method": "POST", "path": f"/v1/admin/approvals/{self._run_id}/decision"},
-        }
 
     async def _complete(self, inp: PricingInput, state: dict[str, Any]) -> PricingResult:
         outcome = state.get("outcome") or "answered"
         status = state.get("status") or "completed"
-        decision = state.get("decision") or {}
-        report = state.get("report") or ""
-        tail = ""
-        if outcome == "approved":
-            edits = len(decision.get("updates") or {})
-            changes = sum(len(v) for v in ((state.get("proposal") or {}).get("changes") or {})
-                          .values())
-            tail = (f"Approved by {decision.get('decided_by')}: {changes} price changes"
-                    + (f" with {edits} edits" if edits else "") + " are final.")
-        elif outcome == "rejected":
-            note = f" ({decision['note']})" if decision.get("note") else ""
-            tail = f"Rejected by {decision.get('decided_by')}{note}: no prices changed."
-        if tail:
-            for text in events.chunks(tail):
-                self._publish(events.token(text))
-        message = (report + tail) or "Nothing to report."
-        proposal = state.get("proposal") or {}
-        outputs = state.get("outputs") or {}
-        snapshot = {
-            "thread_id": inp.run_id, "plan": inp.plan, "scope": inp.scope,
-            "tools_used": state.get("tools_used", []) + (["request_approval"]
-                                                         if "request_approval" in self._tools
-                                                         else []),
-            "strategy": state.get("strategy", "rules"), "model": inp.model,
-            "report": message, "outcome": outcome,
-            "change_count": sum(len(v) for v in (proposal.get("changes") or {}).values()),
-            "uplift_pct": proposal.get("uplift_pct"),
-            "violations_total": (outputs.get("policy") or {}).get("violations_total"),
-            "approved_prices": state.get("approved_prices"),
-            "catalog_sha256": inp.catalog.get("sha256"),
-        }
-        await self._end(status, outcome, RUN_COMPLETED, message, snapshot)
+        for text in events.chunks(decision_tail(state)):
+            self._publish(events.token(text))
+        snapshot = pricing_result(state)
+        await self._end(status, outcome, RUN_COMPLETED, snapshot["report"], snapshot)
         assert self._final is not None
         return PricingResult(run_id=inp.run_id, status=status, outcome=outcome,
                              final_event=self._final, result=snapshot)

@@ -1,10 +1,10 @@
 """Activity-side nodes of the pricing graph: the seed 003 workers.
 
-Each worker runs as one Temporal activity (the LangGraph plugin wraps it), calls its tool
+Each worker runs as one Temporal activity (the graph runtime's ``run_node``), calls its tool
 (a pure function of the catalog snapshot and the run's options), returns a structured result
-plus a one-line ``summary`` under ``outputs[<step>]``, and appends its own ``node.completed``
-and ``route.decided`` events with step-derived ids, so a retried activity never duplicates
-them. Workers call the services directly, never another agent (seed 003 Dev Notes).
+plus a one-line ``summary`` under ``outputs[<step>]``, and appends its ``route.decided``
+event with a step-derived id, so a retried activity never duplicates it (the runtime
+appends ``node.completed``). Workers call the services directly, never another agent (seed 003 Dev Notes).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from activities.pricing import tools
 from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
 from activities.pricing.stream import RULES, STREAM_TOPIC, chunks, token
-from overseer.store.events import NODE_COMPLETED, ROUTE_DECIDED, NewEvent
+from overseer.store.events import ROUTE_DECIDED, NewEvent
 
 
 @temporal_errors
@@ -199,14 +199,13 @@ class TokenSink:
 
 async def _finish(state: PricingState, step: str, tool: str, update: dict[str, Any]
                   ) -> dict[str, Any]:
-    """Merge outputs, mark the step done, and record ``node.completed`` + ``route.decided``."""
+    """Merge outputs, mark the step done, and record ``route.decided``."""
     from activities.events import append_from_activity
 
     outputs = {**(state.get("outputs") or {}), **update.pop("outputs", {})}
     done = [*state.get("completed_steps", []), step]
     tools_used = [*state.get("tools_used", []), tool]
     update.update(outputs=outputs, completed_steps=done, tools_used=tools_used)
-    node_output = outputs.get(step, {})
     iteration = len(done)
     if activity.in_activity():
         await append_from_activity([
@@ -215,11 +214,5 @@ async def _finish(state: PricingState, step: str, tool: str, update: dict[str, A
                      data={"after": (state.get("completed_steps") or ["router"])[-1],
                            "route": step, "reason": state.get("route_reason", "plan"),
                            "iteration": iteration}),
-            NewEvent(run_id=state["run_id"], key=f"node.completed:{step}:{iteration}",
-                     type=NODE_COMPLETED, actor=f"activity:{step}",
-                     data={"node": step, "tool": tool, "summary": node_output.get("summary"),
-                           "snapshot": {"tools_used": tools_used, "plan": state.get("plan", []),
-                                        "strategy": update.get("strategy",
-                                                               state.get("strategy", "rules"))}}),
         ])
     return update

@@ -1,18 +1,28 @@
-"""The ``pricing`` pipeline's declaration (seed 003): its graph and how Overseer hosts it."""
+"""The ``pricing`` pipeline's declaration (seed 003): its graph and how Overseer hosts it.
+
+It runs on the generic ``GraphRunWorkflow`` with the hooks in :mod:`activities.pricing.run`:
+its own chat stream (``stream``), policy-checked sign-off edits (``check_decision``) and
+its result view (``result`` / ``node_snapshot``). Runs start from the chat API
+(``/api/v1/chat``: routing, scope and a catalog snapshot come first), not from
+``/v1/pipelines/pricing/runs``. Runs started before the graph runtime finish on the legacy
+``PricingWorkflow``, which the worker keeps registered (``worker_parts``).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from activities.pricing.graph import GRAPH_NAME, build_pricing_graph
+from activities.pricing.run import PricingStream, check_decision, node_snapshot, result
 from overseer.pipelines import Pipeline
 
 
 def worker_parts() -> dict[str, Any]:
-    """What the worker registers for pricing: its workflow and plugin graph."""
+    """The legacy workflow and its plugin graph, for runs started before the cut-over."""
     from workflows.pricing import PricingWorkflow
 
     return {"workflows": [PricingWorkflow], "plugin_graphs": {GRAPH_NAME: build_pricing_graph()}}
+
 
 PIPELINE = Pipeline(
     name="pricing",
@@ -24,7 +34,10 @@ PIPELINE = Pipeline(
     accepts=("application/json",),
     human_gate=("approve (with price edits that must keep the policy) or reject a price "
                 "proposal; cancel by thread id"),
-    workflow="PricingWorkflow",
+    check_decision=check_decision,
+    result=result,
+    node_snapshot=node_snapshot,
+    stream=PricingStream,
     worker_parts=worker_parts,
     extra={"submit_path": "/api/v1/chat"},
 )

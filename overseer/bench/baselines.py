@@ -30,7 +30,7 @@ from activities.document_intake.schema import FieldSchema
 from activities.events import append_from_activity
 from overseer.bench.inputs import graph_state
 from overseer.store.events import RUN_COMPLETED, NewEvent
-from workflows.document_intake import DocumentIntakeInput
+from workflows.graph_run import GraphRunInput
 
 
 class LangGraphBaseline:
@@ -71,17 +71,18 @@ class LangGraphBaseline:
         if self._pool is not None:
             await self._pool.close()
 
-    async def run(self, inp: DocumentIntakeInput) -> dict[str, Any]:
+    async def run(self, inp: GraphRunInput) -> dict[str, Any]:
         """One run, start to finish: split, the checkpointed graph, ``run.finished``.
 
         Returns:
             The graph's final state (``__interrupt__`` present when it stopped for a human).
         """
-        pages = await load_pages(inp.document, dpi=int(inp.options["ocr_dpi"]),
-                                 limits=limits_from_options(inp.options))
-        split_entries(pages, FieldSchema.model_validate(inp.field_schema))
+        state = graph_state(inp)
+        pages = await load_pages(state["document"], dpi=int(state["options"]["ocr_dpi"]),
+                                 limits=limits_from_options(state["options"]))
+        split_entries(pages, FieldSchema.model_validate(state["field_schema"]))
         out: dict[str, Any] = await self.app.ainvoke(
-            graph_state(inp), {"configurable": {"thread_id": inp.run_id}})
+            state, {"configurable": {"thread_id": inp.run_id}})
         if "__interrupt__" not in out:
             snapshot = public_snapshot(out)
             status = out.get("status", "completed")

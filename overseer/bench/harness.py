@@ -17,7 +17,7 @@ from overseer.bench.inputs import Doc, store_run
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
-from workflows.document_intake import DocumentIntakeInput, DocumentIntakeWorkflow
+from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 T = TypeVar("T")
@@ -48,21 +48,21 @@ class Harness:
         """Close the pool (the client needs no closing)."""
         await self.pool.close()
 
-    async def store(self, docs: Sequence[Doc]) -> list[DocumentIntakeInput]:
+    async def store(self, docs: Sequence[Doc]) -> list[GraphRunInput]:
         """Store documents and their ``run.submitted`` events; inputs in the same order."""
         return [await store_run(self.pool, d, self.settings) for d in docs]
 
-    async def start(self, inp: DocumentIntakeInput) -> WorkflowHandle[Any, Any]:
+    async def start(self, inp: GraphRunInput) -> WorkflowHandle[Any, Any]:
         """Start one run as the API does (same id scheme, task queue and search attributes)."""
         return await self.client.start_workflow(
-            DocumentIntakeWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+            GraphRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
             task_queue=DEFAULT_TASK_QUEUE,
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(PIPELINE_ATTRIBUTE, "document_intake"),
                 SearchAttributePair(STATUS_ATTRIBUTE, "running")]),
         )
 
-    async def run_to_end(self, inp: DocumentIntakeInput) -> Any:
+    async def run_to_end(self, inp: GraphRunInput) -> Any:
         """Start one run and wait for its result."""
         handle = await self.start(inp)
         return await handle.result()
@@ -94,7 +94,7 @@ class Harness:
         out["postgres"] = pg
         return out
 
-    async def run_to_rest(self, inp: DocumentIntakeInput, *, poll_seconds: float = 0.1) -> str:
+    async def run_to_rest(self, inp: GraphRunInput, *, poll_seconds: float = 0.1) -> str:
         """Start one run and wait until it completes, fails or waits for a human; its status.
 
         A scanned form whose OCR is not confident enough parks on the approval gate: its

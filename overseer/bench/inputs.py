@@ -16,12 +16,14 @@ from typing import Any
 import asyncpg
 
 from activities.document_intake.documents import inspect_document, sniff_kind
+from activities.document_intake.pipeline import initial_state
 from activities.document_intake.schema import load_field_schema
 from overseer.catalogue import document_intake_options
+from overseer.graph_codec import decode, encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.document_intake import DocumentIntakeInput
+from workflows.graph_run import GraphRunInput
 
 SCAN_DEGRADE: dict[str, Any] = {"skew_degrees": 1.0, "noise": 0.02}
 """An office-grade scan: slight skew and sensor noise (the corpus' OFFICE_SCAN look)."""
@@ -62,7 +64,7 @@ def _schema_dump() -> dict[str, Any]:
 
 
 async def store_run(pool: asyncpg.Pool, doc: Doc, settings: Settings, *,
-                    run_id: str | None = None) -> DocumentIntakeInput:
+                    run_id: str | None = None) -> GraphRunInput:
     """Store ``doc`` and its ``run.submitted`` event exactly as the API does; return the run's input.
 
     Args:
@@ -72,7 +74,8 @@ async def store_run(pool: asyncpg.Pool, doc: Doc, settings: Settings, *,
         run_id: fixed run id (default: a fresh UUID4).
 
     Returns:
-        The ``DocumentIntakeInput`` to start a workflow with (or to run the plain graph on).
+        The ``GraphRunInput`` of a ``document_intake`` run (its ``input`` is the graph state,
+        which :func:`graph_state` gives the plain-LangGraph baseline).
     """
     kind = sniff_kind(doc.data, doc.filename, None)
     info = inspect_document(doc.data, kind)
@@ -87,17 +90,13 @@ async def store_run(pool: asyncpg.Pool, doc: Doc, settings: Settings, *,
             data={"pipeline": "document_intake", "workflow_id": f"document_intake-{run_id}",
                   "submitted_by": "bench", "input": {"document": document}},
         )])
-    return DocumentIntakeInput(
-        run_id=run_id, document=document, field_schema=_schema_dump(),
-        options=document_intake_options(settings), submitted_by="bench",
-    )
+    options = document_intake_options(settings)
+    return GraphRunInput(
+        run_id=run_id, pipeline="document_intake", submitted_by="bench", options=options,
+        input=encode(initial_state(run_id, document, options, _schema_dump())))
 
 
-def graph_state(inp: DocumentIntakeInput) -> dict[str, Any]:
-    """The initial graph state the workflow builds from its input (see ``DocumentIntakeWorkflow``)."""
-    return {
-        "run_id": inp.run_id, "document": inp.document, "span": inp.span,
-        "field_schema": inp.field_schema, "options": inp.options,
-        "max_steps": int(inp.options.get("thresholds", {}).get("max_steps", 5)),
-        "tries": 0, "tools_used": [], "record": {},
-    }
+def graph_state(inp: GraphRunInput) -> dict[str, Any]:
+    """The graph's initial state (``document``, ``options``, ``field_schema`` …) of a run's input."""
+    state: dict[str, Any] = decode(inp.input)
+    return state

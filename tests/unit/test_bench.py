@@ -104,8 +104,9 @@ async def test_smoke_baseline_and_temporal_floor(db, pg_url: str, dev_server: Wo
         elapsed, latencies, outs = await run_bounded([run], lg.run, concurrency=1)
     assert outs[0]["status"] == "completed"
     events = await db.fetch("SELECT type FROM events WHERE run_id = $1::uuid", run.run_id)
-    assert {"run.submitted", "node.completed", "route.decided", "run.completed"} <= {
-        r["type"] for r in events}
+    # node.completed is the graph runtime's (the plain-LangGraph baseline has none);
+    # route.decided comes from the pipeline's own nodes.
+    assert {"run.submitted", "route.decided", "run.completed"} <= {r["type"] for r in events}
 
     async with micro_worker(dev_server.client):
         floor = await four_step_latencies(dev_server.client, runs=2)

@@ -1,7 +1,7 @@
 """The pricing chat (seed 003): ``/api/v1/chat`` with SSE streaming, approvals, health, tools, models.
 
 * ``POST /api/v1/chat`` — simple asks run the single agent in this process (no workflow);
-  composite asks (or ``plan=true``) start a ``PricingWorkflow`` and stream its events.
+  composite asks (or ``plan=true``) start a pricing run (``GraphRunWorkflow``) and stream its events.
 * ``GET /api/v1/chat/threads/{thread_id}/stream`` — (re)attach to a run's stream; with
   ``Last-Event-ID`` it resumes after that event, without duplicates.
 * ``POST /api/v1/chat/approve`` / ``/cancel`` — resume or stop a paused plan by thread id.
@@ -39,6 +39,7 @@ from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import Catalog, current_catalog
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
+from activities.pricing.run import initial_state
 from activities.pricing.tools import TOOLS
 from overseer.catalogue import get_pipeline, pricing_options
 from overseer.errors import (
@@ -47,6 +48,7 @@ from overseer.errors import (
     InvalidRequestError,
     NotFoundError,
 )
+from overseer.graph_codec import encode
 from overseer.runs import send_update
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
@@ -70,7 +72,7 @@ from services.api.schemas.pricing import (
     ToolView,
 )
 from workflows.approval import DecisionInput
-from workflows.pricing import PricingInput, PricingWorkflow
+from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 log = logging.getLogger("overseer.api.chat")
@@ -355,16 +357,18 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                             "catalog_sha256": catalog.sha256, "model": model,
                             "model_reason": reason}},
         )])
-    inp = PricingInput(
+    options = pricing_options(settings)
+    state = initial_state(
         run_id=run_id, message=body.message, plan=route.plan, scope=scope,
         catalog={"sha256": catalog.sha256, "items": len(catalog),
                  "source": settings.pricing_catalog_table or str(settings.pricing_catalog_path
                                                                  or "sample")},
-        options=pricing_options(settings),
-        messages=[*history, {"role": "user", "content": body.message}], route=route.to_dict(),
-        session_id=body.session_id, model=model, model_reason=reason, model_hint=hint,
-        submitted_by=principal.subject, search_attributes=settings.search_attributes_enabled,
-    )
+        options=options, messages=[*history, {"role": "user", "content": body.message}],
+        route=route.to_dict(), session_id=body.session_id, model=model, model_reason=reason,
+        model_hint=hint)
+    inp = GraphRunInput(run_id=run_id, pipeline=PIPELINE, input=encode(state), options=options,
+                        submitted_by=principal.subject,
+                        search_attributes=settings.search_attributes_enabled)
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         kwargs["search_attributes"] = TypedSearchAttributes([
@@ -373,7 +377,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         ])
     try:
         await temporal.start_workflow(
-            PricingWorkflow.run, inp, id=workflow_id, task_queue=settings.task_queue,
+            GraphRunWorkflow.run, inp, id=workflow_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             static_summary=f"pricing: {body.message[:80]}", **kwargs)
@@ -455,7 +459,7 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
         pass
-    event = await handle.query(PricingWorkflow.get_final_event)
+    event = await handle.query(GraphRunWorkflow.get_final_event)
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)
