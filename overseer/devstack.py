@@ -30,6 +30,16 @@ DEV_SERVER_TUNING = (
     # completed it (the SDK asks for this by default; the OSS server ships it off), skipping
     # a matching round trip per activity.
     "--dynamic-config-value", "system.enableActivityEagerExecution=true",
+    # The history service's queue processors read new tasks at most 20 times a second per
+    # shard by default (the dev server has one shard), so a workflow task, an activity
+    # task or a visibility update could wait up to 50 ms before it is dispatched. 2000/s
+    # removes the wait; the processors still only poll when told there are new tasks (or
+    # at their maximum poll interval), so an idle server does not spin. Keys from
+    # temporalio/temporal common/dynamicconfig/constants.go (server 1.2x-1.3x); measured
+    # in docs/performance.md (Round 2).
+    "--dynamic-config-value", "history.transferProcessorMaxPollRPS=2000",
+    "--dynamic-config-value", "history.timerProcessorMaxPollRPS=2000",
+    "--dynamic-config-value", "history.visibilityProcessorMaxPollRPS=2000",
 )
 """Dev-server flags measured by ``make bench`` to lower per-step latency and server CPU."""
 
