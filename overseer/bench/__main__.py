@@ -5,6 +5,7 @@ Examples::
     .venv/bin/python -m overseer.bench                      # everything (make bench)
     .venv/bin/python -m overseer.bench --only text_throughput pipeline_latency --repeats 5
     .venv/bin/python -m overseer.bench --parked 10000       # the full DESIGN §8 count
+    .venv/bin/python -m overseer.bench --quick              # headline ratios in < 3 minutes
 """
 
 from __future__ import annotations
@@ -18,20 +19,41 @@ import tempfile
 import time
 from pathlib import Path
 
+from overseer.bench import graph_scenarios as gs
 from overseer.bench import scenarios as sc
 from overseer.bench.harness import Harness
 from overseer.bench.report import table, write_json
 from overseer.bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
-ORDER = ("temporal_floor", "pipeline_latency", "text_throughput", "scanned_throughput",
-         "recovery", "text_throughput_2_workers", "parked_approvals", "api_post_no_worker",
-         "api_post")
+ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
+         "graph_throughput", "graph_throughput_local", "scanned_throughput", "recovery",
+         "text_throughput_2_workers", "parked_approvals", "api_post_no_worker", "api_post")
 """Scenarios in running order: the API scenario last (it leaves runs queued behind it)."""
 
+QUICK = ("temporal_floor", "round_trips", "pipeline_latency", "text_throughput",
+         "graph_throughput")
+"""``--quick``: the headline ratios (text-layer throughput and the generic graph against their
+peers, the 4-step p50) and the round trips per run, in under 3 minutes on 2 cores."""
+QUICK_SIZES: dict[str, object] = {"repeats": 2, "text_runs": 16, "latency_runs": 8,
+                                  "graph_runs": 16}
+"""``--quick`` sizes (an explicit option still wins)."""
 
-async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path) -> int:
+GRAPH_FUNCS = {"graph_throughput": gs.graph_throughput,
+               "graph_throughput_local": gs.graph_throughput_local,
+               "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
+"""Scenarios of :mod:`overseer.bench.graph_scenarios`: they need the bench graph registered."""
+
+DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}
+"""DESIGN §8 targets that moved since the scenario was written (verdicts use these)."""
+
+
+async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path,
+              gcfg: gs.GraphBenchConfig | None = None) -> int:
     """Bring the stack up, run the selected scenarios, report; returns an exit code."""
+    gcfg = gcfg or gs.GraphBenchConfig()
+    if only & set(GRAPH_FUNCS):
+        gs.use_bench_graphs(gcfg.graph_io_ms)  # before the stack starts: its children inherit it
     stack = ManagedStack(data_dir)
     t0 = time.perf_counter()
     stack.start(workers=1, api=bool({"api_post", "api_post_no_worker"} & only))
@@ -50,15 +72,22 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
                 if one is None:
                     one = await sc.text_throughput(h, cfg)
                 result = await sc.scaling(h, cfg, one)
+            elif name in GRAPH_FUNCS:
+                result = await GRAPH_FUNCS[name](h, cfg, gcfg)
             else:
                 result = await getattr(sc, _FUNCS[name])(h, cfg)
+            if name in DESIGN_TARGETS:
+                result.target, result.target_value = DESIGN_TARGETS[name]
             results.append(result)
             _say("\n".join(table([result]).splitlines()[2:]) + f"   ({time.perf_counter() - started:.0f} s)")
+            for note in result.notes:
+                _say(f"    {note}")
     finally:
         await h.close()
         stack.stop()
     _say("\n" + table(results))
-    path = write_json(results, out_dir, config=dataclasses.asdict(cfg), tuning=tuning())
+    path = write_json(results, out_dir, config={**dataclasses.asdict(cfg), **dataclasses.asdict(gcfg)},
+                      tuning=tuning())
     _say(f"\nwrote {path} (total {time.perf_counter() - t0:.0f} s)")
     return 0
 
@@ -85,26 +114,53 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point."""
+@dataclasses.dataclass
+class Invocation:
+    """What one ``python -m overseer.bench`` command line asks for."""
+
+    cfg: sc.BenchConfig
+    gcfg: gs.GraphBenchConfig
+    only: set[str]
+    out: Path
+    keep_data: bool
+    quick: bool
+
+
+def parse(argv: list[str] | None = None) -> Invocation:
+    """The command line as an :class:`Invocation` (``--quick`` sets :data:`QUICK_SIZES` defaults)."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m overseer.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=ORDER, help="scenarios to run (default: all)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"headline ratios in < 3 minutes: {' '.join(QUICK)}, smaller sizes "
+                             "(--only and explicit sizes still apply)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--keep-data", action="store_true", help="keep the stack's data dir")
     parser.add_argument("--profile", action="store_true",
                         help="py-spy flame graph of the worker during a text-layer trial (into --out)")
-    for f in dataclasses.fields(sc.BenchConfig):
-        if f.name != "profile_dir":
-            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    sized = [f for f in dataclasses.fields(sc.BenchConfig) if f.name != "profile_dir"]
+    graph_sized = list(dataclasses.fields(gs.GraphBenchConfig))
+    for f in [*sized, *graph_sized]:
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    if "--quick" in argv:
+        parser.set_defaults(**QUICK_SIZES)
     args = parser.parse_args(argv)
-    cfg = sc.BenchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(sc.BenchConfig)
-                            if f.name != "profile_dir"})
+    cfg = sc.BenchConfig(**{f.name: getattr(args, f.name) for f in sized})
     cfg.profile_dir = args.out if args.profile else None
+    gcfg = gs.GraphBenchConfig(**{f.name: getattr(args, f.name) for f in graph_sized})
+    only = set(args.only or (QUICK if args.quick else ORDER))
+    return Invocation(cfg=cfg, gcfg=gcfg, only=only, out=args.out, keep_data=args.keep_data,
+                      quick=args.quick)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    inv = parse(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     try:
-        return asyncio.run(run(cfg, set(args.only or ORDER), args.out, data_dir))
+        return asyncio.run(run(inv.cfg, inv.only, inv.out, data_dir, inv.gcfg))
     finally:
-        if not args.keep_data:
+        if not inv.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
