@@ -14,7 +14,9 @@ What a graph sees (nothing here needs the graph to import Overseer):
   An upload run (a pipeline whose :attr:`Pipeline.accepts` names media types) starts it
   with ``{"document": {sha256, kind, filename, content_type, size_bytes, page_count}}``.
   In both cases the runtime adds ``run_id`` (str), ``options`` (the options model's
-  ``model_dump(mode="json")``) and ``metadata`` (the request's metadata dict) — each only
+  ``model_dump(mode="json")``, plus the request's per-run ``llm_budget_usd``,
+  ``llm_budget_tokens`` and ``llm_model_hint`` from its metadata) and ``metadata`` (the
+  request's metadata dict) — each only
   when the graph's input schema declares that key.
 - **Interrupts.** ``interrupt(payload)`` opens an approval whose payload (JSON) the
   reviewer sees; ``interrupt()`` returns ``{"decision", "note", "updates", "resume",

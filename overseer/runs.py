@@ -253,11 +253,10 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     declared = input_keys(get_registry().builder(ctx.pipeline.name))
-    extras = {"run_id": ctx.run_id, "options": ctx.pipeline.options(),
-              "metadata": ctx.metadata}
+    run_options = {**ctx.pipeline.options(), **request_options(ctx.metadata)}
+    extras = {"run_id": ctx.run_id, "options": run_options, "metadata": ctx.metadata}
     graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
-    options = {**ctx.pipeline.options(), **request_options(ctx.metadata),
-               "approval": approval_ladder_options(ctx.settings)}
+    options = {**run_options, "approval": approval_ladder_options(ctx.settings)}
     if resume_from is not None:
         resume_from = {"values": encode({**graph_input, **resume_from["values"]}),
                        "as_node": resume_from["as_node"]}

@@ -37,7 +37,8 @@ async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, p
     decision = DecisionInput(decision=body.decision, updates=body.updates, note=body.note,
                              decided_by=principal.subject, apply_proposal=body.apply_proposal,
                              budget_usd=body.budget_usd, budget_tokens=body.budget_tokens,
-                             is_admin=principal.is_admin, resume=body.resume)
+                             is_admin=principal.is_admin, resume=body.resume,
+                             interrupt_id=body.interrupt_id)
     result = await send_update(pool, temporal, run_id, "decide", decision)
     return DecisionResponse(run_id=str(parse_run_id(run_id)), status=result["status"],
                             outcome=result.get("outcome"))

@@ -10,6 +10,8 @@ from typing import Any
 import asyncpg
 
 from overseer.errors import NotFoundError
+from overseer.graph_codec import REF_KEY, decode, is_ref, to_jsonable
+from overseer.store.artifacts import load_artifact
 from services.api.deps import Principal
 from services.api.schemas import ApprovalView, RunView
 
@@ -41,6 +43,7 @@ async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
     if row is None or not can_read(principal, row["submitted_by"]):
         raise NotFoundError(f"unknown run {run_id}")
     view = run_view(row)
+    view.result = await resolve_output_refs(conn, view.result)
     approval = await conn.fetchrow("SELECT * FROM approvals WHERE run_id = $1", rid)
     if approval is not None and approval["status"] == "pending":
         view.pending_approval = approval_view(approval)
@@ -51,6 +54,21 @@ async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
                       "links": {"self": f"/v1/runs/{k['run_id']}"}} for k in kids]
     view.llm_usage = await llm_usage(conn, rid)
     return view
+
+
+async def resolve_output_refs(conn: asyncpg.Connection | asyncpg.Pool,
+                              result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``result.output`` with claim-checked values (state keys over 256 KB, stored by hash
+    while the run ran) replaced by the stored values, so the API answers the final state."""
+    output = (result or {}).get("output")
+    if not isinstance(output, dict) or not any(is_ref(v) for v in output.values()):
+        return result
+    resolved = dict(output)
+    for key, value in output.items():
+        if is_ref(value):
+            data, _ = await load_artifact(conn, value[REF_KEY])
+            resolved[key] = to_jsonable(decode(json.loads(data)))
+    return {**(result or {}), "output": resolved}
 
 
 async def llm_usage(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) -> dict[str, Any]:

@@ -108,3 +108,31 @@ def test_user_graph_interrupts_are_decided_in_the_console(stack: Stack):
     run = wait_for(sub, run_id, {"completed"})
     assert run["result"]["output"]["summary"] == "approve then approve"
     assert [d["note"] for d in run["result"]["output"]["decisions"]] == ["publish?", "really?"]
+
+
+def test_a_claim_checked_state_value_is_answered_whole(stack: Stack):
+    """State keys over 256 KB travel by reference inside the run; the API answers the values."""
+    sub = stack.client("submitter")
+    run_id = sub.post("/v1/pipelines/big_state/runs",
+                      json={"input": {"topic": "x"}}).json()["run_id"]
+    run = wait_for(sub, run_id, {"completed", "failed"})
+    assert run["status"] == "completed", run
+    items = run["result"]["output"]["items"]
+    assert isinstance(items, list) and len(items) == 3000 and items[0] == "x" * 1000
+    assert run["result"]["output"]["summary"] == "3000 items, 3000000 chars"
+
+
+def test_an_admin_decision_may_name_the_interrupt_it_answers(stack: Stack):
+    sub, rev = stack.client("submitter"), stack.client("reviewer")
+    run_id = sub.post("/v1/pipelines/approvals/runs",
+                      json={"input": {"topic": "launch"}}).json()["run_id"]
+    run = wait_for(sub, run_id, {"awaiting_approval"})
+    first_id = run["pending_approval"]["payload"]["interrupt_id"]
+    ok = rev.post(f"/v1/admin/approvals/{run_id}/decision",
+                  json={"decision": "approve", "interrupt_id": first_id})
+    assert ok.status_code == 200, ok.text
+    run = wait_for(sub, run_id, {"awaiting_approval"})
+    assert run["pending_approval"]["payload"]["interrupt_id"] != first_id
+    stale = rev.post(f"/v1/admin/approvals/{run_id}/decision",
+                     json={"decision": "approve", "interrupt_id": first_id})
+    assert stale.status_code == 409 and stale.json()["code"] == "not_awaiting_approval"

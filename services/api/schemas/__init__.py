@@ -106,6 +106,10 @@ class DecisionRequest(BaseModel):
                                      description="Approving a budget stop: the new LLM cost budget.")
     budget_tokens: int | None = Field(default=None, ge=0,
                                       description="Approving a budget stop: the new token budget.")
+    interrupt_id: str | None = Field(
+        default=None, max_length=200,
+        description="Answer only this interrupt (the payload's interrupt_id); 409 "
+                    "not_awaiting_approval once another one is open.")
 
 
 class ReassignRequest(BaseModel):
