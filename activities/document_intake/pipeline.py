@@ -49,6 +49,13 @@ def initial_state(run_id: str, document: dict[str, Any], options: dict[str, Any]
     }
 
 
+def build_router() -> Any:
+    """The pipeline's own route (``Pipeline.router``): ``POST /v1/submissions``."""
+    from activities.document_intake.api import build_router as intake_router
+
+    return intake_router()
+
+
 def worker_parts() -> dict[str, Any]:
     """What the worker registers besides the graph runtime: the split activity, and the legacy
     workflow with its plugin graph for runs started before the cut-over."""
@@ -73,5 +80,6 @@ PIPELINE = Pipeline(
     result=public_snapshot,
     node_snapshot=public_snapshot,
     split="document_intake.split",
+    router=build_router,
     worker_parts=worker_parts,
 )

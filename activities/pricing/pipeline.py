@@ -17,6 +17,19 @@ from activities.pricing.run import PricingStream, check_decision, node_snapshot,
 from overseer.pipelines import Pipeline
 
 
+def build_router() -> Any:
+    """The pipeline's own routes (``Pipeline.router``): the chat (``/api/v1/chat``, SSE,
+    sign-off, cancel) and the policy check utility (``/api/v1/policy/check``)."""
+    from fastapi import APIRouter
+
+    from activities.pricing import api, policy_api
+
+    router = APIRouter()
+    router.include_router(api.router)
+    router.include_router(policy_api.router)
+    return router
+
+
 def worker_parts() -> dict[str, Any]:
     """The legacy workflow and its plugin graph, for runs started before the cut-over."""
     from workflows.pricing import PricingWorkflow
@@ -38,6 +51,7 @@ PIPELINE = Pipeline(
     result=result,
     node_snapshot=node_snapshot,
     stream=PricingStream,
+    router=build_router,
     worker_parts=worker_parts,
     extra={"submit_path": "/api/v1/chat"},
 )

@@ -14,7 +14,7 @@ from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from services.api.errors import install_error_handlers
 from services.api.limits import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
-from services.api.routes import approvals, chat, health, pipelines, policy, runs, stats, submissions
+from services.api.routes import approvals, health, pipelines, runs, stats, submissions
 from services.api.routes.console import install_console
 
 
@@ -59,8 +59,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit,
                        max_body_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES)
-    for module in (submissions, runs, approvals, pipelines, health, chat, policy, stats):
+    for module in (submissions, runs, approvals, pipelines, health, stats):
         app.include_router(module.router)
+    from overseer.pipelines import get_registry
+
+    for pipeline in get_registry():  # a pipeline's own routes (Pipeline.router)
+        if pipeline.router is not None:
+            app.include_router(pipeline.router())
     from services.api.routes import langgraph_api
 
     app.include_router(langgraph_api.router)  # the LangGraph Agent Server API (issue 12)

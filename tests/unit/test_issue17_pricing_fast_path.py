@@ -119,7 +119,7 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
     from activities.pricing.router import decide_route
     from overseer.store.events import fetch_events
     from services.api.deps import Principal
-    from services.api.routes.chat import fast_path
+    from activities.pricing.api import fast_path
     from services.api.schemas.pricing import ChatRequest
 
     run_id = str(uuid.uuid4())

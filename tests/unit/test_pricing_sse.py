@@ -17,7 +17,7 @@ from activities.pricing.router import resolve_scope
 from overseer.catalogue import pricing_options
 from overseer.errors import InvalidRequestError
 from overseer.settings import Settings
-from services.api.routes.chat import (
+from activities.pricing.api import (
     KEEPALIVE,
     canonical,
     parse_last_event_id,
@@ -133,7 +133,7 @@ async def test_fast_path_with_a_model_streams_through_astream_events_v1():
 
 
 def test_model_choice_is_the_llm_layers_with_an_allowlist_and_rules_offline():
-    from services.api.routes.chat import effective_model
+    from activities.pricing.api import effective_model
 
     offline = Settings(environment="test", llm_allowed_models=["gpt-4o-mini", "gpt-4o"])
     assert effective_model(offline, None) == ("rules", "no_llm_endpoint")

@@ -1,4 +1,4 @@
-"""Starting runs: ``POST /v1/pipelines/{pipeline}/runs`` (JSON or upload), alias ``POST /v1/submissions``.
+"""Starting runs: ``POST /v1/pipelines/{pipeline}/runs`` (JSON or upload).
 
 HTTP only: the body is parsed here and handed to the run service (:mod:`overseer.runs`).
 """
@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Header, Request, UploadFile, status
+from fastapi import APIRouter, Header, Request, status
 from starlette.datastructures import UploadFile as StarletteUpload
 
-from overseer.errors import InvalidRequestError, PayloadTooLargeError, UnreadableDocumentError
+from overseer.errors import InvalidRequestError
 from overseer.runs import Upload, submit_run
 from services.api.deps import PoolDep, SettingsDep, SubmitterDep, TemporalDep
 from services.api.schemas import RunAccepted
+from services.api.uploads import parse_metadata, read_bounded
 
 router = APIRouter(tags=["submissions"])
 
-_CHUNK_BYTES = 1024 * 1024
 
 RUN_BODY = {
     "requestBody": {
@@ -58,8 +58,8 @@ async def submit_pipeline_run(
         if not isinstance(file, StarletteUpload):
             raise InvalidRequestError("multipart body needs a 'file' part", details={"field": "file"})
         raw_meta = form.get("metadata")
-        meta = _parse_metadata(raw_meta if isinstance(raw_meta, str) else None)
-        upload = Upload(data=await _read_bounded(file, settings.max_upload_bytes),
+        meta = parse_metadata(raw_meta if isinstance(raw_meta, str) else None)
+        upload = Upload(data=await read_bounded(file, settings.max_upload_bytes),
                         filename=file.filename, content_type=file.content_type)
     else:
         body = await _json_body(request)
@@ -75,26 +75,6 @@ async def submit_pipeline_run(
                        status=submitted.status, links=submitted.links)
 
 
-@router.post("/v1/submissions", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted)
-async def submit_document(
-    principal: SubmitterDep,
-    settings: SettingsDep,
-    pool: PoolDep,
-    temporal: TemporalDep,
-    file: Annotated[UploadFile, File(description="PDF, PNG/JPEG/TIFF scan or plain text")],
-    metadata: Annotated[str | None, Form(description="optional JSON object")] = None,
-    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
-) -> RunAccepted:
-    """Alias of ``POST /v1/pipelines/document_intake/runs`` (seed 000 submissions)."""
-    upload = Upload(data=await _read_bounded(file, settings.max_upload_bytes),
-                    filename=file.filename, content_type=file.content_type)
-    submitted = await submit_run(pool, temporal, settings, pipeline_name="document_intake",
-                                 subject=principal.subject, metadata=_parse_metadata(metadata),
-                                 idempotency_key=idempotency_key, upload=upload)
-    return RunAccepted(run_id=submitted.run_id, pipeline=submitted.pipeline,
-                       status=submitted.status, links=submitted.links)
-
-
 async def _json_body(request: Request) -> dict[str, Any]:
     try:
         body = json.loads(await request.body() or b"null")
@@ -103,31 +83,3 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidRequestError('the body must be a JSON object {"input": {...}}')
     return body
-
-
-async def _read_bounded(file: Any, max_bytes: int) -> bytes:
-    """Read an upload in chunks, refusing it as soon as it passes ``max_bytes``."""
-    chunks: list[bytes] = []
-    total = 0
-    while chunk := await file.read(_CHUNK_BYTES):
-        total += len(chunk)
-        if total > max_bytes:
-            raise PayloadTooLargeError(f"upload larger than {max_bytes} bytes",
-                                       details={"max_upload_bytes": max_bytes})
-        chunks.append(chunk)
-    data = b"".join(chunks)
-    if not data:
-        raise UnreadableDocumentError("the uploaded file is empty", details={"reason": "empty"})
-    return data
-
-
-def _parse_metadata(raw: str | None) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        raise InvalidRequestError("metadata is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise InvalidRequestError("metadata must be a JSON object")
-    return value
