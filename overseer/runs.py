@@ -294,7 +294,7 @@ def _validated_input(pipeline: Pipeline, graph_input: Any) -> Any:
 
 async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> dict[str, Any]:
     """The stored-document reference; documents (PDF, images, text) are opened and checked first."""
-    from activities.document_intake.documents import DocumentLimits, inspect_document, sniff_kind
+    from overseer.documents import DocumentLimits, inspect_document, sniff_kind
 
     sha = sha256_hex(upload.data)
     filename = safe_name(upload.filename)

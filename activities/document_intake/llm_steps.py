@@ -18,12 +18,12 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.document_intake.documents import PageText
 from activities.document_intake.extract import MAX_SNIPPET_CHARS, Evidence
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import normalise_value, validate_value
 from activities.llm import LLMContext, call_json, extraction_messages
 from activities.runtime import get_runtime
+from overseer.documents import PageText
 from overseer.errors import BudgetExceededError, LLMCallError
 
 LLM_MAX_ATTEMPTS = 3

@@ -20,7 +20,6 @@ from typing_extensions import TypedDict
 from activities.document_intake.assess import assess_record, route_after_review
 from activities.document_intake.batch import EntrySpan, slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
-from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
 from activities.document_intake.llm_steps import extract_with_llm
 from activities.document_intake.pages import limits_from_options, load_pages
@@ -41,6 +40,7 @@ from activities.errors import temporal_errors
 from activities.events import append_from_activity
 from activities.llm import llm_enabled
 from activities.runtime import get_runtime
+from overseer.documents import PageText
 from overseer.store.events import REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
 
 # --- run_pipeline -------------------------------------------------------------------------------

@@ -11,14 +11,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from activities.document_intake.documents import (
+from activities.heartbeat import with_heartbeats
+from activities.runtime import get_runtime
+from overseer.documents import (
     DocumentKind,
     DocumentLimits,
     PageText,
     extract_pages,
 )
-from activities.heartbeat import with_heartbeats
-from activities.runtime import get_runtime
 from overseer.store.artifacts import cache_pages, cached_pages, load_artifact
 
 

@@ -1,6 +1,6 @@
 """Agent 1, ingestion: an uploaded agreement's bytes become one text with page offsets.
 
-Reading is :mod:`activities.document_intake.documents` (PDF text layer, Tesseract OCR
+Reading is :mod:`overseer.documents` (PDF text layer, Tesseract OCR
 for scans and images, decoded plain text); this module only joins the pages into one
 string whose offsets every later finding refers to.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from activities.document_intake.documents import (
+from overseer.documents import (
     DocumentKind,
     DocumentLimits,
     PageText,

@@ -108,7 +108,7 @@ async def truncate_checkpoints(pool: asyncpg.Pool) -> None:
 
 def render_pages_png(data: bytes, dpi: int) -> list[bytes]:
     """The page images Overseer OCRs for an image-only PDF, as PNG bytes (grayscale at ``dpi``)."""
-    from activities.document_intake import documents
+    from overseer import documents
 
     limits = documents.DocumentLimits()
     out: list[bytes] = []
@@ -140,7 +140,7 @@ def _overseer_ocr(png: bytes, dpi: int) -> int:
     """Overseer's own page OCR (deskew, denoise, binarise, Tesseract, coverage) on one page."""
     from PIL import Image
 
-    from activities.document_intake.documents import ocr_image
+    from overseer.documents import ocr_image
 
     return len(ocr_image(Image.open(io.BytesIO(png)), dpi=dpi).words)
 

@@ -1,4 +1,4 @@
-"""Document loading and OCR (activities/document_intake/documents.py) with real Tesseract.
+"""Document loading and OCR (overseer/documents.py) with real Tesseract.
 
 Fixtures are drawn at test time (Pillow text, reportlab PDFs, hand-written PDF and PNG
 headers); nothing is mocked. OCR results are module-scoped so each page is read once.
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from activities.document_intake.documents import (
+from overseer.documents import (
     COVERAGE_FULL,
     DocumentInfo,
     DocumentKind,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from activities.document_intake.assess import assess_record
 from activities.document_intake.confidence import field_ocr_confidences
-from activities.document_intake.documents import PageText, Word
 from activities.document_intake.schema import load_field_schema
+from overseer.documents import PageText, Word
 
 OPTIONS = {"exact_text_ocr_score": 1.0, "unknown_ocr_score": 0.5}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from activities.document_intake.documents import PageText
 from activities.document_intake.extract import extract_fields
 from activities.document_intake.schema import load_field_schema
+from overseer.documents import PageText
 
 HEAD = "ESSAY CONTEST ENTRY FORM\nStudent Name: Maria Lopez\nSchool: Lincoln Middle School\n" \
        "Grade: 7\nTeacher: Ms. Adams\nCity: Springfield\n"

@@ -11,7 +11,6 @@ from langchain_core.messages import AIMessage
 
 from activities import llm
 from activities.document_intake import llm_steps
-from activities.document_intake.documents import PageText
 from activities.document_intake.llm_steps import QUOTE_NOT_FOUND, check_quote, extract_with_llm
 from activities.document_intake.review import (
     proposal_from_llm,
@@ -20,6 +19,7 @@ from activities.document_intake.review import (
 )
 from activities.document_intake.schema import load_field_schema
 from activities.runtime import configure
+from overseer.documents import PageText
 from overseer.settings import Settings
 
 FORM = """ESSAY CONTEST ENTRY FORM

@@ -1,7 +1,7 @@
 """PDFium is not thread-safe across documents: the console's page renderer and the OCR path
 share one process-wide lock (issue 11: there were two)."""
 
-from activities.document_intake import documents
+from overseer import documents
 from services.api.console import pages
 
 

@@ -23,7 +23,7 @@ import asyncpg
 import pypdfium2 as pdfium
 from PIL import Image, ImageOps
 
-from activities.document_intake.documents import PDFIUM_LOCK
+from overseer.documents import PDFIUM_LOCK
 from overseer.errors import NotFoundError, UnreadableDocumentError, UnsupportedDocumentError
 
 MAX_TEXT_CHARS = 200_000

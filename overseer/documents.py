@@ -1,4 +1,4 @@
-"""Document loading for ``document_intake``: sniffing, PDF text layers, rendering and Tesseract OCR.
+"""The one media module: sniffing uploads, PDF text layers, rendering and Tesseract OCR (one PDFium lock).
 
 Three entry points, from cheap to expensive:
 
