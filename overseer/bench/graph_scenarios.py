@@ -216,7 +216,9 @@ async def round_trips(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -
     """Workflow tasks and activities per run, from histories (median of ``cfg.repeats`` runs each).
 
     The headline value is workflow tasks per ``document_intake`` text-layer run; ``extra``
-    holds every count and segment time for both pipelines.
+    holds every count and segment time for it, both bench graphs and the four-no-op floor
+    workflow (``cfg.latency_runs`` runs: its workflow-task waits show the dev server's
+    queue poll rate).
     """
     res = ScenarioResult("round_trips", "workflow tasks per document_intake run",
                          higher_is_better=False, target="(reference: no target)")
@@ -234,10 +236,26 @@ async def round_trips(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -
             per[graph_name].append(await history_counts(graph))
         res.overseer.append(Trial(per["document_intake"][-1]["workflow_tasks"], load,
                                   {"runs": {k: v[-1] for k, v in per.items()}}))
+    per["temporal_floor"] = await _floor_counts(h, runs=max(cfg.latency_runs, 3))
     for pipeline, runs in per.items():
         res.extra[pipeline] = summarize_counts(runs)
         res.notes.append(f"{pipeline}: {describe_counts(res.extra[pipeline])}")
     return res
+
+
+async def _floor_counts(h: Harness, *, runs: int) -> list[dict[str, Any]]:
+    """:func:`count_history` of ``runs`` sequential four-no-op-activity workflows (the floor)."""
+    from overseer.bench.micro import MICRO_TASK_QUEUE, FourStepsWorkflow, micro_worker
+
+    out: list[dict[str, Any]] = []
+    async with micro_worker(h.client):
+        for _ in range(runs):
+            handle = await h.client.start_workflow(
+                FourStepsWorkflow.run, 4, id=f"bench-micro-{uuid.uuid4()}",
+                task_queue=MICRO_TASK_QUEUE)
+            await handle.result()
+            out.append(await history_counts(handle))
+    return out
 
 
 async def history_counts(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
