@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
@@ -108,12 +109,59 @@ class NodeResult:
         interrupt: encoded value of the first unanswered ``interrupt()``, if any.
         custom: chunks the node wrote with ``get_stream_writer()`` (JSON-able), in order.
         duration_ms: wall time of the node's code.
+        usage: the node's chat-model calls: ``{calls, input_tokens, output_tokens, cost_usd}``
+            (:class:`UsageMeter`; empty when it made none).
     """
 
     output: dict[str, Any] | None = None
     interrupt: dict[str, Any] | None = None
     custom: list[Any] = field(default_factory=list)
     duration_ms: float = 0.0
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class UsageMeter(AsyncCallbackHandler):
+    """Counts every chat-model call a node makes, whatever LangChain model it uses.
+
+    Installed as a callback in the node's config (so models the node calls without passing
+    a config find it through LangChain's context), it reads each reply's
+    ``usage_metadata`` and prices it with the project's price table
+    (:func:`activities.llm.price_usd`; an unknown model costs 0 and is named in
+    ``unpriced``). The runtime's LLM budget gate sums these per run.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd = 0.0
+        self.unpriced: set[str] = set()
+
+    async def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        """Add one call's tokens and cost."""
+        from activities.llm import price_usd
+
+        self.calls += 1
+        for generation in [g for gens in response.generations for g in gens]:
+            message = getattr(generation, "message", None)
+            usage = getattr(message, "usage_metadata", None) or {}
+            tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+            self.input_tokens += tokens_in
+            self.output_tokens += tokens_out
+            meta = getattr(message, "response_metadata", None) or {}
+            model = str(meta.get("model_name") or (response.llm_output or {}).get("model_name") or "")
+            cost = price_usd(model, tokens_in, tokens_out, get_runtime().settings) if model else None
+            if cost is None and (tokens_in or tokens_out):
+                self.unpriced.add(model or "unknown")
+            self.cost_usd += cost or 0.0
+
+    def totals(self) -> dict[str, Any]:
+        """``{calls, input_tokens, output_tokens, cost_usd, unpriced}``, or ``{}`` without calls."""
+        if not self.calls:
+            return {}
+        return {"calls": self.calls, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd, 8),
+                "unpriced": sorted(self.unpriced)}
 
 
 @activity.defn(name="run_node")
@@ -128,14 +176,17 @@ async def run_node(call: NodeCall) -> NodeResult:
     runnable = find_node(get_registry().builder(call.pipeline), call.node)
     state = await resolve_refs(decode(await _load_input(call.input)))
     custom: list[Any] = []
+    meter = UsageMeter()
     config = node_config(call, [decode(r) for r in call.resumes], custom.append,
                          plain=isinstance(runnable, Pregel))
+    config["callbacks"] = [meter]
     started = time.perf_counter()
     token = var_child_runnable_config.set(config)
     try:
         output = await _with_heartbeats(runnable.ainvoke(state, config))
     except GraphInterrupt as interrupt:
-        return NodeResult(interrupt=encode(interrupt.args[0][0].value), custom=custom)
+        return NodeResult(interrupt=encode(interrupt.args[0][0].value), custom=custom,
+                          usage=meter.totals())
     except OverseerError as err:
         raise as_application_error(err) from err
     except BUG_TYPES as err:
@@ -151,7 +202,7 @@ async def run_node(call: NodeCall) -> NodeResult:
         if pipeline.node_snapshot and isinstance(state, dict) and isinstance(output, dict) else None
     await _record_completed(call, output, duration_ms, snapshot)
     return NodeResult(output=encoded, custom=[to_jsonable(c) for c in custom],
-                      duration_ms=round(duration_ms, 3))
+                      duration_ms=round(duration_ms, 3), usage=meter.totals())
 
 
 @activity.defn(name="put_state_blob")

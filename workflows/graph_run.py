@@ -27,6 +27,17 @@ interrupts resume by id after a worker restart; bugs fail the run once, with the
 Every interrupt is an approval on the shared gate (:class:`workflows.approval.ApprovalGate`):
 one approval per pending interrupt, oldest id first; ``interrupt()`` returns
 ``{"decision", "note", "updates", "resume", "decided_by"}``.
+
+LLM budget: every chat-model call a node makes is metered (any LangChain model;
+:class:`activities.graph_nodes.UsageMeter`). Once a run's spend passes its budget (options
+``llm_budget_usd`` / ``llm_budget_tokens``, e.g. from the request's metadata), the run
+stops before its next node for an approval (payload ``kind: llm_budget``): approve with a
+higher ``budget_usd`` / ``budget_tokens``, or reject to end it ``rejected`` /
+``budget_denied`` with the state so far.
+
+Pipelines with more than a graph extend this workflow through hooks
+(:class:`overseer.pipelines.Pipeline`: ``make_input``, ``split``, ``check_decision``,
+``result``, ``node_snapshot``, ``stream``), never with a workflow of their own.
 """
 
 from __future__ import annotations
@@ -59,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
+    from overseer.budget import check_budget_decision, over_budget
     from overseer.graph_codec import (
         CLAIM_CHECK_BYTES,
         decode,
@@ -88,6 +100,8 @@ GRAPH_STREAM_MODES = ("values", "updates", "custom")
 SPLIT_HEARTBEAT_SECONDS = 20
 """A pipeline's split activity heartbeats at least this often, so a dead worker is noticed."""
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
+LLM_BUDGET_KIND = "llm_budget"
+"""``kind`` of the approval payload of the runtime's own LLM budget stop."""
 """Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 STREAM_TOPIC = "graph"
 """The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
@@ -153,6 +167,14 @@ class GraphRunResult:
     final_event: dict[str, Any] | None = None
 
 
+class BudgetDeniedError(Exception):
+    """A reviewer rejected a stop at the run's LLM budget (raised inside Pregel)."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(f"LLM budget stop before {node} was rejected")
+        self.node = node
+
+
 class NodeFailedError(Exception):
     """A node failed for good (raised inside Pregel, caught by the workflow)."""
 
@@ -183,6 +205,11 @@ class GraphRunWorkflow(ApprovalGate):
         self._run_stream: RunStream | None = None
         self._own_topic: Any = None
         self._final: dict[str, Any] | None = None
+        self._spent: dict[str, Any] = {"usd": 0.0, "tokens": 0, "calls": 0}
+        self._budget: dict[str, Any] = {}
+        self._budget_lock = asyncio.Lock()
+        self._budget_stops = 0
+        self._denied = False
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -190,6 +217,8 @@ class GraphRunWorkflow(ApprovalGate):
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
         self._spec, compiled = hosted(inp.pipeline)
+        self._budget = {"usd": inp.options.get("llm_budget_usd"),
+                        "tokens": inp.options.get("llm_budget_tokens")}
         if self._spec.stream is not None:
             self._run_stream = self._spec.stream(decode(inp.input))
             self._own_topic = self.stream.topic(self._run_stream.topic)
@@ -225,6 +254,8 @@ class GraphRunWorkflow(ApprovalGate):
         except NodeFailedError as err:
             await self._snap(app, config)
             await self._fail({"code": err.code, "message": err.message, "node": err.node})
+        except BudgetDeniedError:
+            self._denied = True  # a reviewer stopped the run at its LLM budget: end it here
         except ApplicationError:
             raise
         except (asyncio.CancelledError, ActivityError) as err:
@@ -238,7 +269,8 @@ class GraphRunWorkflow(ApprovalGate):
                               "node": None})
         await self._snap(app, config)
         values = to_jsonable((await app.aget_state(config)).values)
-        status, outcome = final_status(values, self._last_decision)
+        status, outcome = (("rejected", "budget_denied") if self._denied
+                           else final_status(values, self._last_decision))
         result = self._spec.result(values) if self._spec.result else {}
         if isinstance(result.get("outcome"), str):
             outcome = result["outcome"]  # the pipeline's own word for how the run ended
@@ -457,6 +489,17 @@ class GraphRunWorkflow(ApprovalGate):
         """
         assert self._spec is not None
         assert self._approval is not None
+        payload = self._approval["payload"]
+        if payload.get("kind") == LLM_BUDGET_KIND:
+            if decision.decision == "approve":  # the runtime's own budget stop: raise it
+                try:
+                    check_budget_decision({"budget_usd": decision.budget_usd,
+                                           "budget_tokens": decision.budget_tokens},
+                                          payload["budget"])
+                except DecisionRefusedError as err:
+                    raise ApplicationError(err.message, err.details, type=err.code) from err
+            return {"updates": {}, **{k: getattr(decision, k) for k in BUDGET_KEYS
+                                      if getattr(decision, k) is not None}}
         if decision.decision not in self._spec.decisions:
             raise ApplicationError(
                 f"decision must be one of {', '.join(self._spec.decisions)}",
@@ -482,7 +525,10 @@ class GraphRunWorkflow(ApprovalGate):
                 **({"raw": True} if decision.raw_resume else {})}
 
     def decisions(self) -> tuple[str, ...]:
-        """Decision kinds the open approval accepts (the pipeline's)."""
+        """Decision kinds the open approval accepts (the pipeline's; a budget stop's approve/reject)."""
+        if self._approval is not None and \
+                self._approval["payload"].get("kind") == LLM_BUDGET_KIND:
+            return ("approve", "reject")
         return self._spec.decisions if self._spec else ("approve", "reject")
 
     # -- node dispatch ------------------------------------------------------------------------
@@ -511,7 +557,9 @@ class GraphRunWorkflow(ApprovalGate):
                             "metadata": to_jsonable(dict(config.get("metadata") or {})),
                             "recursion_limit": config.get("recursion_limit")},
                     task=task, progress_nodes=list(self._spec.progress_nodes))
+                await self._within_budget(path)
                 result = await self._execute(path, opts, retry, call)
+                self._count_usage(result.usage)
                 self._memo[key] = result
             if result.custom:
                 writer = get_stream_writer()
@@ -523,6 +571,49 @@ class GraphRunWorkflow(ApprovalGate):
             for k in [k for k in self._memo if k[0] == task]:
                 del self._memo[k]
             return decode(result.output or {"json": None})
+
+    # -- the LLM budget gate --------------------------------------------------------------------
+
+    def _count_usage(self, usage: dict[str, Any]) -> None:
+        """Add a node's chat-model calls (:class:`activities.graph_nodes.UsageMeter`) to the run's spend."""
+        if usage:
+            self._spent = {"usd": self._spent["usd"] + float(usage.get("cost_usd") or 0),
+                           "tokens": self._spent["tokens"] + int(usage.get("input_tokens") or 0)
+                           + int(usage.get("output_tokens") or 0),
+                           "calls": self._spent["calls"] + int(usage.get("calls") or 0)}
+
+    async def _within_budget(self, path: str) -> None:
+        """Before a node runs: once the run's LLM spend has passed its budget (options
+        ``llm_budget_usd`` / ``llm_budget_tokens``), stop for an approval (payload ``kind:
+        llm_budget``). Approve with a higher ``budget_usd`` / ``budget_tokens`` to go on;
+        reject to end the run ``rejected`` / ``budget_denied``.
+
+        Raises:
+            BudgetDeniedError: the reviewer rejected the stop.
+        """
+        assert self._inp is not None
+        if not over_budget(self._spent, self._budget):
+            return
+        async with self._budget_lock:  # parallel branches share one stop
+            while over_budget(self._spent, self._budget):
+                self._budget_stops += 1
+                payload = {"kind": LLM_BUDGET_KIND, "node": path,
+                           "review_reason_codes": ["llm_budget_exceeded"],
+                           "budget": {"spent_usd": round(self._spent["usd"], 8),
+                                      "spent_tokens": self._spent["tokens"],
+                                      "calls": self._spent["calls"],
+                                      "budget_usd": self._budget.get("usd"),
+                                      "budget_tokens": self._budget.get("tokens")}}
+                ladder = EscalationLadder.from_options(self._inp.options)
+                await self._flush()
+                decision = await self.request_approval(
+                    payload, sla=timedelta(seconds=ladder.sla_seconds or 72 * 3600),
+                    key=f"budget:{self._budget_stops}", ladder=ladder)
+                if decision["decision"] != "approve":
+                    raise BudgetDeniedError(path)
+                self._budget = {
+                    "usd": decision.get("budget_usd", self._budget.get("usd")),
+                    "tokens": decision.get("budget_tokens", self._budget.get("tokens"))}
 
     async def _execute(self, path: str, opts: NodeOptions, retry: RetryPolicy | None,
                        call: NodeCall) -> NodeResult:

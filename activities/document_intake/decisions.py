@@ -12,6 +12,7 @@ from typing import Any
 
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_updates
+from overseer.budget import check_budget_decision
 from overseer.pipelines import DecisionRefusedError
 
 
@@ -54,22 +55,3 @@ def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any],
             details={"errors": {name: "required" for name in missing}, "missing_fields": missing})
     return {"updates": updates}
 
-
-def check_budget_decision(decision: Mapping[str, Any], blocked: Mapping[str, Any]) -> None:
-    """Approving a budget stop must raise a budget above what the run has spent plus the call.
-
-    Raises:
-        DecisionRefusedError: ``invalid_budget`` when neither new budget covers the next call.
-    """
-    need_usd = float(blocked.get("spent_usd") or 0) + float(blocked.get("estimate_usd") or 0)
-    need_tokens = int(blocked.get("spent_tokens") or 0) + int(blocked.get("estimate_tokens") or 0)
-    budget_usd, budget_tokens = decision.get("budget_usd"), decision.get("budget_tokens")
-    if blocked.get("budget_usd") is not None and not (
-            budget_usd is not None and budget_usd >= need_usd):
-        raise DecisionRefusedError("budget_usd must cover the spend so far and the next call",
-                                   code="invalid_budget",
-                                   details={"needed_usd": round(need_usd, 6)})
-    if blocked.get("budget_tokens") is not None and not (
-            budget_tokens is not None and budget_tokens >= need_tokens):
-        raise DecisionRefusedError("budget_tokens must cover the spend so far and the next call",
-                                   code="invalid_budget", details={"needed_tokens": need_tokens})

@@ -4,7 +4,8 @@ One test per construct, on the real dev server and Postgres, through the real wo
 sync/async nodes and routers, lambda and partial nodes, Send fan-out with a reducer,
 Command from nodes (also with Send), a compiled subgraph node, LangChain messages,
 two interrupts in one node, parallel interrupts resumed by id after replays, a poison
-node, a 3 MB state, a transient failure; and replays of the recorded histories.
+node, a 3 MB state, a transient failure, the LLM budget stop; and replays of the
+recorded histories.
 """
 
 from __future__ import annotations
@@ -226,3 +227,57 @@ async def test_the_run_streams_values_updates_and_custom_chunks(dev_server, grap
     assert [s for s in seen if s["event"] == "updates"][-1]["data"] == {
         "finish": {"summary": "approve then approve"}}
     assert all("__interrupt__" not in s["data"] for s in seen if s["event"] == "values")
+
+
+async def _start_with_budget(client: Client, pool: Any, task_queue: str,
+                             tokens: int) -> tuple[str, WorkflowHandle[Any, Any]]:
+    run_id = str(uuid.uuid4())
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": "spender", "workflow_id": f"spender-{run_id}",
+                  "submitted_by": "tester", "input": {"topic": "t"}})])
+    handle = await client.start_workflow(
+        GraphRunWorkflow.run,
+        GraphRunInput(run_id=run_id, pipeline="spender", input=encode({"topic": "t"}),
+                      options={"llm_budget_tokens": tokens}),
+        id=f"spender-{run_id}", task_queue=task_queue)
+    return run_id, handle
+
+
+async def test_llm_spend_over_the_budget_stops_for_an_approval(dev_server, graph_worker, db,
+                                                               task_queue):
+    # Each draft node's model call reports 600 tokens; the budget is 1000. The first draft
+    # leaves 600 spent (under), the second 1200 (over): the run stops before "publish".
+    run_id, handle = await _start_with_budget(dev_server.client, db, task_queue, 1000)
+    approval = await pending_approval(handle)
+    payload = approval["payload"]
+    assert payload["kind"] == "llm_budget" and payload["node"] == "publish"
+    assert payload["budget"]["spent_tokens"] == 1200 and payload["budget"]["calls"] == 2
+    with pytest.raises(Exception) as refused:  # noqa: PT011 - the update's failure
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", budget_tokens=1100, decided_by="ops"))
+    assert refused.value.cause.type == "invalid_budget"
+    with pytest.raises(Exception) as not_a_kind:  # noqa: PT011
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="revise", decided_by="ops"))
+    assert not_a_kind.value.cause.type == "invalid_decision"
+    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        decision="approve", budget_tokens=5000, decided_by="ops"))
+    assert done.status == "completed"
+    result = await handle.result()
+    assert result.output["summary"] == "drafted:a draft / drafted:a draft"
+    events = await fetch_events(db, run_id)
+    assert [e["type"] for e in events].count("approval.requested") == 1
+
+
+async def test_a_rejected_budget_stop_ends_the_run_with_its_state(dev_server, graph_worker, db,
+                                                                  task_queue):
+    _, handle = await _start_with_budget(dev_server.client, db, task_queue, 100)
+    approval = await pending_approval(handle)
+    assert approval["payload"]["node"] == "second_draft"  # 600 spent after the first draft
+    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        decision="reject", decided_by="ops", note="too expensive"))
+    assert (done.status, done.outcome) == ("rejected", "budget_denied")
+    result = await handle.result()
+    assert result.output["trail"] == ["drafted:a draft"] and "summary" not in result.output

@@ -3,7 +3,8 @@
 Each graph exercises constructs a graph runtime must host (sync and async nodes and
 routers, lambdas, ``functools.partial``, ``Send`` fan-out with a reducer, ``Command`` from
 nodes, a compiled subgraph as a node, LangChain messages in state, interrupts in sequence
-and in parallel branches, a poison node, a large state, a transient failure).
+and in parallel branches, a poison node, a large state, a transient failure, chat-model
+calls that spend tokens).
 """
 
 from __future__ import annotations
@@ -261,3 +262,33 @@ def _slow() -> StateGraph:
 
 
 slow = _slow()
+
+
+def _reply_model() -> Any:
+    """A chat model that answers with 600 tokens of usage (a stand-in for a real provider)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    reply = AIMessage(content="a draft", usage_metadata={
+        "input_tokens": 500, "output_tokens": 100, "total_tokens": 600})
+    return GenericFakeChatModel(messages=iter([reply]))
+
+
+async def draft(state: State) -> dict[str, Any]:
+    """Calls a chat model the way a user's node does (no config passed)."""
+    answer = await _reply_model().ainvoke(f"draft {state['topic']}")
+    return {"trail": [f"drafted:{answer.content}"]}
+
+
+def _spender() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("first_draft", draft)
+    graph.add_node("second_draft", draft)
+    graph.add_node("publish", lambda state: {"summary": " / ".join(state["trail"])})
+    graph.add_edge(START, "first_draft")
+    graph.add_edge("first_draft", "second_draft")
+    graph.add_edge("second_draft", "publish")
+    graph.add_edge("publish", END)
+    return graph
+
+
+spender = _spender()
