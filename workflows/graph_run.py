@@ -67,7 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from langgraph.config import get_stream_writer
     from langgraph.pregel import Pregel
     from langgraph.types import Command, interrupt
-    from temporalio.contrib.workflow_streams import WorkflowStream
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
     from overseer.budget import check_budget_decision, over_budget
@@ -130,6 +130,9 @@ class GraphRunInput:
             run on a thread starts from the thread's state (reducers see the old values).
         parent_run_id: the run that split its submission into this one (a child never
             splits again; see :attr:`overseer.pipelines.Pipeline.split`).
+        carry: set by the run itself when it continues as new: the graph's latest
+            checkpoint (encoded, with its pending writes) and the run's counters.
+        stream_state: the run's event stream, handed over on continue-as-new.
     """
 
     run_id: str
@@ -143,6 +146,8 @@ class GraphRunInput:
     thread_id: str | None = None
     thread_values: dict[str, Any] | None = None
     parent_run_id: str | None = None
+    carry: dict[str, Any] | None = None
+    stream_state: WorkflowStreamState | None = None
 
 
 @dataclass
@@ -165,6 +170,10 @@ class GraphRunResult:
     result: dict[str, Any] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     final_event: dict[str, Any] | None = None
+
+
+class ContinueAsNewNeeded(Exception):  # noqa: N818 - a signal to the workflow, not an error
+    """The run should continue as new before its next node (raised inside Pregel)."""
 
 
 class BudgetDeniedError(Exception):
@@ -190,7 +199,7 @@ class GraphRunWorkflow(ApprovalGate):
     @workflow.init
     def __init__(self, inp: GraphRunInput) -> None:
         super().__init__()
-        self.stream = WorkflowStream()
+        self.stream = WorkflowStream(prior_state=inp.stream_state)
         self._topic = self.stream.topic(STREAM_TOPIC)
         self._inp: GraphRunInput | None = None
         self._spec: Pipeline | None = None
@@ -210,6 +219,7 @@ class GraphRunWorkflow(ApprovalGate):
         self._budget_lock = asyncio.Lock()
         self._budget_stops = 0
         self._denied = False
+        self._executed = 0
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -222,9 +232,11 @@ class GraphRunWorkflow(ApprovalGate):
         if self._spec.stream is not None:
             self._run_stream = self._spec.stream(decode(inp.input))
             self._own_topic = self.stream.topic(self._run_stream.topic)
-            self._emit(self._run_stream.start())
-        self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
-                                   "workflow_id": workflow.info().workflow_id})
+            if inp.carry is None:
+                self._emit(self._run_stream.start())
+        if inp.carry is None:
+            self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
+                                       "workflow_id": workflow.info().workflow_id})
         await self.set_status("running")
         app = compiled.copy({"checkpointer": InMemorySaver()})
         config: dict[str, Any] = {
@@ -232,14 +244,17 @@ class GraphRunWorkflow(ApprovalGate):
             "recursion_limit": int(inp.options.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)}
         try:
             graph_input: Any = decode(inp.input)
-            if self._spec.split and inp.parent_run_id is None and inp.resume_from is None:
+            if inp.carry is not None:
+                self._restore(app, inp.carry)
+                graph_input = None  # resume from the carried checkpoint
+            elif self._spec.split and inp.parent_run_id is None and inp.resume_from is None:
                 parts = await self._split_parts(graph_input)
                 if len(parts) > 1:
                     return await self._start_children(graph_input, parts)
-            if inp.thread_values is not None:
+            if inp.thread_values is not None and inp.carry is None:
                 await app.aupdate_state(config, decode(inp.thread_values),
                                         as_node=thread_node(inp.pipeline))
-            if inp.resume_from:
+            if inp.resume_from and inp.carry is None:
                 await app.aupdate_state(config, decode(inp.resume_from["values"]),
                                         as_node=inp.resume_from["as_node"])
                 graph_input = None
@@ -256,6 +271,8 @@ class GraphRunWorkflow(ApprovalGate):
             await self._fail({"code": err.code, "message": err.message, "node": err.node})
         except BudgetDeniedError:
             self._denied = True  # a reviewer stopped the run at its LLM budget: end it here
+        except ContinueAsNewNeeded:
+            await self._continue_as_new(app)
         except ApplicationError:
             raise
         except (asyncio.CancelledError, ActivityError) as err:
@@ -557,8 +574,11 @@ class GraphRunWorkflow(ApprovalGate):
                             "metadata": to_jsonable(dict(config.get("metadata") or {})),
                             "recursion_limit": config.get("recursion_limit")},
                     task=task, progress_nodes=list(self._spec.progress_nodes))
+                if not resumes and self._continue_as_new_due():
+                    raise ContinueAsNewNeeded()  # before the node runs: it runs in the next run
                 await self._within_budget(path)
                 result = await self._execute(path, opts, retry, call)
+                self._executed += 1
                 self._count_usage(result.usage)
                 self._memo[key] = result
             if result.custom:
@@ -571,6 +591,67 @@ class GraphRunWorkflow(ApprovalGate):
             for k in [k for k in self._memo if k[0] == task]:
                 del self._memo[k]
             return decode(result.output or {"json": None})
+
+    # -- continue-as-new ------------------------------------------------------------------------
+
+    def _continue_as_new_due(self) -> bool:
+        """Temporal suggests it (the history is large), or the run's options say after how
+        many node executions (``continue_as_new_after_nodes``, for tests and tuning)."""
+        assert self._inp is not None
+        limit = self._inp.options.get("continue_as_new_after_nodes")
+        return workflow.info().is_continue_as_new_suggested() or \
+            (bool(limit) and self._executed >= int(limit))
+
+    async def _continue_as_new(self, app: Any) -> NoReturn:
+        """Hand the graph's latest checkpoint (with the writes of nodes that already finished
+        in the interrupted step), the counters and the event stream to a new run of this
+        workflow; LangGraph resumes from the checkpoint as after any interruption."""
+        assert self._inp is not None
+        await self._flush()
+        saver = app.checkpointer
+        latest = saver.get_tuple({"configurable": {"thread_id": self._thread_id(),
+                                                   "checkpoint_ns": ""}})
+        carry = {
+            "checkpoint": encode({"checkpoint": latest.checkpoint, "metadata": latest.metadata,
+                                  "writes": [list(w) for w in latest.pending_writes or []]}),
+            "counters": {"uuid_last": self._uuid_last, "progress_seq": self._progress_seq,
+                         "published": self._published, "marks": self._marks,
+                         "spent": self._spent, "budget": self._budget,
+                         "budget_stops": self._budget_stops,
+                         "last_decision": self._last_decision,
+                         "approval_seq": self._approval_seq}}
+        workflow.logger.info("continuing as new", extra={"run_id": self._inp.run_id,
+                                                         "nodes": self._executed})
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(dataclasses.replace(
+            self._inp, carry=carry, stream_state=self.stream.get_state(),
+            resume_from=None, thread_values=None))
+
+    def _restore(self, app: Any, carry: dict[str, Any]) -> None:
+        """Load a carried checkpoint into this run's saver and its counters into this run."""
+        counters = carry["counters"]
+        self._uuid_last = int(counters["uuid_last"])
+        self._progress_seq = int(counters["progress_seq"])
+        self._published, self._marks = int(counters["published"]), list(counters["marks"])
+        self._spent, self._budget = dict(counters["spent"]), dict(counters["budget"])
+        self._budget_stops = int(counters["budget_stops"])
+        self._last_decision = counters.get("last_decision")
+        self._approval_seq = int(counters.get("approval_seq") or 0)
+        saved = decode(carry["checkpoint"])
+        checkpoint = saved["checkpoint"]
+        base = {"configurable": {"thread_id": self._thread_id(), "checkpoint_ns": ""}}
+        app.checkpointer.put(base, checkpoint, saved["metadata"], checkpoint["channel_versions"])
+        at = {"configurable": {**base["configurable"], "checkpoint_id": checkpoint["id"]}}
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in saved["writes"]:
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            app.checkpointer.put_writes(at, writes, task_id)
+
+    def _thread_id(self) -> str:
+        assert self._inp is not None
+        return self._inp.thread_id or self._inp.run_id
 
     # -- the LLM budget gate --------------------------------------------------------------------
 

@@ -281,3 +281,65 @@ async def test_a_rejected_budget_stop_ends_the_run_with_its_state(dev_server, gr
     assert (done.status, done.outcome) == ("rejected", "budget_denied")
     result = await handle.result()
     assert result.output["trail"] == ["drafted:a draft"] and "summary" not in result.output
+
+
+async def test_a_long_run_continues_as_new_and_finishes_as_plain_langgraph(
+        dev_server, graph_worker, db, task_queue):
+    run_id = str(uuid.uuid4())
+    async with db.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": "counter", "workflow_id": f"counter-{run_id}",
+                  "submitted_by": "tester", "input": {"count": 0}})])
+    handle = await dev_server.client.start_workflow(
+        GraphRunWorkflow.run,
+        GraphRunInput(run_id=run_id, pipeline="counter", input=encode({"count": 0}),
+                      options={"continue_as_new_after_nodes": 5}),
+        id=f"counter-{run_id}", task_queue=task_queue)
+    first_run = handle.result_run_id
+    result = await handle.result()
+    plain = await get_registry().builder("counter").compile().ainvoke({"count": 0})
+    assert result.output == to_jsonable(plain) and result.output["count"] == 12
+    # twelve ticks over three runs of the workflow (5 + 5 + 2), each node executed once
+    histories, run = [], first_run
+    while run:  # follow the chain of runs; count the node activities each one scheduled
+        history = await dev_server.client.get_workflow_handle(handle.id, run_id=run).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        run = (last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+               if last.HasField("workflow_execution_continued_as_new_event_attributes") else "")
+    scheduled = [sum(1 for e in h.events if e.HasField("activity_task_scheduled_event_attributes")
+                     and e.activity_task_scheduled_event_attributes.activity_type.name == "run_node")
+                 for h in histories]
+    assert scheduled == [5, 5, 2]  # no node ran twice across the hand-overs
+    history = histories[0]
+    events = await fetch_events(db, run_id)
+    ticks = [e for e in events if e["type"] == "node.completed"]
+    assert len(ticks) == 12 and len({e["event_id"] for e in ticks}) == 12
+    assert [e["type"] for e in events].count("run.completed") == 1
+    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+
+
+async def test_fan_out_and_subgraphs_survive_continue_as_new(dev_server, graph_worker, db,
+                                                              task_queue):
+    """Hand-overs after every second node: in the middle of a Send fan-out and a subgraph."""
+    graph_input = {"topic": "alpha beta gamma"}
+    run_id = str(uuid.uuid4())
+    async with db.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
+            data={"pipeline": "constructs", "workflow_id": f"constructs-{run_id}",
+                  "submitted_by": "tester", "input": graph_input})])
+    handle = await dev_server.client.start_workflow(
+        GraphRunWorkflow.run,
+        GraphRunInput(run_id=run_id, pipeline="constructs", input=encode(graph_input),
+                      options={"continue_as_new_after_nodes": 2}),
+        id=f"constructs-{run_id}", task_queue=task_queue)
+    first_run = handle.result_run_id
+    result = await handle.result()
+    plain = await get_registry().builder("constructs").compile().ainvoke(graph_input)
+    assert without_ids(result.output) == without_ids(to_jsonable(plain))
+    assert (await handle.describe()).run_id != first_run
+    events = await fetch_events(db, run_id)
+    nodes = [e["data"]["node"] for e in events if e["type"] == "node.completed"]
+    assert nodes.count("work") == 3 and nodes.count("prepare") == 1

@@ -292,3 +292,28 @@ def _spender() -> StateGraph:
 
 
 spender = _spender()
+
+
+class Count(TypedDict, total=False):
+    count: int
+    seen: Annotated[list[int], operator.add]
+
+
+async def tick(state: Count) -> dict[str, Any]:
+    return {"count": state.get("count", 0) + 1, "seen": [state.get("count", 0)]}
+
+
+def again(state: Count) -> str:
+    """A sync router: loop until twelve ticks."""
+    return "tick" if state["count"] < 12 else END
+
+
+def _counter() -> StateGraph:
+    graph = StateGraph(Count)
+    graph.add_node("tick", tick)
+    graph.add_edge(START, "tick")
+    graph.add_conditional_edges("tick", again, ["tick", END])
+    return graph
+
+
+counter = _counter()
