@@ -46,6 +46,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -59,6 +60,7 @@ from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
     import langgraph.checkpoint.base as _checkpoint_base
+    import langgraph.graph.message as _message_module
     import langgraph.pregel._checkpoint as _pregel_checkpoint
     from langchain_core.runnables import RunnableConfig
     from langgraph._internal._runnable import RunnableCallable
@@ -196,6 +198,9 @@ class NodeFailedError(Exception):
 class GraphRunWorkflow(ApprovalGate):
     """Drives one run of any registered graph to a terminal status (see the module docstring)."""
 
+    overseer_graph_run = True
+    """Marker for LangGraph's id functions patched below (:func:`_graph_run_instance`)."""
+
     @workflow.init
     def __init__(self, inp: GraphRunInput) -> None:
         super().__init__()
@@ -220,6 +225,7 @@ class GraphRunWorkflow(ApprovalGate):
         self._budget_stops = 0
         self._denied = False
         self._executed = 0
+        self._ids: random.Random | None = None
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -731,6 +737,17 @@ class GraphRunWorkflow(ApprovalGate):
             "data": {"node": path, "placement": "workflow", "attempt": 1,
                      "duration_ms": round((workflow.time() - started) * 1000, 3)}})
 
+    def id_random(self) -> random.Random:
+        """The run's own random source for checkpoint and message ids, seeded by its run id.
+
+        Not ``workflow.random()``: other consumers (the OpenTelemetry id generator draws a
+        seed from it only when spans are recorded, never on replay) would shift its
+        sequence between an execution and its replay, and with it every id.
+        """
+        if self._ids is None:
+            self._ids = random.Random(workflow.info().run_id)
+        return self._ids
+
     def next_uuid6_timestamp(self, now_100ns: int) -> int:
         """Monotonic uuid6 timestamps for this run's checkpoints (see :func:`_workflow_uuid6`)."""
         self._uuid_last = max(now_100ns, self._uuid_last + 1)
@@ -966,7 +983,19 @@ def _sync_direct(runnable: Any) -> Any:
 
 # --- deterministic checkpoint ids ---------------------------------------------------------------
 
-_original_uuid6 = _pregel_checkpoint.uuid6
+_original_uuid6 = getattr(_pregel_checkpoint.uuid6, "overseer_original", _pregel_checkpoint.uuid6)
+
+
+def _graph_run_instance() -> Any:
+    """The running GraphRunWorkflow, or None (outside a workflow, or in another workflow).
+
+    Checked by marker, not by class: a sandbox (a ``Replayer``'s) imports this module again,
+    and its class is not the worker's; LangGraph's module keeps one patch for both.
+    """
+    if not workflow.in_workflow():
+        return None
+    instance = workflow.instance()
+    return instance if getattr(instance, "overseer_graph_run", False) else None
 
 
 def _workflow_uuid6(node: int | None = None, clock_seq: int | None = None) -> Any:
@@ -974,14 +1003,13 @@ def _workflow_uuid6(node: int | None = None, clock_seq: int | None = None) -> An
 
     Checkpoint ids feed task ids and interrupt ids; from wall clock and ``random`` they
     differ on every replay, so an interrupt id a client holds would never match again.
+    The random part comes from :meth:`GraphRunWorkflow.id_random`.
     Outside such a workflow it is LangGraph's own function.
     """
-    if not workflow.in_workflow():
+    instance = _graph_run_instance()
+    if instance is None:
         return _original_uuid6(node, clock_seq)
-    instance = workflow.instance()
-    if not isinstance(instance, GraphRunWorkflow):
-        return _original_uuid6(node, clock_seq)
-    rng = workflow.random()
+    rng = instance.id_random()
     now_100ns = int(workflow.now().timestamp() * 10_000_000) + 0x01B21DD213814000
     timestamp = instance.next_uuid6_timestamp(now_100ns)
     clock_seq = rng.getrandbits(14) if clock_seq is None else clock_seq
@@ -993,5 +1021,26 @@ def _workflow_uuid6(node: int | None = None, clock_seq: int | None = None) -> An
     return _UUID6(int=value, version=6)
 
 
+_workflow_uuid6.overseer_original = _original_uuid6  # type: ignore[attr-defined]
 _pregel_checkpoint.uuid6 = _workflow_uuid6
 _checkpoint_base.uuid6 = _workflow_uuid6
+
+
+class _WorkflowUuid:
+    """``uuid`` as ``langgraph.graph.message`` sees it: ``uuid4`` from the workflow's random
+    source inside a GraphRunWorkflow (``add_messages`` ids a message that has none, in the
+    workflow; from ``os.urandom`` the id would change on every replay), the module elsewhere."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(uuid, name)
+
+    @staticmethod
+    def uuid4() -> uuid.UUID:
+        """A deterministic id in a GraphRunWorkflow, a random one anywhere else."""
+        instance = _graph_run_instance()
+        if instance is not None:
+            return uuid.UUID(int=instance.id_random().getrandbits(128), version=4)
+        return uuid.uuid4()
+
+
+_message_module.uuid = _WorkflowUuid()  # type: ignore[assignment]

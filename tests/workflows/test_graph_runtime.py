@@ -343,3 +343,16 @@ async def test_fan_out_and_subgraphs_survive_continue_as_new(dev_server, graph_w
     events = await fetch_events(db, run_id)
     nodes = [e["data"]["node"] for e in events if e["type"] == "node.completed"]
     assert nodes.count("work") == 3 and nodes.count("prepare") == 1
+
+
+async def test_message_ids_the_reducer_gives_are_the_same_on_every_replay(dev_server, db,
+                                                                          task_queue):
+    """``add_messages`` ids a message that has none; a replay must give it the same id."""
+    client = dev_server.client
+    async with build_worker(client, task_queue=task_queue, max_cached_workflows=0):
+        _, handle = await start(client, db, task_queue, "constructs", {"topic": "a b"})
+        result = await handle.result()
+        replayed = await handle.query(GraphRunWorkflow.get_thread_state)  # a full replay
+    ids = [m["id"] for m in result.output["messages"]]
+    assert ids and all(ids)
+    assert [m["id"] for m in replayed["values"]["messages"]] == ids
