@@ -101,8 +101,8 @@ def test_user_graph_interrupts_are_decided_in_the_console(stack: Stack):
         assert decided.status_code in (200, 303), decided.text
         if question == "publish?":
             deadline = time.monotonic() + 60
-            while sub.get(f"/v1/runs/{run_id}").json()["pending_approval"]["payload"].get(
-                    "question") == "publish?":
+            while ((sub.get(f"/v1/runs/{run_id}").json().get("pending_approval") or {})
+                   .get("payload") or {}).get("question") == "publish?":
                 assert time.monotonic() < deadline
                 time.sleep(0.3)
     run = wait_for(sub, run_id, {"completed"})
