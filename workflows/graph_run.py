@@ -57,6 +57,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
+from workflows.task_queues import STATUS_ATTRIBUTE
 
 with workflow.unsafe.imports_passed_through():
     import langgraph.checkpoint.base as _checkpoint_base
@@ -99,6 +100,8 @@ with workflow.unsafe.imports_passed_through():
 DEFAULT_RECURSION_LIMIT = 100
 """Pregel's step limit, unless the run's options set ``recursion_limit``."""
 GRAPH_STREAM_MODES = ("values", "updates", "custom")
+LEAN_EVENTS_PATCH = "lean-events"
+"""Patch id of :meth:`GraphRunWorkflow.events_locally` (local-activity event writes)."""
 SPLIT_HEARTBEAT_SECONDS = 20
 """A pipeline's split activity heartbeats at least this often, so a dead worker is noticed."""
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
@@ -243,7 +246,11 @@ class GraphRunWorkflow(ApprovalGate):
         if inp.carry is None:
             self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                        "workflow_id": workflow.info().workflow_id})
-        await self.set_status("running")
+        if self.events_locally() and \
+                workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":
+            self._status = "running"  # the starter set the search attributes: no upsert
+        else:
+            await self.set_status("running")
         app = compiled.copy({"checkpointer": InMemorySaver()})
         config: dict[str, Any] = {
             "configurable": {"thread_id": inp.thread_id or inp.run_id},
@@ -335,17 +342,13 @@ class GraphRunWorkflow(ApprovalGate):
             if "run_id" in graph_input:
                 child_input["run_id"] = child_id
             workflow_id = f"{inp.pipeline}-{child_id}"
-            await workflow.execute_activity(
-                "record_events",
+            await self.record_batch(
                 [{"run_id": child_id, "key": "run.submitted", "type": RUN_SUBMITTED,
                   "actor": "workflow", "occurred_at": workflow.now().isoformat(),
                   "data": {"pipeline": inp.pipeline, "workflow_id": workflow_id,
                            "parent_run_id": inp.run_id, "submitted_by": inp.submitted_by,
                            "input": {"part": to_jsonable(part)}}}],
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=RetryPolicy(maximum_attempts=0,
-                                         maximum_interval=timedelta(seconds=10)),
-                summary=f"submit part {index + 1}")
+                f"submit part {index + 1}")
             await workflow.start_child_workflow(
                 GraphRunWorkflow.run,
                 dataclasses.replace(inp, run_id=child_id, input=encode(child_input),
@@ -755,30 +758,40 @@ class GraphRunWorkflow(ApprovalGate):
 
     # -- endings ------------------------------------------------------------------------------
 
+    def events_locally(self) -> bool:
+        """Events go through a local activity, and a run's ending writes its buffered
+        ``node.completed`` events with ``run.finished`` in one call (fewer workflow tasks:
+        docs/performance.md, round 2). Behind a patch: runs recorded before replay as they ran."""
+        return workflow.patched(LEAN_EVENTS_PATCH)
+
     async def _flush(self) -> None:
         if self._pending_events:
             events, self._pending_events = self._pending_events, []
-            await workflow.execute_activity(
-                "record_events", events, start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=RetryPolicy(maximum_attempts=0,
-                                         maximum_interval=timedelta(seconds=10)),
-                summary="node.completed")
+            await self.record_batch(events, "node.completed")
+
+    async def _record_end(self, event_type: str, data: dict[str, Any]) -> None:
+        """``run.finished`` (after any buffered events; with them in one call when lean)."""
+        if not self.events_locally():
+            await self._flush()
+            await self.record(event_type, key="run.finished", data=data)
+            return
+        assert self._inp is not None
+        events, self._pending_events = [*self._pending_events, {
+            "run_id": self._inp.run_id, "key": "run.finished", "type": event_type, "data": data,
+            "actor": "workflow", "occurred_at": workflow.now().isoformat()}], []
+        await self.record_batch(events, event_type)
 
     async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
-        await self._flush()
         self._outcome = outcome
-        await self.record(RUN_COMPLETED, key="run.finished",
-                          data={"status": status, "outcome": outcome,
-                                "snapshot": {**snapshot, "outcome": outcome}})
+        await self._record_end(RUN_COMPLETED, {"status": status, "outcome": outcome,
+                                               "snapshot": {**snapshot, "outcome": outcome}})
         await self.set_status(status)
 
     async def _cancelled(self) -> None:
         """Record and announce a cancelled run (the caller re-raises the cancellation)."""
-        await self._flush()
         self._outcome = "cancelled"
-        await self.record(RUN_CANCELLED, key="run.finished",
-                          data={"status": "cancelled", "outcome": "cancelled",
-                                "snapshot": {"outcome": "cancelled"}})
+        await self._record_end(RUN_CANCELLED, {"status": "cancelled", "outcome": "cancelled",
+                                               "snapshot": {"outcome": "cancelled"}})
         await self.set_status("cancelled")
         self._publish("end", {"status": "cancelled", "outcome": "cancelled"})
         if self._run_stream is not None:
@@ -787,10 +800,8 @@ class GraphRunWorkflow(ApprovalGate):
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _fail(self, error: dict[str, Any]) -> NoReturn:
-        await self._flush()
-        await self.record(RUN_FAILED, key="run.finished",
-                          data={"status": "failed", "outcome": None, "error": error,
-                                "snapshot": {"outcome": None}})
+        await self._record_end(RUN_FAILED, {"status": "failed", "outcome": None, "error": error,
+                                            "snapshot": {"outcome": None}})
         await self.set_status("failed")
         self._publish("error", error)
         if self._run_stream is not None:
