@@ -43,3 +43,35 @@ async def test_join_stream_state_at_a_checkpoint_and_copy(stack: Stack):
     out = await client.runs.wait(copy["thread_id"], "constructs", input={"topic": "b"})
     assert "B" in out["results"] and "A" in out["results"]
     assert (await client.threads.get_state(tid))["values"] == state["values"]
+
+
+async def test_runs_wait_keeps_the_connection_alive_while_it_blocks(stack: Stack):
+    """A run longer than the keep-alive interval: newlines first, then the values (issue 12)."""
+    import time
+
+    import httpx
+
+    from services.api.routes.langgraph_api import WAIT_KEEPALIVE_SECONDS
+
+    headers = {"x-api-key": stack.tokens["submitter"]}
+    async with httpx.AsyncClient(base_url=stack.base_url, timeout=60) as http:
+        tid = (await http.post("/threads", json={}, headers=headers)).json()["thread_id"]
+        started = time.monotonic()
+        chunks: list[tuple[float, bytes]] = []
+        seconds = WAIT_KEEPALIVE_SECONDS + 2
+        async with http.stream("POST", f"/threads/{tid}/runs/wait", headers=headers,
+                               json={"assistant_id": "slow",
+                                     "input": {"topic": str(seconds)}}) as res:
+            assert res.status_code == 200
+            async for chunk in res.aiter_bytes():
+                chunks.append((time.monotonic() - started, chunk))
+    body = b"".join(c for _, c in chunks)
+    first_newline = next(t for t, c in chunks if c.strip() == b"" and c)
+    assert first_newline < seconds  # sent while the run was still going
+    assert body.startswith(b"\n") and body.strip().startswith(b"{")
+    import json
+
+    assert json.loads(body)["summary"] == "slept"
+    client: Any = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    out = await client.runs.wait(tid, "slow", input={"topic": str(seconds)})
+    assert out["summary"] == "slept"  # the SDK reads the padded answer

@@ -28,6 +28,9 @@ from overseer.pipelines import get_registry
 from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep, get_principal
 
 QUEUE_SWEEP_SECONDS = 1.0
+WAIT_KEEPALIVE_SECONDS = 5.0
+"""While ``runs/wait`` blocks, a newline every this many seconds keeps proxies and load
+balancers from closing the idle connection (JSON ignores the leading whitespace)."""
 """How often the API starts queued runs whose turn has come (:func:`overseer.threads.sweep_queues`)."""
 
 logger = logging.getLogger(__name__)
@@ -347,8 +350,7 @@ async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                    body: JsonBody = None) -> JSONResponse:
     """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
     run = await _create(pool, temporal, settings, principal, thread_id, body or {})
-    values = await threads.wait_values(pool, temporal, run)
-    return JSONResponse(values, headers={"Content-Location": _locations(run)["Content-Location"]})
+    return _waiting(threads.wait_values(pool, temporal, run), run)
 
 
 @router.post("/runs/wait")
@@ -357,10 +359,42 @@ async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal:
     """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
     body = body or {}
     run = await _create(pool, temporal, settings, principal, None, body)
-    values = await threads.wait_values(pool, temporal, run)
-    if body.get("on_completion", "delete") == "delete" and "__interrupt__" not in values:
-        await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
-    return JSONResponse(values, headers={"Content-Location": _locations(run)["Content-Location"]})
+
+    async def values_then_cleanup() -> Any:
+        values = await threads.wait_values(pool, temporal, run)
+        if body.get("on_completion", "delete") == "delete" and "__interrupt__" not in values:
+            await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
+        return values
+
+    return _waiting(values_then_cleanup(), run)
+
+
+def _waiting(values: Any, run: Any) -> StreamingResponse:
+    """``runs/wait``'s answer: 200 at once, a newline every :data:`WAIT_KEEPALIVE_SECONDS`
+    while the run goes on, then the JSON values. A failure after the answer has started is
+    reported in the body as ``{"__error__": {"error", "message"}}`` (the status is sent)."""
+
+    async def body() -> AsyncIterator[bytes]:
+        task = asyncio.ensure_future(values)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=WAIT_KEEPALIVE_SECONDS)
+                if done:
+                    break
+                yield b"\n"
+            try:
+                result = task.result()
+            except Exception as err:  # noqa: BLE001 - the status is already sent: say it in the body
+                logger.warning("runs/wait failed after the answer started", exc_info=err)
+                result = {"__error__": {"error": getattr(err, "code", type(err).__name__),
+                                        "message": str(getattr(err, "message", err))[:500]}}
+            yield json.dumps(to_jsonable(result), separators=(",", ":")).encode()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    return StreamingResponse(body(), media_type="application/json",
+                             headers={"Content-Location": _locations(run)["Content-Location"]})
 
 
 @router.post("/threads/{thread_id}/runs/stream")
