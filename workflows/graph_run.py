@@ -251,7 +251,7 @@ class GraphRunWorkflow(ApprovalGate):
             self._status = "running"  # the starter set the search attributes: no upsert
         else:
             await self.set_status("running")
-        app = compiled.copy({"checkpointer": InMemorySaver()})
+        app = compiled.copy({"checkpointer": LatestCheckpointSaver()})
         config: dict[str, Any] = {
             "configurable": {"thread_id": inp.thread_id or inp.run_id},
             "recursion_limit": int(inp.options.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)}
@@ -825,6 +825,34 @@ def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
             return status, outcome if isinstance(outcome, str) else status
     past = {"approve": "approved", "reject": "rejected", "revise": "revised"}
     return "completed", past.get(last_decision or "", last_decision or "completed")
+
+
+# --- the run's checkpointer ---------------------------------------------------------------------
+
+
+class LatestCheckpointSaver(InMemorySaver):
+    """LangGraph's ``InMemorySaver`` that keeps only each namespace's latest checkpoint.
+
+    Inside a workflow the history is the durable record (a replay rebuilds the saver), so
+    older checkpoints, their writes and the channel values they alone reference are only
+    memory held by every parked run. Everything the runtime reads — the latest state, its
+    pending writes and interrupts — stays.
+    """
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        """Save ``checkpoint`` and drop the namespace's older ones (see the class docstring)."""
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        thread = config["configurable"]["thread_id"]
+        ns = config["configurable"]["checkpoint_ns"]
+        checkpoints = self.storage[thread][ns]
+        for old in [c for c in checkpoints if c != checkpoint["id"]]:
+            del checkpoints[old]
+            self.writes.pop((thread, ns, old), None)
+        live = {(thread, ns, channel, version)
+                for channel, version in checkpoint["channel_versions"].items()}
+        for key in [k for k in self.blobs if k[:2] == (thread, ns) and k not in live]:
+            del self.blobs[key]
+        return saved
 
 
 # --- preparing a graph for the workflow ----------------------------------------------------------
