@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.document_intake.confidence import calculate_confidence, field_completeness
+from activities.document_intake.confidence import (
+    CLEAN_WORD_CONFIDENCE,
+    calculate_confidence,
+    field_completeness,
+    name_ocr_confusions,
+)
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_record
 
@@ -17,6 +22,10 @@ LOW_OCR_CONFIDENCE = 0.75
 
 MIN_FIELD_OCR_CONFIDENCE = 0.80
 """Below this, an OCR'd field value gets ``low_confidence_<field>`` and the record needs review."""
+
+CONFUSED_FIELD_CONFIDENCE = 0.5
+"""What a person-name reading with an unresolved OCR confusion counts for: a coin flip
+between the reading ("Mufioz") and what it may stand for ("Muñoz")."""
 
 
 def assess_record(
@@ -41,6 +50,13 @@ def assess_record(
             deliberate change to seed §1.1: the OCR part of the confidence is the lower
             of the page average and the weakest field value, because one misread word
             makes a record wrong while the page average stays high.
+            A ``person_name`` value read by OCR that holds a known OCR confusion
+            (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
+            letter, …) counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
+            ``ocr_confusion_<field>`` unless its words were read at
+            ``clean_word_confidence`` (:data:`~confidence.CLEAN_WORD_CONFIDENCE`) or
+            better, because Tesseract scores such misreadings 0.85–0.92, above the
+            per-field floor.
 
     Returns:
         ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes}``.
@@ -48,9 +64,11 @@ def assess_record(
     report = validate_record(record, schema)
     _, missing = can_approve_record(record, schema)
     present = {k: v for k, v in (field_confidences or {}).items() if record.get(k) is not None}
+    confused = _confused_names(record, schema, present, options)
+    scored = {**present, **{name: min(present[name], CONFUSED_FIELD_CONFIDENCE) for name in confused}}
     ocr_part = ocr_confidence_avg
-    if ocr_part is not None and present:
-        ocr_part = min(ocr_part, min(present.values()))
+    if ocr_part is not None and scored:
+        ocr_part = min(ocr_part, min(scored.values()))
     confidence = calculate_confidence(
         ocr_part,
         field_completeness(record, schema),
@@ -65,14 +83,32 @@ def assess_record(
     floor = float(options.get("min_field_ocr_confidence", MIN_FIELD_OCR_CONFIDENCE))
     weak = sorted(name for name, value in present.items() if value < floor)
     reasons.update(f"low_confidence_{name}" for name in weak)
+    reasons.update(f"ocr_confusion_{name}" for name in confused)
     return {
         "confidence": round(confidence, 4),
         "missing_fields": list(missing),
         "invalid_fields": dict(report.errors),
-        "needs_review": bool(report.needs_review or missing or weak
+        "needs_review": bool(report.needs_review or missing or weak or confused
                              or "low_ocr_confidence" in reasons),
         "review_reason_codes": sorted(reasons),
     }
+
+
+def _confused_names(
+    record: dict[str, str | None],
+    schema: FieldSchema,
+    field_confidences: dict[str, float],
+    options: dict[str, Any],
+) -> list[str]:
+    """OCR'd person-name fields whose reading holds a known confusion, read below clean."""
+    clean = float(options.get("clean_word_confidence", CLEAN_WORD_CONFIDENCE))
+    out = []
+    for name, confidence in field_confidences.items():
+        value = record.get(name)
+        if (confidence < clean and isinstance(value, str) and schema.has_field(name)
+                and schema.field(name).kind == "person_name" and name_ocr_confusions(value)):
+            out.append(name)
+    return sorted(out)
 
 
 def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
