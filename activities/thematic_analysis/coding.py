@@ -197,10 +197,7 @@ def code_members(code: Mapping[str, Any], corpus: Corpus) -> list[str]:
 def _members(terms: Sequence[str], cited: Sequence[str], corpus: Corpus) -> list[str]:
     found = set(nlp.sentences_with(corpus, terms)) if terms else set()
     found.update(q for q in cited if q in corpus.text)
-    order = corpus.cache.get("order")
-    if order is None:
-        order = corpus.cache["order"] = {q: i for i, q in enumerate(corpus.quote_ids)}
-    return sorted(found, key=order.__getitem__)
+    return sorted(found, key=corpus.order().__getitem__)
 
 
 def _ranked_quotes(members: Sequence[str], cited: Sequence[str], limit: int) -> list[str]:

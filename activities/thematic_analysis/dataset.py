@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import hashlib
 import io
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -63,7 +65,8 @@ class Corpus:
         quote_ids: every quotable sentence's id, in order (interaction, then sentence).
         text: quote id → the sentence, verbatim.
         interaction_of: quote id → interaction id.
-        cache: per-corpus analysis results (TF-IDF, embeddings) other modules memoise here.
+        cache: per-corpus analysis results (TF-IDF, embeddings); fill it through
+            :meth:`memo` only.
     """
 
     interaction_ids: list[str]
@@ -71,6 +74,29 @@ class Corpus:
     text: dict[str, str]
     interaction_of: dict[str, str]
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``cache[key]``, computed once by ``compute()`` on the first call.
+
+        The nodes compute in worker threads (several coders share one cached corpus), so
+        the first computation holds the corpus's lock and the others wait for its value
+        instead of computing it again or reading a half-filled cache. Re-entrant: a
+        ``compute`` may memoise other keys of the same corpus.
+        """
+        value = self.cache.get(key)
+        if value is None:
+            with self._lock:
+                value = self.cache.get(key)
+                if value is None:
+                    value = self.cache[key] = compute()
+        return value
+
+    def order(self) -> dict[str, int]:
+        """Quote id → its position in :attr:`quote_ids` (memoised)."""
+        order: dict[str, int] = self.memo(
+            "order", lambda: {q: i for i, q in enumerate(self.quote_ids)})
+        return order
 
     def sentences(self, ids: Iterable[str] | None = None) -> list[str]:
         """Texts of ``ids`` (default: all), in the order given."""
@@ -230,6 +256,7 @@ async def _postgres_loader(sha: str) -> bytes:
 
 _loader: ArtifactLoader = _postgres_loader
 _corpora: OrderedDict[tuple[str, str, str, str], Corpus] = OrderedDict()
+_loading: dict[tuple[str, str, str, str], asyncio.Future[Corpus]] = {}
 
 
 def set_artifact_loader(loader: ArtifactLoader | None) -> None:
@@ -237,13 +264,16 @@ def set_artifact_loader(loader: ArtifactLoader | None) -> None:
     global _loader
     _loader = loader or _postgres_loader
     _corpora.clear()
+    _loading.clear()
 
 
 async def load_corpus(ref: dict[str, Any]) -> Corpus:
     """The corpus of a dataset reference ``{sha256, account_id, start_date, end_date[, filename]}``.
 
     Cached per process (the last :data:`CORPUS_CACHE_SIZE` references); a miss re-reads the
-    upload and re-derives the sentences (CPU work runs in a thread).
+    upload and re-derives the sentences in a worker thread (pysbd: ~30 s for 5,000 reviews,
+    which must not hold the event loop). Concurrent misses for one reference (the coders
+    of a run landing on a worker that did not load the dataset) share one derivation.
 
     Raises:
         NotFoundError: no stored upload with that hash (permanent).
@@ -254,6 +284,22 @@ async def load_corpus(ref: dict[str, Any]) -> Corpus:
     if cached is not None:
         _corpora.move_to_end(key)
         return cached
+    loading = _loading.get(key)
+    if loading is None or loading.get_loop() is not asyncio.get_running_loop():
+        loading = _loading[key] = asyncio.ensure_future(_derive_corpus(ref, key))
+        loading.add_done_callback(functools.partial(_loaded, key))
+    # shielded: one caller's cancellation (its activity cancelled) leaves the others' load alone
+    return await asyncio.shield(loading)
+
+
+def _loaded(key: tuple[str, str, str, str], done: asyncio.Future[Corpus]) -> None:
+    if _loading.get(key) is done:
+        del _loading[key]
+    if not done.cancelled():
+        done.exception()  # retrieved: every waiter may have been cancelled
+
+
+async def _derive_corpus(ref: dict[str, Any], key: tuple[str, str, str, str]) -> Corpus:
     content = await _loader(ref["sha256"])
 
     def derive() -> Corpus:

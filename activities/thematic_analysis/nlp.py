@@ -113,9 +113,11 @@ def phrase_table(corpus: Corpus) -> dict[str, Any]:
         sentences × phrases (binary presence), "embeddings": array per phrase}``; empty
         arrays when the window has too few sentences.
     """
-    cached = corpus.cache.get("phrases")
-    if cached is not None:
-        return cached
+    table: dict[str, Any] = corpus.memo("phrases", lambda: _phrase_table(corpus))
+    return table
+
+
+def _phrase_table(corpus: Corpus) -> dict[str, Any]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     texts = corpus.sentences()
@@ -137,14 +139,13 @@ def phrase_table(corpus: Corpus) -> dict[str, Any]:
             presence.data[:] = 1.0
             table = {"terms": terms, "mass": np.asarray(weights.sum(axis=0)).ravel(),
                      "matrix": presence, "embeddings": embed(terms)}
-    corpus.cache["phrases"] = table
     return table
 
 
 def sentences_with(corpus: Corpus, terms: Sequence[str]) -> list[str]:
     """Quote ids (corpus order) of sentences containing any of ``terms`` (TF-IDF tokenisation)."""
     table = phrase_table(corpus)
-    index = corpus.cache.setdefault("term_index", {t: i for i, t in enumerate(table["terms"])})
+    index = corpus.memo("term_index", lambda: {t: i for i, t in enumerate(table["terms"])})
     rows: set[int] = set()
     matrix = table["matrix"]
     for term in terms:
@@ -157,18 +158,14 @@ def sentences_with(corpus: Corpus, terms: Sequence[str]) -> list[str]:
 
 def sentence_embeddings(corpus: Corpus) -> np.ndarray:
     """Embeddings of every corpus sentence, in corpus order (memoised on the corpus)."""
-    cached = corpus.cache.get("sentence_embeddings")
-    if cached is None:
-        cached = embed(corpus.sentences())
-        corpus.cache["sentence_embeddings"] = cached
-        corpus.cache["row_of"] = {q: i for i, q in enumerate(corpus.quote_ids)}
-    return cached
+    matrix: np.ndarray = corpus.memo("sentence_embeddings", lambda: embed(corpus.sentences()))
+    return matrix
 
 
 def vectors_of(corpus: Corpus, ids: Sequence[str]) -> np.ndarray:
     """Sentence embeddings of quote ``ids`` (rows in the order given)."""
     matrix = sentence_embeddings(corpus)
-    row_of = corpus.cache["row_of"]
+    row_of = corpus.order()
     return matrix[[row_of[q] for q in ids]] if ids else np.zeros((0, matrix.shape[1]))
 
 

@@ -10,17 +10,24 @@ Temporal's backoff applies first); ``load_dataset``, the aggregators and the rev
 raise, which fails the run, after logging ``status=failed`` and trying to record a failed
 checkpoint. Logs carry the seed's fields (analysis_id, account_id, tenant_id, stage,
 duration_ms, timestamp) and never interaction text (R10.5).
+
+CPU work (TF-IDF, embeddings, clustering, fuzzy matching, VADER; seconds on a large
+window) runs in a worker thread through :func:`off_loop`, never on the event loop: the
+worker's loop carries every activity's heartbeats and the other activities it runs
+(issue 14). The threads share the cached corpus; its memoised tables are computed once
+under the corpus's lock (:meth:`~activities.thematic_analysis.dataset.Corpus.memo`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from activities.thematic_analysis import coding, themes
 from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
@@ -50,6 +57,23 @@ STATE_WARNING_BYTES = 10 * 1024 * 1024
 """Seed R2.3: warn when the serialised state passes 10 MB."""
 
 Node = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+async def off_loop(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run the CPU-bound ``fn(*args, **kwargs)`` in a worker thread and await its result.
+
+    The event loop stays free for heartbeats (``run_node`` heartbeats while the node runs)
+    and for the worker's other activities; pure-Python work still shares the GIL, which
+    the interpreter hands back to the loop every few milliseconds. A cancelled activity
+    stops waiting at once; the thread finishes its computation and the result is dropped.
+
+    Raises:
+        Whatever ``fn`` raises.
+    """
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 # --- load_dataset -----------------------------------------------------------------------------
@@ -136,12 +160,12 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
             codes = out.items
             if out.call.get("model") == DRY_RUN_MODEL:  # seed R9.5: DRY_RUN returns mock codes
                 codes = [{**c, "strategy": "llm:dry-run", "mock": True}
-                         for c in coding.rules_coder(identity, corpus, options)]
+                         for c in await off_loop(coding.rules_coder, identity, corpus, options)]
             result = {"identity_id": identity.id, "codes": codes, "strategy": "llm",
                       "dropped_quote_ids": out.dropped_quote_ids}
             update["llm_calls"] = [out.call]
         else:
-            codes = coding.rules_coder(identity, corpus, options)
+            codes = await off_loop(coding.rules_coder, identity, corpus, options)
             result = {"identity_id": identity.id, "codes": codes, "strategy": "rules",
                       "dropped_quote_ids": 0}
         update["coder_results"] = [result]
@@ -183,13 +207,14 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
             proposals = out.items
             if out.call.get("model") == DRY_RUN_MODEL:  # mock proposals, end to end
                 corpus = await load_corpus(payload["dataset"])
-                proposals = themes.rules_theme_coder(identity, codebook, corpus, options)
+                proposals = await off_loop(themes.rules_theme_coder, identity, codebook, corpus,
+                                           options)
             update["theme_proposals"] = proposals
             update["llm_calls"] = [out.call]
         else:
             corpus = await load_corpus(payload["dataset"])
-            update["theme_proposals"] = themes.rules_theme_coder(identity, codebook, corpus,
-                                                                 options)
+            update["theme_proposals"] = await off_loop(themes.rules_theme_coder, identity,
+                                                       codebook, corpus, options)
     except Exception as err:
         _reraise_if_retrying(err, options)
         update["errors"] = [_tolerated(err, stage="themes", node="theme_coder",
@@ -257,7 +282,7 @@ async def code_aggregator(state: dict[str, Any]) -> dict[str, Any]:
     if not dataset.get("sentences"):
         return {"codebook": []}
     corpus = await load_corpus(dataset)
-    return {"codebook": coding.aggregate_codes(results, corpus, options)}
+    return {"codebook": await off_loop(coding.aggregate_codes, results, corpus, options)}
 
 
 @fatal_stage("reviewer")
@@ -268,7 +293,7 @@ async def reviewer(state: dict[str, Any]) -> dict[str, Any]:
     if codebook:
         corpus = await load_corpus(state["dataset"])
         identities = [Identity.model_validate(i) for i in state.get("identities") or []]
-        codebook = coding.review_codebook(codebook, corpus, options, identities)
+        codebook = await off_loop(coding.review_codebook, codebook, corpus, options, identities)
     checkpoint = await _checkpoint(state, "coding_complete", codes=len(codebook),
                                    code_ids=[c["code_id"] for c in codebook])
     return {"codebook": codebook, "checkpoints": [checkpoint]}
@@ -300,7 +325,7 @@ async def theme_aggregator(state: dict[str, Any]) -> dict[str, Any]:
         found: list[dict[str, Any]] = []
     else:
         corpus = await load_corpus(state["dataset"])
-        found = themes.aggregate_themes(proposals, codebook, corpus, options)
+        found = await off_loop(themes.aggregate_themes, proposals, codebook, corpus, options)
     checkpoint = await _checkpoint(state, "theme_complete", themes=len(found),
                                    theme_ids=[t["theme_id"] for t in found])
     return {"themes": found, "checkpoints": [checkpoint]}

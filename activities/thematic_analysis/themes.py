@@ -143,7 +143,7 @@ def _theme(codes: Sequence[Mapping[str, Any]], proposals: Sequence[Mapping[str, 
            corpus: Corpus, options: ThematicOptions) -> dict[str, Any]:
     code_ids = sorted(str(c["code_id"]) for c in codes)
     members = sorted({q for c in codes for q in code_members(c, corpus)},
-                     key=corpus.cache["order"].__getitem__)
+                     key=corpus.order().__getitem__)
     interactions = {corpus.interaction_of[q] for q in members}
     vectors = nlp.vectors_of(corpus, members)
     quotes: list[str] = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
 import pytest
@@ -99,3 +101,39 @@ def test_quotes_for_resolves_only_known_ids():
         dataset.set_artifact_loader(None)
     assert quotes == {quote_id("a2", 1): "I would buy again.",
                       quote_id("a1", 0): "The delivery was late."}
+
+
+async def test_concurrent_loads_of_one_window_read_and_split_the_upload_once():
+    """Three coders on a worker that did not load the dataset share one derivation (issue 14)."""
+    reads: list[str] = []
+
+    async def loader(sha: str) -> bytes:
+        reads.append(sha)
+        await asyncio.sleep(0.05)  # the loads overlap
+        return CSV
+
+    dataset.set_artifact_loader(loader)
+    try:
+        ref = {"sha256": "sha", "filename": "x.csv", "account_id": "acme",
+               "start_date": "2024-01-01", "end_date": "2024-12-31"}
+        first, second, third = await asyncio.gather(*[dataset.load_corpus(ref) for _ in range(3)])
+        again = await dataset.load_corpus(ref)
+    finally:
+        dataset.set_artifact_loader(None)
+    assert reads == ["sha"]
+    assert first is second is third is again
+    assert first.interaction_ids == ["a1", "a2", "a4"]
+
+
+def test_memo_computes_once_across_threads():
+    corpus = build_corpus(window(parse_dataset(CSV, "x.csv"), "acme", "2024-01-01", "2024-12-31"))
+    calls: list[int] = []
+
+    def compute() -> list[int]:
+        calls.append(1)
+        time.sleep(0.05)  # the other threads arrive while it computes
+        return [len(corpus.quote_ids)]
+
+    with ThreadPoolExecutor(4) as pool:
+        values = list(pool.map(lambda _: corpus.memo("k", compute), range(4)))
+    assert calls == [1] and all(v is values[0] for v in values)
