@@ -54,7 +54,12 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    TemporalError,
+    is_cancelled_exception,
+)
 
 from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
 from workflows.task_queues import STATUS_ATTRIBUTE
@@ -1031,9 +1036,10 @@ def _graph_run_instance() -> Any:
     Checked by marker, not by class: a sandbox (a ``Replayer``'s) imports this module again,
     and its class is not the worker's; LangGraph's module keeps one patch for both.
     """
-    if not workflow.in_workflow():
+    try:
+        instance = workflow.instance() if workflow.in_workflow() else None
+    except TemporalError:  # a workflow context outside its event loop (an eviction's teardown)
         return None
-    instance = workflow.instance()
     return instance if getattr(instance, "overseer_graph_run", False) else None
 
 
