@@ -84,42 +84,6 @@ def get_pipeline(name: str) -> PipelineSpec:
                             details={"known": sorted(CATALOGUE)}) from None
 
 
-def document_intake_options(settings: Settings) -> dict[str, Any]:
-    """The options snapshot a document_intake run starts with (thresholds, scores, dpi, limits)."""
-    return {
-        "thresholds": {"max_steps": 5, "complete_confidence": 0.9,
-                       "retry_below_confidence": 0.5, "max_retry_tries": 2,
-                       "max_review_tries": 3},
-        "exact_text_ocr_score": settings.exact_text_ocr_score,
-        "unknown_ocr_score": 0.5,
-        "review_min_evidence_score": settings.review_min_evidence_score,
-        "ocr_dpi": settings.ocr_dpi,
-        "retry_ocr_dpi": settings.retry_ocr_dpi,
-        "max_pages": settings.max_document_pages,
-        "max_pixels_per_page": settings.max_pixels_per_page,
-        "ocr_timeout_seconds": settings.ocr_timeout_seconds,
-        "approval_sla_seconds": settings.approval_sla_seconds,
-        "approval": approval_ladder_options(settings),
-        "llm_budget_usd": settings.llm_run_budget_usd,
-        "llm_budget_tokens": settings.llm_run_budget_tokens,
-    }
-
-
-def pricing_options(settings: Settings) -> dict[str, Any]:
-    """The options snapshot a pricing run starts with (policy, optimizer, sensitivity, limits)."""
-    return {
-        "policy": {"min_gap_pct": settings.pricing_min_gap_pct,
-                   "segment_overrides": dict(settings.pricing_segment_gaps),
-                   "region_overrides": dict(settings.pricing_region_gaps)},
-        "optimizer": {"objective": settings.pricing_objective,
-                      "max_change_pct": settings.pricing_max_change_pct},
-        "sensitivity": {"width": settings.pricing_sensitivity_width, "points": 9},
-        "max_iterations": settings.pricing_max_iterations,
-        "approval_sla_seconds": settings.approval_sla_seconds,
-        "approval": approval_ladder_options(settings),
-    }
-
-
 def request_options(metadata: dict[str, Any]) -> dict[str, Any]:
     """Per-run options a submitter may set in ``metadata``: LLM budget and model hint.
 

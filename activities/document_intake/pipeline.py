@@ -29,8 +29,9 @@ def make_input(ctx: Any) -> dict[str, Any]:
         ``run_id``, ``document`` (a reference), ``span`` (None), the field schema and
         options snapshots, ``max_steps`` and empty counters.
     """
+    from activities.document_intake.options import document_intake_options
     from activities.document_intake.schema import load_field_schema
-    from overseer.catalogue import document_intake_options, request_options
+    from overseer.catalogue import request_options
 
     options = {**document_intake_options(ctx.settings), **request_options(ctx.metadata)}
     return initial_state(ctx.run_id, ctx.document, options,
@@ -47,6 +48,14 @@ def initial_state(run_id: str, document: dict[str, Any], options: dict[str, Any]
         "max_steps": int(options.get("thresholds", {}).get("max_steps", 5)),
         "tries": 0, "tools_used": [], "record": {},
     }
+
+
+def record_fields() -> dict[str, dict[str, Any]]:
+    """The console's field form (``Pipeline.record_fields``): label and required flag per field."""
+    from activities.document_intake.schema import load_field_schema
+
+    return {f.name: {"label": f.label_variants[0], "required": f.required}
+            for f in load_field_schema().fields}
 
 
 def build_router() -> Any:
@@ -81,5 +90,6 @@ PIPELINE = Pipeline(
     node_snapshot=public_snapshot,
     split="document_intake.split",
     router=build_router,
+    record_fields=record_fields,
     worker_parts=worker_parts,
 )

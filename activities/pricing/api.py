@@ -38,10 +38,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import Catalog, current_catalog
+from activities.pricing.options import pricing_options
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
 from activities.pricing.run import initial_state
 from activities.pricing.tools import TOOLS
-from overseer.catalogue import get_pipeline, pricing_options
+from overseer.catalogue import get_pipeline
 from overseer.errors import (
     ConflictError,
     DependencyUnavailableError,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from activities.pricing.catalog import current_catalog
+from activities.pricing.options import pricing_options
 from activities.pricing.policy import PolicyConfig, PolicyReport, check_all_policies
-from overseer.catalogue import pricing_options
 from overseer.errors import InvalidRequestError, NotFoundError
 from services.api.deps import PoolDep, PrincipalDep, SettingsDep
 from services.api.schemas.pricing import PolicyCheckRequest, PolicyCheckResponse

@@ -15,9 +15,9 @@ from typing import Any
 
 import asyncpg
 
+from activities.document_intake.options import document_intake_options
 from activities.document_intake.pipeline import initial_state
 from activities.document_intake.schema import load_field_schema
-from overseer.catalogue import document_intake_options
 from overseer.documents import inspect_document, sniff_kind
 from overseer.graph_codec import decode, encode
 from overseer.settings import Settings

@@ -7,7 +7,7 @@ from services.api.routes.console import _field_rows, templates
 
 
 def test_an_unverified_value_is_shown_with_its_note_and_not_prefilled():
-    approval = SimpleNamespace(payload={
+    approval = SimpleNamespace(pipeline="document_intake", payload={
         "kind": "review", "record": {"student_name": "Ana Ruiz", "grade": None},
         "missing_fields": ["grade"],
         "proposal": {"updates": {}, "evidence": {}, "suggestions": {"grade": "9"},

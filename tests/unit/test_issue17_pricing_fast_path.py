@@ -13,8 +13,8 @@ from langchain_core.outputs import ChatGenerationChunk
 from activities import llm
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import load_catalog_file
+from activities.pricing.options import pricing_options
 from activities.pricing.router import resolve_scope
-from overseer.catalogue import pricing_options
 from overseer.settings import Settings
 from overseer.store.events import LLM_CALLED
 
@@ -116,10 +116,10 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
     import time
     import uuid
 
+    from activities.pricing.api import fast_path
     from activities.pricing.router import decide_route
     from overseer.store.events import fetch_events
     from services.api.deps import Principal
-    from activities.pricing.api import fast_path
     from services.api.schemas.pricing import ChatRequest
 
     run_id = str(uuid.uuid4())

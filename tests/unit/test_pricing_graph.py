@@ -11,8 +11,8 @@ from langgraph.types import Command
 
 from activities.pricing.catalog import SAMPLE_PATH, load_catalog_file
 from activities.pricing.graph import approval_payload, build_pricing_graph
+from activities.pricing.options import pricing_options
 from activities.pricing.router import decide_route, resolve_scope
-from overseer.catalogue import pricing_options
 from overseer.settings import Settings
 
 COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"

@@ -12,11 +12,6 @@ from langchain_core.messages import AIMessage
 
 from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
-from activities.pricing.catalog import load_catalog_file
-from activities.pricing.router import resolve_scope
-from overseer.catalogue import pricing_options
-from overseer.errors import InvalidRequestError
-from overseer.settings import Settings
 from activities.pricing.api import (
     KEEPALIVE,
     canonical,
@@ -25,6 +20,11 @@ from activities.pricing.api import (
     sse_frame,
     with_keepalive,
 )
+from activities.pricing.catalog import load_catalog_file
+from activities.pricing.options import pricing_options
+from activities.pricing.router import resolve_scope
+from overseer.errors import InvalidRequestError
+from overseer.settings import Settings
 
 GOLDEN = [
     (events.token("The"), 'data: {"token":"The","done":false}\n\n'),

@@ -20,9 +20,9 @@ from temporalio.worker import Replayer, Worker
 
 from activities import llm
 from activities.pricing.catalog import load_catalog_file
+from activities.pricing.options import pricing_options
 from activities.pricing.router import decide_route, resolve_scope
 from activities.pricing.run import initial_state
-from overseer.catalogue import pricing_options
 from overseer.graph_codec import decode, encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import math
 import uuid
 from datetime import UTC, datetime
@@ -56,6 +57,8 @@ from services.api.operations import (
 )
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, ReassignRequest
+
+log = logging.getLogger("overseer.api.console")
 
 CONSOLE_DIR = Path(__file__).resolve().parents[1] / "console"
 HTMX_VERSION = "2.0.11"
@@ -550,7 +553,7 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
     evidence: dict[str, Any] = payload.get("evidence") or {}
     missing = set(payload.get("missing_fields") or [])
     invalid: dict[str, Any] = payload.get("invalid_fields") or {}
-    specs = _field_specs()
+    specs = _field_specs(approval.pipeline)
     unverified = set(proposal.get("suggestions") or {})
     names = [n for n in specs if n in record or n in proposed or n in missing or n in unverified]
     names += sorted((set(record) | set(proposed) | missing | unverified) - set(names))
@@ -576,15 +579,17 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
     return rows
 
 
-def _field_specs() -> dict[str, dict[str, Any]]:
-    """Labels and required flags of document_intake's fields, in schema order."""
-    try:
-        from activities.document_intake.schema import load_field_schema
+def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
+    """Labels and required flags of the record a pipeline's approvals edit, in its order
+    (``Pipeline.record_fields``); ``{}`` when it declares none (the record's own keys show)."""
+    from overseer.pipelines import get_registry
 
-        schema = load_field_schema()
-    except Exception:  # a console without the pipeline's schema still shows the record
+    try:
+        fields = get_registry().get(pipeline).record_fields
+        return dict(fields()) if fields is not None else {}
+    except Exception:  # a console without the pipeline's fields still shows the record
+        log.warning("record fields of %s could not be read", pipeline, exc_info=True)
         return {}
-    return {f.name: {"label": f.label_variants[0], "required": f.required} for f in schema.fields}
 
 
 def _doc_pages(doc: DocumentRef | None, limit: int = 20) -> list[int]:
