@@ -4,7 +4,7 @@
 
     {"ts": "2026-05-01T12:00:00.123Z", "level": "info", "logger": "overseer.worker",
      "message": "stage completed", "service": "overseer-worker",
-     "trace_id": "…32 hex…", "span_id": "…16 hex…", "run_id": "…", "pipeline": "document_intake",
+     "trace_id": "…32 hex…", "span_id": "…16 hex…", "run_id": "…", "pipeline": "my_graph",
      "stage": "run_pipeline", "duration_ms": 812}
 
 - ``trace_id``/``span_id`` come from the current OpenTelemetry span, so a log line and

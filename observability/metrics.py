@@ -235,7 +235,7 @@ def observe_node(pipeline: str, node: str, duration_seconds: float, *, outcome: 
     """Record one graph-node (or other activity) attempt's duration.
 
     Args:
-        pipeline: e.g. ``document_intake``.
+        pipeline: the registry name of the run's graph.
         node: node or activity name, e.g. ``run_pipeline``.
         duration_seconds: wall-clock seconds of the attempt.
         outcome: ``ok`` or ``error``.

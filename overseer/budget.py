@@ -3,7 +3,7 @@
 Two gates use it: the graph runtime's own (every chat-model call of any graph is metered,
 and the run stops for an approval before its next node once the spend reaches the budget:
 :class:`workflows.graph_run.GraphRunWorkflow`) and a pipeline's own pre-call gate
-(document_intake's ``budget_gate`` node).
+(e.g. a ``budget_gate`` node that asks before a call it estimates too costly).
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ class Pipeline:
         node_snapshot: ``(state after the node) -> dict``: what each ``node.completed`` event
             merges into the run's result while it runs (live partial results), if anything.
         stream: ``(input) -> RunStream``: a pipeline with a stream protocol of its own (e.g.
-            pricing's chat SSE) maps the run's graph events onto its own topic; the run's
+            a chat SSE contract) maps the run's graph events onto its own topic; the run's
             generic ``graph`` topic is then not published, so the pipeline's offsets stay dense.
         split: name of an activity ``(input state) -> [dict, ...]`` that splits one
             submission into parts; with more than one part the run becomes a parent that

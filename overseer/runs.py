@@ -359,7 +359,7 @@ class ClaimedByOtherError(ConflictError):
 async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: str, arg: Any) -> Any:
     """Send the Update ``name`` (``decide``, ``claim``, ``release``, ``reassign``) to a run's workflow.
 
-    The one decision path for every pipeline (approvals API, console, pricing sign-off,
+    The one decision path for every pipeline (approvals API, console, pipelines' own routes,
     Agent Server resumes): the workflow's validator refuses before history, and the
     refusal is mapped once to a stable code.
 
