@@ -107,12 +107,14 @@ DEFAULT_RECURSION_LIMIT = 100
 GRAPH_STREAM_MODES = ("values", "updates", "custom")
 LEAN_EVENTS_PATCH = "lean-events"
 """Patch id of :meth:`GraphRunWorkflow.events_locally` (local-activity event writes)."""
+CARRIED_STREAM_ITEMS = 100
+"""Stream items a run hands to its next run when it continues as new (the newest)."""
 SPLIT_HEARTBEAT_SECONDS = 20
 """A pipeline's split activity heartbeats at least this often, so a dead worker is noticed."""
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
+"""Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 LLM_BUDGET_KIND = "llm_budget"
 """``kind`` of the approval payload of the runtime's own LLM budget stop."""
-"""Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 STREAM_TOPIC = "graph"
 """The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
 ``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
@@ -293,11 +295,15 @@ class GraphRunWorkflow(ApprovalGate):
             await self._continue_as_new(app)
         except ApplicationError:
             raise
-        except (asyncio.CancelledError, ActivityError) as err:
-            if isinstance(err, ActivityError) and not is_cancelled_exception(err):
-                raise
+        except asyncio.CancelledError:
             await self._cancelled()
             raise
+        except ActivityError as err:  # cancelled while a node ran, or a runtime activity failed
+            if is_cancelled_exception(err):
+                await self._cancelled()
+                raise
+            await self._snap(app, config)
+            await self._fail({"code": "activity_failed", "message": str(err)[:500], "node": None})
         except Exception as err:  # a bug in a workflow-placed node or router: fail once, named
             await self._snap(app, config)
             await self._fail({"code": NODE_ERROR, "message": f"{type(err).__name__}: {err}"[:500],
@@ -342,7 +348,7 @@ class GraphRunWorkflow(ApprovalGate):
         assert self._inp is not None
         inp, children = self._inp, []
         for index, part in enumerate(parts):
-            child_id = str(uuid.uuid5(uuid.UUID(inp.run_id), f"entry:{part.get('index', index)}"))
+            child_id = str(uuid.uuid5(uuid.UUID(inp.run_id), f"entry:{index}"))
             child_input = {**graph_input, **part}
             if "run_id" in graph_input:
                 child_input["run_id"] = child_id
@@ -638,6 +644,11 @@ class GraphRunWorkflow(ApprovalGate):
                                                          "nodes": self._executed})
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        # The stream goes along, its newest items only (values chunks hold whole states; the
+        # hand-over must stay small): a reader further behind is refused and reads from 0,
+        # which starts at the retained base.
+        end = self.stream._on_offset()
+        self.stream.truncate(max(0, end - CARRIED_STREAM_ITEMS))
         workflow.continue_as_new(dataclasses.replace(
             self._inp, carry=carry, stream_state=self.stream.get_state(),
             resume_from=None, thread_values=None))
