@@ -62,6 +62,8 @@ WAIT_BUCKETS_SECONDS = (0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 4 
 RUNS_STARTED = "overseer_runs_started_total"
 RUNS_COMPLETED = "overseer_runs_completed_total"
 RUN_DURATION = "overseer_run_duration_seconds"
+WORKFLOW_NODE_DURATION = "overseer_workflow_node_duration_seconds"
+"""Workflow-placed graph nodes (cheap, pure steps): workflow time, recorded replay-safe."""
 
 BUILD_INFO = Info("overseer_build", "Overseer version and the process that exports these metrics")
 
@@ -646,7 +648,7 @@ def _exemplar(trace_id: str | None) -> dict[str, str] | None:
 
 def metric_names() -> list[str]:
     """Every ``overseer_*`` sample family this version exports (for docs and tests)."""
-    names = {RUNS_STARTED, RUNS_COMPLETED, RUN_DURATION}
+    names = {RUNS_STARTED, RUNS_COMPLETED, RUN_DURATION, WORKFLOW_NODE_DURATION}
     for collector in (BUILD_INFO, NODE_DURATION, ACTIVITY_FAILURES, ROUTING_DECISIONS,
                       EVENTS_APPENDED, APPROVALS_REQUESTED, APPROVAL_DECISIONS, APPROVAL_WAIT,
                       APPROVAL_SLA_BREACHES, REVIEW_SUGGESTIONS, APPROVALS_PENDING,

@@ -75,9 +75,11 @@ with workflow.unsafe.imports_passed_through():
     from langgraph.config import get_stream_writer
     from langgraph.pregel import Pregel
     from langgraph.types import Command, interrupt
+    from opentelemetry import trace
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
+    from observability.metrics import WORKFLOW_NODE_DURATION
     from overseer.budget import check_budget_decision, over_budget
     from overseer.graph_codec import (
         CLAIM_CHECK_BYTES,
@@ -746,8 +748,19 @@ class GraphRunWorkflow(ApprovalGate):
                                   cause.message if cause else str(err)) from err
 
     def note_workflow_node(self, path: str, task: str, started: float) -> None:
-        """Buffer ``node.completed`` of a workflow-placed node (written with the next event)."""
+        """A workflow-placed node finished: its duration metric and span (replay-safe), and its
+        ``node.completed`` buffered (written with the next event)."""
         assert self._inp is not None
+        seconds = max(0.0, workflow.time() - started)
+        labels = {"pipeline": self._inp.pipeline, "node": path}
+        workflow.metric_meter().create_histogram_float(
+            WORKFLOW_NODE_DURATION, "Graph nodes placed in the workflow", "s").record(seconds, labels)
+        if not workflow.unsafe.is_replaying():
+            trace.get_tracer("overseer.graph").start_span(
+                f"langgraph.node {path}", attributes={
+                    "langgraph.node": path, "langgraph.graph": self._inp.pipeline,
+                    "overseer.pipeline": self._inp.pipeline, "overseer.run_id": self._inp.run_id,
+                    "overseer.placement": "workflow"}).end()
         if self._spec is not None and path in self._spec.progress_nodes:
             return  # recorded with its snapshot by _progress
         self._pending_events.append({
