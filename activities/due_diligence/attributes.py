@@ -44,6 +44,12 @@ _LAWS_OF = re.compile(
     r"\blaws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+|Commonwealth\s+of\s+|"
     r"Province\s+of\s+|Republic\s+of\s+|Kingdom\s+of\s+|Federal\s+Republic\s+of\s+)?"
     rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
+# "laws of the United States of America and the State of Delaware": the second place of a
+# conjunction after "laws of" is a choice of law too (the state is then the choice).
+_LAWS_OF_CONJUNCT = re.compile(
+    r"\blaws?\s+(?:of|in)\s+(?:the\s+)?[^.;]{0,60}?\b(?:and|or)\s+(?:the\s+)?(?:laws\s+of\s+(?:the\s+)?)?"
+    r"(?:State\s+of\s+|Commonwealth\s+of\s+|Province\s+of\s+)"
+    rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
 _PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+law\b)")
 STATE_CODES = {
@@ -65,6 +71,18 @@ _MONEY = re.compile(
     r"|(?:(?P<amount3>\d[\d,]*(?:\.\d+)?)\s?(?P<scale3>million|thousand)?\s?"
     r"(?P<code3>dollars|US\s+dollars|U\.S\.\s+dollars|euros?|pounds|USD|EUR|GBP))\b",
     re.IGNORECASE)
+# Amounts written out ("two thousand dollars U.S.", "five hundred (500) dollars").
+_UNITS_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "twenty-five": 25, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}
+_SCALE_WORDS = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
+_WORD_NUMBER = "|".join(sorted(map(re.escape, _UNITS_WORDS), key=len, reverse=True))
+_MONEY_WORDS = re.compile(
+    rf"\b(?P<words>(?:{_WORD_NUMBER})(?:[\s-]+(?:and\s+)?(?:{_WORD_NUMBER}|hundred|thousand|million))*)"
+    r"\s+(?:\(\s*[$]?\s*[\d,.]+\s*\)\s+)?(?:U\.?S\.?\s+)?dollars\b", re.IGNORECASE)
 _FEES_PAID = re.compile(
     r"\b(?:amounts?|fees?|price|sums?|charges?|license\s+fees?|consideration)\b[^.;]{0,60}?\b"
     r"(?:actually\s+)?(?:paid|payable|received)\b", re.IGNORECASE)
@@ -130,6 +148,8 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     hits: list[tuple[int, int, str]] = []
     for m in _LAWS_OF.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
+    for m in _LAWS_OF_CONJUNCT.finditer(window):
+        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _ADJ_LAW.finditer(window):
         hits.append((m.start("adj"), m.end("adj"), ADJECTIVE_LAW[m.group("adj")]))
     for m in _PLACE_LAW.finditer(window):
@@ -160,7 +180,37 @@ def money_amounts(text: str, start: int, end: int) -> list[dict[str, Any]]:
             continue
         amount *= {"million": 1e6, "thousand": 1e3, "k": 1e3}.get(scale, 1)
         out.append({"amount": amount, "currency": _currency(code), **span(text, m.start(), m.end())})
+    for m in _MONEY_WORDS.finditer(text, start, end):
+        if any(a["start"] < m.end() and m.start() < a["end"] for a in out):
+            continue
+        amount = _words_value(m.group("words"))
+        if amount:
+            out.append({"amount": float(amount), "currency": "USD", **span(text, m.start(), m.end())})
     return out
+
+
+def _words_value(raw: str) -> int:
+    """``"two thousand five hundred"`` → 2500 (0 when it does not parse)."""
+    total = current = 0
+    for token in re.findall(r"[a-z]+(?:-[a-z]+)?", raw.lower()):
+        if token == "and":
+            continue
+        if token in _SCALE_WORDS:
+            scale = _SCALE_WORDS[token]
+            if scale == 100:
+                current = max(current, 1) * 100
+            else:
+                total += max(current, 1) * scale
+                current = 0
+        else:
+            value = _UNITS_WORDS.get(token)
+            if value is None:
+                parts = [_UNITS_WORDS.get(p) for p in token.split("-")]
+                if None in parts:
+                    return 0
+                value = sum(p for p in parts if p is not None)
+            current += value
+    return total + current
 
 
 def liability_cap(text: str, start: int, end: int) -> dict[str, Any] | None:

@@ -27,6 +27,14 @@ def _w(n: int) -> str:
     return _ANY % n
 
 
+# What a confidentiality duty does with the protected information.
+_CI_VERBS = (r"disclos\w*|use[sd]?|using|protect\w*|safeguard\w*|keep|kept|hold|held|maintain\w*|"
+             r"return\w*|destroy\w*|reveal\w*|divulg\w*|confidence|secre(?:t|cy)|care|"
+             r"recei(?:ve|ved|ving)|means|includes?")
+# A licence, an agreement or rights under it; "contract" is the same instrument.
+_INSTRUMENT = r"agreement|license|licence|eula|sla|contract"
+
+
 CLAUSE_TYPES: dict[str, dict[str, Any]] = {
     "governing_law": {
         "label": "Governing law",
@@ -52,6 +60,8 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\b(?:in\s+no\s+event|under\s+no\s+circumstances?|in\s+no\s+case)\b{_w(250)}\b(?:liable|liability|responsible)\b",
             rf"\b(?:total|aggregate|cumulative|entire|maximum|sole)\b{_w(80)}\bliabilit(?:y|ies)\b{_w(250)}\b(?:not\s+exceed|shall\s+not\s+exceed|will\s+not\s+exceed|limited\s+to|exceed|not\s+to\s+exceed)\b",
             rf"\bliabilit(?:y|ies)\b{_w(120)}\b(?:shall|will|is|are)\s+(?:be\s+)?limited\s+to\b",
+            # "we will only be liable to you up to a maximum total limit of …"
+            rf"\bbe\s+(?:held\s+)?liable\b{_w(100)}\b(?:up\s+to|to\s+a\s+maximum|not\s+(?:to\s+)?exceed(?:ing)?)\b",
             rf"\b(?:shall|will|does|do)\s+not\s+(?:\w+\s+){{0,4}}?be\s+(?:held\s+)?(?:responsible\s+or\s+)?liable\b{_w(300)}\b(?:damages?|indirect|incidental|special|consequential|punitive|exemplary|lost\s+profits?|loss\s+of\s+(?:profits?|data|revenue|use|business))\b",
             rf"\bneither\b{_w(120)}\b(?:shall|will)\s+(?:\w+\s+){{0,3}}?be\s+(?:held\s+)?liable\b",
             r"\b(?:shall|will)\s+have\s+no\s+(?:\w+\s+){0,2}?liability\b",
@@ -125,7 +135,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\bdisclosed\b{_w(80)}\bto\s+any\s+(?:third\s+part|other\s+person)",
             rf"\b(?:shall|will|must|may)\s+not\s+(?:\w+\s+){{0,4}}disclose\b{_w(150)}\b(?:confidential|proprietary|information|third\s+part)",
             rf"\b(?:not|never)\s+(?:to\s+)?disclose\b{_w(120)}\b(?:confidential|proprietary|information)\b",
-            r"(?-i:\bConfidential\s+Information\b)",
+            # The defined term alone is not a duty ("export of … Confidential Information
+            # is subject to export laws"): it must come with something done to it.
+            rf"(?-i:\bConfidential\s+Information\b)(?i:{_w(200)}\b(?:{_CI_VERBS})\b)",
+            rf"(?i:\b(?:{_CI_VERBS})\b{_w(200)})(?-i:\bConfidential\s+Information\b)",
             r"\bconfidentiality\s+(?:obligations?|agreement|terms?|restrictions?)\b",
             r"\bnon-?disclosure\s+(?:agreement|obligations?)\b",
             # "(not) disclose … without (prior written) consent": a non-disclosure duty,
@@ -146,11 +159,15 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "retry_query": "change of control merger acquisition successor assigns delegate",
         "heading": r"assign|transfer",
         "triggers": [
-            rf"(?<!non-)(?<!non)\bassign(?:ment|ed|s)?\b{_w(120)}\b(?:agreement|license|licence|eula|sla|rights?|obligations?|interests?)\b",
-            rf"\b(?:agreement|license|licence|eula|sla|rights?|obligations?)\b{_w(100)}(?<!non-)(?<!non)\b(?:assign|assigned|assignable|assignment)\b",
+            rf"(?<!non-)(?<!non)\bassign(?:ment|ed|s)?\b{_w(120)}\b(?:{_INSTRUMENT}|rights?|obligations?|interests?)\b",
+            rf"\b(?:{_INSTRUMENT}|rights?|obligations?)\b{_w(100)}(?<!non-)(?<!non)\b(?:assign|assigned|assignable|assignment)\b",
             rf"\b(?:may\s+not|shall\s+not|will\s+not|cannot|must\s+not|not)\s+(?:\w+\s+){{0,4}}transfer\b{_w(60)}\b(?:rights?|license|licence)\s+(?:under|granted|to)\b",
-            r"\b(?:may|can)\s+transfer\s+(?:this|the)\s+(?:license|licence|agreement)\b",
-            rf"\b(?:may\s+not|shall\s+not|will\s+not|cannot|must\s+not|not)\s+(?:\w+\s+){{0,4}}transfer\b{_w(40)}\b(?:this|the|these|its|your)\s+(?:agreement|license|licence|eula|rights|terms)\b",
+            # The licence may be named through the product ("transfer the Software
+            # Product License to …", "transfer all of your rights under this EULA").
+            rf"\b(?:may|can)\s+(?:permanently\s+)?transfer\s+(?:this|the|your|all\s+(?:of\s+)?your)\s+(?:[\w-]+\s+){{0,3}}?(?:{_INSTRUMENT}|rights)\b",
+            rf"\b(?:may\s+not|shall\s+not|will\s+not|cannot|must\s+not|not)\s+(?:\w+\s+){{0,4}}transfer\b{_w(40)}\b(?:this|the|these|its|your)\s+(?:{_INSTRUMENT}|rights|terms)\b",
+            # "a one-time permanent transfer of this EULA and Software"
+            rf"\bpermanent(?:ly)?\s+(?:\w+\s+){{0,2}}?transfer(?:s|red)?\b{_w(80)}\b(?:{_INSTRUMENT}|rights?)\b",
             r"\bchange\s+(?:of|in)\s+control\b",
         ],
         "weak": [r"\bassign\w*\b", r"\bsuccessors?\s+and\s+(?:permitted\s+)?assigns\b"],
