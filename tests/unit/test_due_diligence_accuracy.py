@@ -1,9 +1,11 @@
-"""Accuracy of the offline clause extractor on the labelled set (30 real agreements).
+"""Accuracy of the offline clause extractor on the labelled sets (52 real agreements).
 
-Three label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
+Four label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
 (6 agreements labelled before the extractor first ran on them; its errors have since been
-read, so it is no longer unseen) and ``holdout2`` (4 agreements labelled before the
-extractor ever ran on them, never used to change a rule). Run the report:
+read and its labels adjudicated, so it is seen), ``holdout2`` (4 agreements; seen since
+rule pass 3 used its errors) and ``holdout3`` (12 agreements labelled and committed before
+the extractor ever ran on them, scored once after the last rule change of pass 3: the
+unseen estimate). Run the report:
 ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy`` (add ``--errors`` to list
 every miss). The test asserts the floors the doc reports.
 
@@ -33,12 +35,12 @@ from activities.due_diligence.text import sentences
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "due_diligence"
 LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml",
-              "holdout2": DATA / "labels_holdout2.yaml"}
+              "holdout2": DATA / "labels_holdout2.yaml", "holdout3": DATA / "labels_holdout3.yaml"}
 
 
-@lru_cache(maxsize=3)
+@lru_cache(maxsize=4)
 def labels(split: str = "dev") -> dict[str, dict[str, Any]]:
-    """The labelled agreements by licence key (``dev`` or ``holdout``)."""
+    """The labelled agreements by licence key (a :data:`LABEL_SETS` name)."""
     return yaml.safe_load(LABEL_SETS[split].read_text(encoding="utf-8"))["agreements"]
 
 
@@ -183,10 +185,22 @@ def test_accuracy_on_the_second_held_out_set() -> None:
     assert report["micro"]["recall"] >= 0.8, render(report)
 
 
+def test_accuracy_on_the_third_held_out_set() -> None:
+    """Held-out 3 (12 agreements labelled and committed before the extractor ever ran on
+    them; scored once after the last rule change, micro 0.97 / 0.86): the issue's micro targets."""
+    pytest.importorskip("licensedcode")
+    report = evaluate("holdout3")
+    assert report["bad_quotes"] == 0
+    assert report["micro"]["precision"] >= 0.9, render(report)
+    assert report["micro"]["recall"] >= 0.8, render(report)
+
+
 def test_every_anchor_is_in_its_agreement() -> None:
     """The labels themselves are consistent with the texts."""
     pytest.importorskip("licensedcode")
-    for key, label in {**labels("dev"), **labels("holdout"), **labels("holdout2")}.items():
+    every = [key for split in LABEL_SETS for key in labels(split)]
+    assert len(every) == len(set(every)), "an agreement is in two label sets"
+    for key, label in {k: v for split in LABEL_SETS for k, v in labels(split).items()}.items():
         text = license_text(key)
         for ctype, truth in label.items():
             assert ctype in CLAUSE_TYPE_NAMES, (key, ctype)
@@ -194,7 +208,7 @@ def test_every_anchor_is_in_its_agreement() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Prints both accuracy tables (and with ``--errors`` every miss)."""
+    """Prints every set's accuracy table (and with ``--errors`` every miss)."""
     for split in LABEL_SETS:
         report = evaluate(split)
         print(f"\n## {split} ({len(labels(split))} agreements)\n")  # noqa: T201
