@@ -28,7 +28,8 @@ from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
          "graph_throughput", "graph_throughput_local", "scanned_throughput", "recovery",
-         "text_throughput_2_workers", "parked_approvals", "api_post_no_worker", "api_post")
+         "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
+         "api_post_no_worker", "api_post")
 """Scenarios in running order: the API scenario last (it leaves runs queued behind it)."""
 
 QUICK = ("temporal_floor", "round_trips", "pipeline_latency", "text_throughput",
@@ -95,6 +96,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
 _FUNCS = {"temporal_floor": "temporal_floor", "pipeline_latency": "pipeline_latency",
           "text_throughput": "text_throughput", "scanned_throughput": "scanned_throughput",
           "recovery": "recovery", "parked_approvals": "parked_approvals",
+          "due_diligence_agreement": "due_diligence_agreement",
           "api_post_no_worker": "api_post_no_worker", "api_post": "api_post"}
 
 
