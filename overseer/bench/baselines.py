@@ -33,6 +33,23 @@ from overseer.store.events import RUN_COMPLETED, NewEvent
 from workflows.graph_run import GraphRunInput
 
 
+async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, Any]:
+    """The peer's checkpointer: ``(psycopg pool, AsyncPostgresSaver)`` set up on ``database_url``
+    (autocommit, no prepared statements, dict rows: what ``AsyncPostgresSaver`` expects).
+    Close the pool when done."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool(
+        database_url, min_size=pool_size, max_size=pool_size, open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+    await pool.open(wait=True)
+    saver = AsyncPostgresSaver(pool)
+    await saver.setup()
+    return pool, saver
+
+
 class LangGraphBaseline:
     """Plain LangGraph + ``AsyncPostgresSaver`` running document_intake in this process.
 
@@ -52,18 +69,9 @@ class LangGraphBaseline:
         self.app: Any = None
 
     async def __aenter__(self) -> LangGraphBaseline:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-
         from activities.document_intake.graph import build_document_intake_graph
 
-        self._pool = AsyncConnectionPool(
-            self.database_url, min_size=self.pool_size, max_size=self.pool_size, open=False,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        await self._pool.open(wait=True)
-        saver = AsyncPostgresSaver(self._pool)
-        await saver.setup()
+        self._pool, saver = await open_postgres_saver(self.database_url, self.pool_size)
         self.app = build_document_intake_graph(for_temporal=False).compile(checkpointer=saver)
         return self
 

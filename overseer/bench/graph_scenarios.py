@@ -94,18 +94,10 @@ class PlainGraphPeer:
         self.app: Any = None
 
     async def __aenter__(self) -> PlainGraphPeer:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-
+        from overseer.bench.baselines import open_postgres_saver
         from overseer.pipelines import get_registry
 
-        self._pool = AsyncConnectionPool(
-            self.database_url, min_size=self.pool_size, max_size=self.pool_size, open=False,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        await self._pool.open(wait=True)
-        saver = AsyncPostgresSaver(self._pool)
-        await saver.setup()
+        self._pool, saver = await open_postgres_saver(self.database_url, self.pool_size)
         self.app = get_registry().builder(self.graph).compile(checkpointer=saver)
         return self
 
