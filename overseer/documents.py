@@ -23,6 +23,7 @@ Reason codes in ``UnreadableDocumentError.details["reason"]`` (wire names, never
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import itertools
 import math
@@ -30,6 +31,7 @@ import multiprocessing
 import os
 import re
 import struct
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -39,14 +41,36 @@ from enum import StrEnum
 from functools import partial
 from typing import Any, Literal, NoReturn
 
-import cv2
 import numpy as np
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-import pytesseract
 from PIL import Image, ImageOps
 
 from overseer.errors import UnreadableDocumentError, UnsupportedDocumentError
+
+
+def _lazy_module(name: str) -> Any:
+    """``name`` imported on first attribute access (``importlib.util.LazyLoader``).
+
+    OpenCV and pytesseract (which imports pandas) add ~95 MB to a process; a worker that
+    never OCRs (text-layer PDFs, plain text, other pipelines) should not pay it at start
+    (issue 16: the worker's idle RSS).
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+cv2 = _lazy_module("cv2")
+pytesseract = _lazy_module("pytesseract")
 
 # Tesseract's LSTM engine spreads one page over every core with OpenMP, and on a busy
 # worker that oversubscription makes it several times slower (DESIGN.md §1). We run it

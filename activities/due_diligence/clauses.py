@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-import bm25s
 import numpy as np
 from rapidfuzz import fuzz
 
@@ -84,6 +83,8 @@ class DocumentIndex:
         self.sentences: list[Sentence] = sentences(text)
         self.chunks: list[Chunk] = chunks(text, self.sentences, chunk_chars)
         corpus = [_tokens(f"{c.heading} {text[c.start:c.end]}") or ["_empty_"] for c in self.chunks]
+        import bm25s  # ~94 MB with numba and scipy: loaded by the first search (issue 16)
+
         self._bm25 = bm25s.BM25()
         if corpus:
             self._bm25.index(corpus, show_progress=False)

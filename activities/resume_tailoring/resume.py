@@ -15,8 +15,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from activities.resume_tailoring.text import stems
 
 SECTION_ORDER = ("basics", "work", "projects", "volunteer", "education", "skills", "awards",
@@ -65,6 +63,8 @@ def schema_errors(resume: dict[str, Any]) -> list[str]:
     Structure only: ``format`` keywords are annotations in draft 4 (resume-schema's own
     sample has an empty profile URL and a URL without a scheme), so they are not enforced.
     """
+    import jsonschema  # ~33 MB: only where resumes are validated (worker idle RSS, issue 16)
+
     validator = jsonschema.Draft4Validator(resume_schema())
     return sorted(f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
                   for e in validator.iter_errors(resume))
