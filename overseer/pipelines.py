@@ -179,6 +179,10 @@ class Pipeline:
             starts one child run per part (input ``{**input, **part}``) and completes with
             outcome ``split``. It must heartbeat at least every 20 s while it works
             (``activities.heartbeat.with_heartbeats``), so a dead worker is noticed.
+        split_locally: ``(input state) -> bool``, pure: True when this input's split is short
+            (a text layer of a few pages), so it runs as a local activity in the run's own
+            workflow task instead of a scheduled activity (one task-queue round trip fewer;
+            docs/performance.md). Default: always a scheduled, heartbeating activity.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
             pipeline extends it through hooks).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
@@ -207,6 +211,7 @@ class Pipeline:
     result: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     split: str | None = None
+    split_locally: Callable[[Any], bool] | None = None
     stream: Callable[[Any], RunStream] | None = None
     workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None

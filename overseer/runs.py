@@ -305,7 +305,8 @@ async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> di
                                 ocr_timeout_seconds=settings.ocr_timeout_seconds)
         info = await asyncio.to_thread(inspect_document, upload.data, kind, limits)
         return {"sha256": sha, "kind": kind.value, "filename": filename,
-                "page_count": info.page_count, "size_bytes": len(upload.data),
+                "page_count": info.page_count, "has_text_layer": info.has_text_layer,
+                "size_bytes": len(upload.data),
                 "content_type": upload.content_type}
     return {"sha256": sha, "kind": "data", "filename": filename, "page_count": 0,
             "size_bytes": len(upload.data), "content_type": upload.content_type}

@@ -49,7 +49,7 @@ async def submit_document(pool: asyncpg.Pool, data: bytes, filename: str, *,
         sha = await store_artifact(conn, data, kind=kind.value, page_count=info.page_count,
                                    filename=filename, content_type=None)
         document = {"sha256": sha, "kind": kind.value, "filename": filename,
-                    "page_count": info.page_count}
+                    "page_count": info.page_count, "has_text_layer": info.has_text_layer}
         await append_events(conn, [NewEvent(
             run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="test",
             data={"pipeline": "document_intake", "workflow_id": f"document_intake-{run_id}",

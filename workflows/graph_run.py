@@ -109,6 +109,8 @@ DEFAULT_RECURSION_LIMIT = 100
 GRAPH_STREAM_MODES = ("values", "updates", "custom")
 LEAN_EVENTS_PATCH = "lean-events"
 """Patch id of :meth:`GraphRunWorkflow.events_locally` (local-activity event writes)."""
+LOCAL_SPLIT_PATCH = "local-split"
+"""Patch id: a short split (``Pipeline.split_locally``) runs as a local activity."""
 CARRIED_STREAM_ITEMS = 100
 """Stream items a run hands to its next run when it continues as new (the newest)."""
 SPLIT_HEARTBEAT_SECONDS = 20
@@ -329,16 +331,22 @@ class GraphRunWorkflow(ApprovalGate):
     async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
         """The pipeline's split activity on the run's input: one dict per part."""
         assert self._spec is not None and self._spec.split is not None
+        arg = to_jsonable(graph_input)
+        retry = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5,
+                            non_retryable_error_types=[NODE_ERROR])
         try:
-            parts: list[dict[str, Any]] = await workflow.execute_activity(
-                self._spec.split, to_jsonable(graph_input),
-                start_to_close_timeout=timedelta(minutes=30),
-                heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
-                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30),
-                                         maximum_attempts=5, non_retryable_error_types=[NODE_ERROR]),
-                summary="split the submission into parts")
-        except ActivityError as err:
-            cause = err.cause if isinstance(err.cause, ApplicationError) else None
+            if self._spec.split_locally is not None and self._spec.split_locally(arg) and \
+                    workflow.patched(LOCAL_SPLIT_PATCH):
+                parts: list[dict[str, Any]] = await workflow.execute_local_activity(
+                    self._spec.split, arg, start_to_close_timeout=timedelta(minutes=2),
+                    retry_policy=retry, summary="split the submission into parts")
+            else:
+                parts = await workflow.execute_activity(
+                    self._spec.split, arg, start_to_close_timeout=timedelta(minutes=30),
+                    heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
+                    retry_policy=retry, summary="split the submission into parts")
+        except (ActivityError, ApplicationError) as err:
+            cause = failure_cause(err)
             await self._fail({"code": cause.type if cause and cause.type else "activity_failed",
                               "message": cause.message if cause else str(err),
                               "node": self._spec.split})
@@ -740,10 +748,10 @@ class GraphRunWorkflow(ApprovalGate):
                 heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
                                    if opts.heartbeat_seconds else None),
                 retry_policy=policy, summary=opts.summary or path)
-        except ActivityError as err:
+        except (ActivityError, ApplicationError) as err:
             if is_cancelled_exception(err):
                 raise  # the run was cancelled: not the node's failure
-            cause = err.cause if isinstance(err.cause, ApplicationError) else None
+            cause = failure_cause(err)
             raise NodeFailedError(path, (cause.type if cause and cause.type else "activity_failed"),
                                   cause.message if cause else str(err)) from err
 
@@ -838,6 +846,18 @@ class GraphRunWorkflow(ApprovalGate):
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
+
+
+def failure_cause(err: BaseException) -> ApplicationError | None:
+    """The ``ApplicationError`` an activity or local activity failed with, if any.
+
+    A scheduled activity's failure arrives as ``ActivityError`` with the error as its
+    cause; a local activity's failure (sdk-core) arrives as the ``ApplicationError`` itself.
+    """
+    if isinstance(err, ApplicationError):
+        return err
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, ApplicationError) else None
 
 
 def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:

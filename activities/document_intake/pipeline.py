@@ -10,12 +10,27 @@ page text). Runs started before the graph runtime finish on the legacy
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from activities.document_intake.assess import public_snapshot
 from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
 from overseer.pipelines import Pipeline
+
+LOCAL_SPLIT_MAX_PAGES = 10
+"""A text-layer document of at most this many pages is split in a local activity."""
+
+
+def split_locally(state: Mapping[str, Any]) -> bool:
+    """Whether this run's split is short: a text layer (no OCR expected) of ≤ 10 pages.
+
+    ``Pipeline.split_locally``; pure (reads the document reference the API stored). A
+    scanned document's split OCRs every page, so it stays a heartbeating activity.
+    """
+    document = state.get("document") or {}
+    return bool(document.get("has_text_layer")) and document.get("kind") in ("pdf", "text") \
+        and 0 < int(document.get("page_count") or 0) <= LOCAL_SPLIT_MAX_PAGES
 
 
 def make_input(ctx: Any) -> dict[str, Any]:
@@ -89,6 +104,7 @@ PIPELINE = Pipeline(
     result=public_snapshot,
     node_snapshot=public_snapshot,
     split="document_intake.split",
+    split_locally=split_locally,
     router=build_router,
     record_fields=record_fields,
     worker_parts=worker_parts,

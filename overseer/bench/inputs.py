@@ -84,7 +84,8 @@ async def store_run(pool: asyncpg.Pool, doc: Doc, settings: Settings, *,
         sha = await store_artifact(conn, doc.data, kind=kind.value, page_count=info.page_count,
                                    filename=doc.filename, content_type=None)
         document = {"sha256": sha, "kind": kind.value, "filename": doc.filename,
-                    "page_count": info.page_count, "size_bytes": len(doc.data)}
+                    "page_count": info.page_count, "has_text_layer": info.has_text_layer,
+                    "size_bytes": len(doc.data)}
         await append_events(conn, [NewEvent(
             run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="api:bench",
             data={"pipeline": "document_intake", "workflow_id": f"document_intake-{run_id}",

@@ -117,6 +117,7 @@ async def test_batch_file_becomes_one_child_run_per_entry(
     result = await handle.result()
     assert result.outcome == "split"
     assert len(result.children) == 3
+    assert await _split_placement(handle) == "local_activity"  # a 3-page text layer
 
     async def children_done():
         rows = await db.fetch("SELECT status, result FROM runs WHERE parent_run_id = $1",
@@ -130,6 +131,37 @@ async def test_batch_file_becomes_one_child_run_per_entry(
 
     names = sorted(json.loads(r["result"])["record"]["student_name"] for r in rows)
     assert names == sorted(e.fields["student_name"] for e in entries)
+
+
+async def _split_placement(handle) -> str:
+    """Where the run's ``document_intake.split`` ran, from its history."""
+    history = await handle.fetch_history()
+    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name
+                 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")
+               and b"document_intake.split" in e.marker_recorded_event_attributes.SerializeToString()]
+    assert not ("document_intake.split" in scheduled and markers), "split ran twice"
+    return ("activity" if "document_intake.split" in scheduled
+            else "local_activity" if markers else "none")
+
+
+async def test_short_text_layer_split_runs_in_the_workflow_task(
+    dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str
+):
+    """A text-layer document of a few pages is split by a local activity (no task-queue round
+    trip: docs/performance.md); a scanned one by a scheduled, heartbeating activity."""
+    typed = await submit_document(db, corpus.render_typed_pdf([corpus.make_entry(41)]), "form.pdf")
+    scan = await submit_document(db, corpus.render_scanned_pdf([corpus.make_entry(42)]), "scan.pdf")
+    assert decode(scan.input)["document"]["has_text_layer"] is False
+    handles = [await _start(dev_server.client, inp, task_queue) for inp in (typed, scan)]
+    assert (await handles[0].result()).status == "completed"
+
+    async def placements():
+        found = [await _split_placement(h) for h in handles]
+        assert "none" not in found
+        return found
+    assert await assert_eventually(placements, timeout=120) == ["local_activity", "activity"]
+    await handles[1].cancel()
 
 
 async def test_corrupt_document_fails_once_without_retrying(

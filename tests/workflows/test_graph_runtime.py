@@ -170,6 +170,20 @@ async def test_poison_node_fails_once_with_the_node_named(dev_server, graph_work
     assert row["status"] == "failed"
 
 
+async def test_poison_local_activity_node_fails_the_run_named(dev_server, graph_worker, db,
+                                                              task_queue):
+    """A local activity's failure reaches the workflow as the ``ApplicationError`` itself (not
+    wrapped in ``ActivityError``); the run still records ``run.failed`` naming the node."""
+    run_id, handle = await start(dev_server.client, db, task_queue, "poison_local", {"topic": "x"})
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    failed = [e for e in await fetch_events(db, run_id) if e["type"] == "run.failed"]
+    assert failed and failed[0]["data"]["error"]["code"] == "node_error"
+    assert failed[0]["data"]["error"]["node"] == "buggy"
+    row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(run_id))
+    assert row["status"] == "failed"
+
+
 async def test_three_megabytes_of_state_pass_by_reference(dev_server, graph_worker, db,
                                                           task_queue):
     _, handle = await start(dev_server.client, db, task_queue, "big_state", {"topic": "x"})

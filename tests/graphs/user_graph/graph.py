@@ -199,6 +199,20 @@ def _poison() -> StateGraph:
 poison = _poison()
 
 
+def _poison_local() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("fine", lambda state: {"trail": ["fine"]})
+    graph.add_node("buggy", buggy, metadata={"overseer": {"run_in": "local_activity"}})
+    graph.add_edge(START, "fine")
+    graph.add_edge("fine", "buggy")
+    graph.add_edge("buggy", END)
+    return graph
+
+
+poison_local = _poison_local()
+"""The poison node placed in a local activity (its failure reaches the workflow unwrapped)."""
+
+
 def produce(state: State) -> dict[str, Any]:
     """About 3 MB of state: more than a Temporal payload may carry."""
     return {"items": ["x" * 1000 for _ in range(3000)]}
