@@ -44,6 +44,12 @@ class Settings(BaseSettings):
     task_queue: str = "overseer"
     search_attributes_enabled: bool = True
     """Upsert ``OverseerPipeline``/``OverseerStatus``; off for servers without them registered."""
+    worker_max_cached_workflows: int = Field(500, ge=0)
+    """Runs a worker keeps in memory (its sticky cache). A parked run costs ~0.2 MB while
+    cached; an evicted one is replayed from its history when its decision arrives
+    (docs/performance.md: 10,000 parked runs). 0 replays every workflow task."""
+    worker_max_concurrent_activities: int = Field(8, ge=1)
+    """Activity slots per worker (nodes, events, claim checks in flight)."""
 
     database_url: str | None = None
     """``postgresql://…`` of an external Postgres 15+; None starts the embedded server."""

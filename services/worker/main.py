@@ -84,7 +84,7 @@ def langgraph_plugin() -> LangGraphPlugin:
 
 
 def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: int = 8,
-                 max_cached_workflows: int = 1000) -> Worker:
+                 max_cached_workflows: int = 500) -> Worker:
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
@@ -137,7 +137,9 @@ async def serve(settings: Settings | None = None) -> None:
     pool = await create_pool(settings.database_url, max_size=settings.database_pool_max_size)
     runtime.configure(pool, settings)
     client = await connect_client(settings, temporal_runtime)
-    worker = build_worker(client, task_queue=settings.task_queue)
+    worker = build_worker(client, task_queue=settings.task_queue,
+                          max_concurrent_activities=settings.worker_max_concurrent_activities,
+                          max_cached_workflows=settings.worker_max_cached_workflows)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
