@@ -200,13 +200,37 @@ def load_field_schema(path: Path | None = None) -> FieldSchema:
     Returns:
         The validated schema.
 
+    The parsed schema is cached per file and reloaded when the file's modification time or
+    size changes: parsing YAML was a third of the API's CPU per ``POST`` (docs/performance.md).
+    The returned model is frozen and shared; do not mutate its lists.
+
     Raises:
         FieldSchemaError: the file is missing, is not YAML, or fails validation; the message
             names the file and the bad key (e.g. ``fields[2].kind``). Permanent.
     """
+    source = path if path is not None else Path(__file__).with_name(DEFAULT_SCHEMA_FILE)
+    try:
+        stat = source.stat()
+    except OSError as err:
+        raise FieldSchemaError(
+            f"{source}: cannot read field schema: {err}", details={"path": str(source)}
+        ) from err
+    key = (str(source), stat.st_mtime_ns, stat.st_size)
+    cached = _SCHEMA_CACHE.get(key)
+    if cached is None:
+        cached = _parse_field_schema(source)
+        if len(_SCHEMA_CACHE) >= 32:
+            _SCHEMA_CACHE.clear()
+        _SCHEMA_CACHE[key] = cached
+    return cached
+
+
+_SCHEMA_CACHE: dict[tuple[str, int, int], FieldSchema] = {}
+
+
+def _parse_field_schema(source: Path) -> FieldSchema:
     import yaml  # Imported here so that workflow code importing this module never loads it.
 
-    source = path if path is not None else Path(__file__).with_name(DEFAULT_SCHEMA_FILE)
     try:
         raw = yaml.safe_load(source.read_text(encoding="utf-8"))
     except OSError as err:

@@ -103,6 +103,19 @@ def test_missing_or_non_yaml_schema_file_is_a_schema_error(tmp_path: Path) -> No
         load_field_schema(listed)
 
 
+def test_parsed_schema_is_cached_until_the_file_changes(tmp_path: Path) -> None:
+    packaged = Path(load_field_schema.__code__.co_filename).with_name("fields.yaml")
+    path = tmp_path / "fields.yaml"
+    path.write_text(packaged.read_text(encoding="utf-8"), encoding="utf-8")
+    first = load_field_schema(path)
+    assert load_field_schema(path) is first  # not parsed again
+    path.write_text(path.read_text(encoding="utf-8").replace("version: 1", "version: 2", 1)
+                    + "\n", encoding="utf-8")
+    changed = load_field_schema(path)
+    assert changed is not first
+    assert changed.version == 2
+
+
 def test_regex_validator_from_the_schema_is_applied(tmp_path: Path) -> None:
     def only_lincoln(raw) -> None:
         raw["fields"][1]["validator"] = r"Lincoln .*"
