@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     (docs/performance.md: 10,000 parked runs). 0 replays every workflow task."""
     worker_max_concurrent_activities: int = Field(8, ge=1)
     """Activity slots per worker (nodes, events, claim checks in flight)."""
+    worker_nice: int = Field(5, ge=0, le=19)
+    """Added to the worker process's nice value at start, so an API on the same cores keeps
+    answering while the worker is saturated (docs/performance.md); 0 leaves it alone."""
 
     database_url: str | None = None
     """``postgresql://…`` of an external Postgres 15+; None starts the embedded server."""

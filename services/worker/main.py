@@ -6,6 +6,7 @@ Run with ``overseer worker`` (or ``python -m services.worker.main``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -133,6 +134,9 @@ async def serve(settings: Settings | None = None) -> None:
     setup_tracing("overseer-worker")
     if not settings.database_url:
         raise SystemExit("OVERSEER_DATABASE_URL is not set (overseer run sets it for you)")
+    if settings.worker_nice:
+        with contextlib.suppress(OSError):
+            os.nice(settings.worker_nice)  # the API on the same cores goes first
     temporal_runtime = setup_worker_telemetry(settings)
     pool = await create_pool(settings.database_url, max_size=settings.database_pool_max_size)
     runtime.configure(pool, settings)

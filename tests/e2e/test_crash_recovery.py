@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections import Counter
@@ -39,11 +40,15 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
     killed_at = time.monotonic()
-    stack.start_worker()
+    replacement = stack.start_worker()
 
     run = wait_for_status(sub, run_id, {"completed", "awaiting_approval", "failed"}, timeout=180)
     recovery_seconds = time.monotonic() - killed_at
     assert run["status"] in ("completed", "awaiting_approval"), run
+    # the worker lowered its own CPU priority (OVERSEER_WORKER_NICE, default 5) so the API
+    # on the same cores stays responsive
+    assert os.getpriority(os.PRIO_PROCESS, replacement.pid) - \
+        os.getpriority(os.PRIO_PROCESS, 0) == 5
     events = sub.get(f"/v1/runs/{run_id}/events").json()["items"]
     ids = [e["event_id"] for e in events]
     assert len(ids) == len(set(ids))
