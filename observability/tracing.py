@@ -13,7 +13,9 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, create_tracer_provider
 
 _provider: Any = None
@@ -22,14 +24,20 @@ _provider: Any = None
 def setup_tracing(service_name: str) -> Any:
     """Install the process's tracer provider named ``service_name`` (idempotent).
 
-    Spans are exported over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; otherwise
-    they are still created (so trace ids reach the event log) but go nowhere, and
-    nothing fails.
+    Spans are exported over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Otherwise
+    they are not recorded (:class:`RecordWhenExported`): trace ids still propagate and reach
+    the event log, but no span's attributes are built for nobody (about a tenth of the
+    worker's CPU per step, docs/performance.md). A span processor added later (a test's
+    in-memory exporter) turns recording on; ``OTEL_TRACES_SAMPLER`` (the OpenTelemetry
+    standard variable, e.g. ``always_on``) overrides the rule.
     """
     global _provider
     if _provider is not None:
         return _provider
-    provider = create_tracer_provider(resource=service_resource(service_name))
+    processors = _CountingSpanProcessor()
+    sampler = None if os.environ.get("OTEL_TRACES_SAMPLER") else RecordWhenExported(processors)
+    provider = create_tracer_provider(resource=service_resource(service_name), sampler=sampler,
+                                      active_span_processor=processors)
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
@@ -37,6 +45,43 @@ def setup_tracing(service_name: str) -> Any:
     trace.set_tracer_provider(provider)
     _provider = provider
     return provider
+
+
+class _CountingSpanProcessor(SynchronousMultiSpanProcessor):
+    """The provider's span processor list, which knows whether anything consumes spans."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def add_span_processor(self, span_processor: Any) -> None:
+        super().add_span_processor(span_processor)
+        self.count += 1
+
+
+class RecordWhenExported(Sampler):
+    """Record (and sample) spans only while the provider has a span processor.
+
+    Without one a recorded span is built and dropped; a non-recording span still carries
+    a valid trace id, so trace context propagates through Temporal headers and onto event
+    rows either way. The parent's sampled flag is not consulted: each process records
+    when it exports.
+    """
+
+    def __init__(self, processors: _CountingSpanProcessor) -> None:
+        self._processors = processors
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                      attributes: Any = None, links: Any = None,
+                      trace_state: Any = None) -> SamplingResult:
+        """``RECORD_AND_SAMPLE`` when a processor is installed, else ``DROP``."""
+        if self._processors.count:
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes, trace_state)
+        return SamplingResult(Decision.DROP, None, trace_state)
+
+    def get_description(self) -> str:
+        """The sampler's name, as OpenTelemetry reports it."""
+        return "RecordWhenExported"
 
 
 def service_resource(service_name: str) -> Resource:
