@@ -39,11 +39,14 @@ ADJECTIVE_LAW = {
 }
 
 _PLACES = sorted(US_STATES + COUNTRIES + PROVINCES, key=len, reverse=True)
-_PLACE = "|".join(re.escape(p) for p in _PLACES)
+# A line break may fall inside a place name ("England and\nWales").
+_PLACE = "|".join(r"\s+".join(map(re.escape, p.split())) for p in _PLACES)
+# Letters, not word characters, delimit it: emphasis marks may wrap the place
+# ("the _Law of England and Wales_").
 _LAWS_OF = re.compile(
-    r"\blaws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+|Commonwealth\s+of\s+|"
+    r"(?<![A-Za-z])laws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+|Commonwealth\s+of\s+|"
     r"Province\s+of\s+|Republic\s+of\s+|Kingdom\s+of\s+|Federal\s+Republic\s+of\s+)?"
-    rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
+    rf"(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
 # "laws of the United States of America and the State of Delaware": the second place of a
 # conjunction after "laws of" is a choice of law too (the state is then the choice).
 _LAWS_OF_CONJUNCT = re.compile(
@@ -86,9 +89,10 @@ _MONEY_WORDS = re.compile(
 _FEES_PAID = re.compile(
     r"\b(?:amounts?|fees?|price|sums?|charges?|license\s+fees?|consideration)\b[^.;]{0,60}?\b"
     r"(?:actually\s+)?(?:paid|payable|received)\b", re.IGNORECASE)
+# "limited 100% of the fees paid" (no "to") is a cap on the fees too.
 _CAP_CUE = re.compile(
     r"\b(?:not\s+(?:to\s+)?exceed|exceed|limited\s+to|in\s+excess\s+of|greater\s+of|lesser\s+of|"
-    r"capped\s+at|maximum\s+of|up\s+to)\b", re.IGNORECASE)
+    r"capped\s+at|maximum\s+of|up\s+to|limited(?=\s+\d{1,3}(?:\.\d+)?\s*%))\b", re.IGNORECASE)
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
@@ -295,6 +299,7 @@ def _role(raw: str) -> str:
 
 
 def _canonical_place(raw: str) -> str:
+    raw = " ".join(raw.split())
     for place in _PLACES:
         if place.lower() == raw.lower():
             return place.removeprefix("the ")

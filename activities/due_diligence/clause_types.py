@@ -20,7 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_ANY = r"[^.;]{0,%d}?"
+# A window inside one sentence: no full stop or semicolon, except the full stop of a
+# company suffix ("OpenVPN Technologies, Inc. be liable", "JGRAPH LTD. OR ITS SUPPLIERS").
+_COMPANY_DOT = r"(?:(?<=\bInc)|(?<=\bLtd)|(?<=\bCorp)|(?<=\bCo)|(?<=\bLLC)|(?<=\bPty)|(?<=\bPlc)|(?<=\bGmbH))\."
+_ANY = r"(?:[^.;]|" + _COMPANY_DOT + r"){0,%d}?"
 
 
 def _w(n: int) -> str:
@@ -42,7 +45,8 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "retry_query": "laws courts venue jurisdiction conflict of law principles dispute",
         "heading": r"governing\s+law|applicable\s+law|choice\s+of\s+law|jurisdiction|law\s+and\s+venue",
         "triggers": [
-            rf"\b(?:governed|construed|interpreted|enforced|controlled)\b{_w(120)}\b(?:by|under|in\s+accordance\s+with|pursuant\s+to)\b{_w(60)}(?:\blaws?\s+(?:of|in\s+force)\b|(?-i:\b[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?\s+law\b))",
+            # "laws of" may follow emphasis marks ("governed by the _Law of England and Wales_").
+            rf"\b(?:governed|construed|interpreted|enforced|controlled)\b{_w(120)}\b(?:by|under|in\s+accordance\s+with|pursuant\s+to)\b{_w(60)}(?:(?<![A-Za-z])laws?\s+(?:of|in\s+force)\b|(?-i:\b[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?\s+law\b))",
             rf"\blaws?\s+of\b{_w(80)}\b(?:shall\s+|will\s+)?(?:govern|governs|apply|applies|control|controls)\s+(?:this|these|the|all|any)\b",
             r"\b(?:English|Irish|Swiss|German|French|Dutch|Swedish|Finnish|Norwegian|Danish|Japanese|Israeli|Singapore|Scots|Austrian|Italian|Spanish|Belgian)\s+law\s+(?:shall|will|governs|applies)\b",
             r"\bgoverning\s+law\b[^.;]{0,40}\b(?:is|shall\s+be|will\s+be)\b[^.;]{0,20}\blaws?\b",
@@ -82,6 +86,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\bindemnif(?:y|ies|ied|ying)\b{_w(150)}\b(?:hold\s+(?:\w+\s+){{0,6}}harmless|defend)\b",
             rf"\b(?:defend|hold\s+(?:\w+\s+){{0,6}}harmless)\b{_w(120)}\bindemnif",
             rf"\b(?:you|licensee|customer|user|recipient|developer|distributor|licensor|company)\b{_w(40)}\bindemnify\b",
+            # A duty to defend named by what it covers, without "indemnify": "will be
+            # solely responsible for the investigation, defense, settlement and discharge of
+            # any such ... claim".
+            rf"\b(?:will|shall|is|are)\s+(?:be\s+)?(?:solely\s+|fully\s+|exclusively\s+)?responsible\s+for\s+(?:the\s+)?(?:[\w-]+,?\s+(?:and\s+)?){{0,2}}?defen[cs]e\b{_w(120)}\bclaims?\b",
         ],
         "weak": [r"\bindemnif\w*\b", r"\bhold\s+(?:\w+\s+){0,6}harmless\b"],
         "exclude": [r"\bsurviv", r"\bno\s+(?:obligation\s+to\s+)?indemnif"],
@@ -100,6 +108,14 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\bupon\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b{_w(120)}\b(?:shall|must|will)\b",
             # Ending the service for the user's breach is termination in all but name.
             rf"\b(?:may|will|can|reserves?\s+the\s+right\s+to)\s+(?:\w+\s+or\s+)?(?:suspend|stop|cease|discontinue)\s+(?:providing|your\s+access|access|the\s+services?|your\s+(?:use|account))\b{_w(120)}\bif\s+you\b{_w(40)}\b(?:not|fail|breach|violate)",
+            # The cue before the noun ("immediate and automatic termination of this license")
+            # and a permission that lapses or expires on its own ("the allowance lapses
+            # immediately and automatically").
+            r"\b(?:immediate|automatic)\s+(?:and\s+(?:immediate|automatic)\s+)?termination\s+of\s+(?:this|the|your|such|any)\b",
+            r"\b(?:lapse|expire)[sd]?\s+(?:\w+\s+){0,2}?(?:immediately|automatically)\b|\b(?:immediately|automatically)\s+(?:lapse|expire)[sd]?\b",
+            # A licence (key) revoked or expired ends the right to use.
+            rf"\b(?:licen[sc]es?|licen[sc]e\s+keys?|rights?)\b{_w(80)}\b(?:subject\s+to\s+revocation|(?:be|is|are|been)\s+(?:\w+\s+){{0,2}}?revoked)\b",
+            rf"\blicen[sc]e\s+keys?\b{_w(40)}\b(?:expires?|expired|becomes?\s+invalid)\b",
         ],
         "weak": [r"\bterminat\w+\b"],
         "exclude": [r"\bsurvive[sd]?\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b"],
@@ -169,6 +185,12 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # "a one-time permanent transfer of this EULA and Software"
             rf"\bpermanent(?:ly)?\s+(?:\w+\s+){{0,2}}?transfer(?:s|red)?\b{_w(80)}\b(?:{_INSTRUMENT}|rights?)\b",
             r"\bchange\s+(?:of|in)\s+control\b",
+            # A licence transfer named by what goes with it: "transfer all your license
+            # rights", "transfer the Software ... on a permanent basis", a transfer on
+            # condition that the recipient (other party) agrees to the terms.
+            rf"\btransfer\s+(?:all\s+(?:of\s+)?)?(?:your|its|their)\s+(?:[\w-]+\s+){{0,2}}?(?:rights|{_INSTRUMENT})\b",
+            rf"\btransfer\w*\b{_w(80)}\bon\s+a\s+permanent\s+basis\b",
+            rf"\btransfer\w*\b{_w(250)}\b(?:recipient|transferee|other\s+party|new\s+(?:user|owner|licensee))\b{_w(40)}\b(?:agrees?|accepts?)\b",
         ],
         "weak": [r"\bassign\w*\b", r"\bsuccessors?\s+and\s+(?:permitted\s+)?assigns\b"],
         "exclude": [r"\bsurviv", r"\bassigned\s+(?:to\s+)?(?:a\s+)?(?:value|number|name|id)\b",
@@ -220,7 +242,15 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\bexcept\s+as\s+(?:expressly\s+|otherwise\s+|specifically\s+)*(?:permitted|provided|authori[sz]ed|set\s+forth|stated)\b{_w(150)}\b(?:may\s+not|shall\s+not|will\s+not|not)\b",
         ],
         "weak": [r"\brestrictions?\b", r"\bprohibited\b"],
-        "exclude": [r"\bsurviv"],
+        "exclude": [r"\bsurviv",
+                    # Assigning the instrument itself is assignment, not a use restriction
+                    # ("This agreement and licenses granted by it may not be assigned,
+                    # sublicensed, or otherwise transferred"), unless a use is prohibited too.
+                    rf"(?s)\A(?!.*\b(?:reverse|decompil|disassembl|modif|cop(?:y|ies)|rent|lease|lend|distribut|sell|resell)\w*).*?\b(?:{_INSTRUMENT})s?\b{_w(60)}\b(?:may|shall|will|must|can)\s*not\s+be\s+(?:\w+,?\s+(?:or\s+|and\s+)?){{0,3}}?(?:assigned|transferred)\b",
+                    # A scope statement ("TSIMS shall not include ... modifications required
+                    # to adapt products") prohibits nothing; "does not include the right to
+                    # sublicense" does.
+                    r"\b(?:shall|will|does|do)\s+not\s+include\b(?![^.;]{0,40}\b(?:right|rights|licen[sc]e|permission)\b)"],
         "protective": False,
     },
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from activities.due_diligence import attributes as attrs
@@ -9,6 +11,7 @@ from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
 from activities.due_diligence.clauses import extract_clauses, validate
 from activities.due_diligence.ingest import ingest_text
 from activities.due_diligence.risk import score_risks
+from activities.due_diligence.text import Sentence, sentences
 
 pytest.importorskip("licensedcode")
 from activities.due_diligence.samples import license_text  # noqa: E402
@@ -95,3 +98,79 @@ def test_missing_protective_clause_is_a_risk() -> None:
     result = extract_clauses(ingest_text(license_text("amazon-redshift-jdbc")))
     risks = score_risks(result)
     assert "risk:no_governing_law" in {r["id"] for r in risks["items"]}
+
+
+# --- pass 4 rules (issue 13): real sentences from the seen sets (dev, held-out 1-3) ----------
+
+
+def _sentence_with(key: str, fragment: str) -> tuple[str, Sentence]:
+    """The text of a seen agreement and the sentence holding ``fragment`` (whitespace-insensitive)."""
+    text = license_text(key)
+    hit = re.search(r"\s+".join(re.escape(w) for w in fragment.split()), text)
+    assert hit, (key, fragment)
+    return text, next(s for s in sentences(text) if s.start <= hit.start() < s.end)
+
+
+def _validates(clause_type: str, key: str, fragment: str) -> bool:
+    """Whether that sentence passes its type's validation (a trigger, no exclusion)."""
+    text, sent = _sentence_with(key, fragment)
+    cand = {"start": sent.start, "end": sent.end, "quote": text[sent.start:sent.end],
+            "context_start": sent.context_start, "strength": 1.0}
+    valid, _ = validate(text, {clause_type: [cand]}, [clause_type])
+    return bool(valid[clause_type])
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # A company suffix's full stop does not end the window ("Inc. be liable", "LTD. OR").
+    ("limitation_of_liability", "openvpn-as-eula", "In no event shall OpenVPN Technologies, Inc. be liable"),
+    ("limitation_of_liability", "jgraph-general", "IN NO EVENT SHALL JGRAPH LTD. OR ITS SUPPLIERS BE LIABLE"),
+    # "Law" wrapped in emphasis marks.
+    ("governing_law", "jgraph-general", "governed by the _Law of England and Wales_"),
+    # The cue before "termination"; a permission that lapses; a licence key revoked or expired.
+    ("termination", "rar-winrar-eula", "the allowance lapses immediately and automatically"),
+    ("termination", "rar-winrar-eula", "shall result in immediate and automatic termination of this license"),
+    ("termination", "nvidia-apex-sdk-eula-2011", "will result in automatic termination of this license"),
+    ("termination", "openvpn-as-eula", "will be subject to revocation and deactivation"),
+    ("termination", "openvpn-as-eula", "Once an activated license key expires or becomes invalid"),
+    # A licence transfer named by what goes with it.
+    ("assignment", "jgraph-general", "You may transfer the Software and documentation on a permanent basis"),
+    ("assignment", "ati-eula", "transfer all your license rights in the Software"),
+    ("assignment", "rar-winrar-eula",
+     "may be permanently transferred, in its entirety, if the recipient agrees"),
+    # A duty to defend without the word "indemnify".
+    ("indemnification", "vnc-viewer-ios",
+     "will be solely responsible for the investigation, defense, settlement and discharge"),
+    # "does not include any right to: (i) redistribute" still prohibits.
+    ("license_restrictions", "duende-sla-2022", "does not include any right to: (i) redistribute"),
+])
+def test_pass4_rule_accepts_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert _validates(clause_type, key, fragment)
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # Assigning the agreement itself is assignment, not a use restriction.
+    ("license_restrictions", "openvpn-as-eula", "may not be assigned, sublicensed, or otherwise transferred"),
+    # A support-scope statement prohibits nothing.
+    ("license_restrictions", "tanuki-maintenance",
+     "TSIMS shall not include, without limitation, relocation or transfer"),
+])
+def test_pass4_rule_refuses_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert not _validates(clause_type, key, fragment)
+
+
+def test_pass4_negated_defence_duty_is_not_an_indemnity() -> None:
+    text = ("Licensor will not be responsible for the defense of any claim arising from "
+            "modifications made by you.")
+    cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    valid, _ = validate(text, {"indemnification": [cand]}, ["indemnification"])
+    assert valid["indemnification"] == []
+
+
+def test_pass4_attributes_on_seen_sentences() -> None:
+    text, sent = _sentence_with("jgraph-general", "governed by the _Law of England and Wales_")
+    found = attrs.jurisdiction(text, sent.start, sent.end)
+    assert found["name"] == "England and Wales"  # across the line break inside the name
+    assert text[found["start"]:found["end"]] == found["text"]
+    text, sent = _sentence_with("embedthis-tou-2022", "shall be limited 100% of the fees paid")
+    cap = attrs.liability_cap(text, sent.start, sent.end)
+    assert cap is not None and cap["basis"] == "fees_paid"
