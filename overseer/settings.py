@@ -117,24 +117,6 @@ class Settings(BaseSettings):
                                                                         "DRY_RUN"))
     """``DRY_RUN=1``: a fake model end to end, recorded as ``llm:dry-run``."""
 
-    pricing_catalog_path: Path | None = None
-    """Catalog CSV for the ``pricing`` pipeline; None uses the shipped sample (seed 003)."""
-    pricing_catalog_table: str | None = None
-    """Read the pricing catalog from this Postgres table instead of a CSV file."""
-    pricing_catalog_cache_seconds: float = 30.0
-    """How long the API reuses a catalog read from Postgres before reading it again."""
-    pricing_objective: Literal["margin", "revenue"] = "margin"
-    pricing_max_change_pct: float = 0.15
-    pricing_min_gap_pct: float = 0.02
-    """Default minimum gap between adjacent tiers (0.02 = 2 %)."""
-    pricing_segment_gaps: dict[str, float] = Field(
-        default_factory=lambda: {"premium": 0.05, "budget": 0.01})
-    pricing_region_gaps: dict[str, float] = Field(default_factory=dict)
-    pricing_max_iterations: int = 8
-    """Bound on orchestrator worker visits per run."""
-    pricing_sensitivity_width: float = 0.2
-    """Elasticity perturbation for the sensitivity band (0.2 = ±20 %)."""
-
     metrics_token: str | None = None
     """Bearer token both ``/metrics`` endpoints (API and worker) require; None = no auth
     (then only the bind address protects them). Prometheus: ``authorization: {credentials: …}``."""

@@ -41,6 +41,7 @@ from activities.pricing.catalog import Catalog, current_catalog
 from activities.pricing.options import pricing_options
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
 from activities.pricing.run import initial_state
+from activities.pricing.settings import get_pricing_settings
 from activities.pricing.tools import TOOLS
 from overseer.catalogue import get_pipeline
 from overseer.errors import (
@@ -147,7 +148,7 @@ async def chat(
     chosen, reason = effective_model(settings, model)
     log.info("chat model decision", extra={"hint": model, "chosen": chosen, "reason": reason})
     route = await route_message(body.message, plan=plan, settings=settings)
-    catalog = await current_catalog(settings, pool)
+    catalog = await current_catalog(pool)
     scope = resolve_scope(body.message, catalog, previous=previous_scope)
     run_id = (str(uuid.uuid5(CHAT_NAMESPACE, f"{principal.subject}:{idempotency_key}"))
               if idempotency_key else str(uuid.uuid4()))
@@ -359,11 +360,11 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                             "model_reason": reason}},
         )])
     options = pricing_options(settings)
+    own = get_pricing_settings()
     state = initial_state(
         run_id=run_id, message=body.message, plan=route.plan, scope=scope,
         catalog={"sha256": catalog.sha256, "items": len(catalog),
-                 "source": settings.pricing_catalog_table or str(settings.pricing_catalog_path
-                                                                 or "sample")},
+                 "source": own.catalog_table or str(own.catalog_path or "sample")},
         options=options, messages=[*history, {"role": "user", "content": body.message}],
         route=route.to_dict(), session_id=body.session_id, model=model, model_reason=reason,
         model_hint=hint)

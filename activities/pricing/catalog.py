@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from activities.pricing.settings import PricingSettings, get_pricing_settings
 from overseer.errors import InvalidRequestError
 
 DEFAULT_TIERS: tuple[str, ...] = ("new", "exchange", "repair", "usm")
@@ -433,14 +434,20 @@ if __name__ == "__main__":
 _catalog_cache: dict[str, tuple[float, Catalog]] = {}
 
 
-async def current_catalog(settings: Any, pool: Any) -> Catalog:
-    """The live catalog: a Postgres table (re-read every ``pricing_catalog_cache_seconds``) or a CSV."""
-    if settings.pricing_catalog_table:
-        cached = _catalog_cache.get(settings.pricing_catalog_table)
-        if cached and time.monotonic() - cached[0] < settings.pricing_catalog_cache_seconds:
+async def current_catalog(pool: Any, settings: PricingSettings | None = None) -> Catalog:
+    """The live catalog: a Postgres table (re-read every ``catalog_cache_seconds``) or a CSV.
+
+    Args:
+        pool: asyncpg pool (used only for a table catalog).
+        settings: default :func:`~activities.pricing.settings.get_pricing_settings`.
+    """
+    settings = settings or get_pricing_settings()
+    if settings.catalog_table:
+        cached = _catalog_cache.get(settings.catalog_table)
+        if cached and time.monotonic() - cached[0] < settings.catalog_cache_seconds:
             return cached[1]
         async with pool.acquire() as conn:
-            catalog = await load_catalog_table(conn, settings.pricing_catalog_table)
-        _catalog_cache[settings.pricing_catalog_table] = (time.monotonic(), catalog)
+            catalog = await load_catalog_table(conn, settings.catalog_table)
+        _catalog_cache[settings.catalog_table] = (time.monotonic(), catalog)
         return catalog
-    return load_catalog_file(settings.pricing_catalog_path)
+    return load_catalog_file(settings.catalog_path)

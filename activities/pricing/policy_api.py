@@ -29,7 +29,7 @@ async def check(body: PolicyCheckRequest, _: PrincipalDep, settings: SettingsDep
         raise InvalidRequestError("give items (explicit prices) or item_ids (catalog items)")
     entries = [i.model_dump() for i in body.items]
     if body.item_ids:
-        catalog = await current_catalog(settings, pool)
+        catalog = await current_catalog(pool)
         missing = [i for i in body.item_ids if catalog.get(i) is None]
         if missing:
             raise NotFoundError("unknown catalog items", details={"item_ids": missing[:20]})
