@@ -1,11 +1,12 @@
-"""Accuracy of the offline clause extractor on the labelled sets (52 real agreements).
+"""Accuracy of the offline clause extractor on the labelled sets (66 real agreements).
 
-Four label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
+Five label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
 (6 agreements labelled before the extractor first ran on them; its errors have since been
 read and its labels adjudicated, so it is seen), ``holdout2`` (4 agreements; seen since
-rule pass 3 used its errors) and ``holdout3`` (12 agreements labelled and committed before
-the extractor ever ran on them, scored once after the last rule change of pass 3: the
-unseen estimate). Run the report:
+rule pass 3 used its errors), ``holdout3`` (12 agreements; scored once after pass 3, seen
+since rule pass 4 used its errors) and ``holdout4`` (14 agreements labelled and committed
+before the extractor ever ran on them, scored once after the last rule change of pass 4:
+the unseen estimate). Run the report:
 ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy`` (add ``--errors`` to list
 every miss). The test asserts the floors the doc reports.
 
@@ -35,10 +36,11 @@ from activities.due_diligence.text import sentences
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "due_diligence"
 LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml",
-              "holdout2": DATA / "labels_holdout2.yaml", "holdout3": DATA / "labels_holdout3.yaml"}
+              "holdout2": DATA / "labels_holdout2.yaml", "holdout3": DATA / "labels_holdout3.yaml",
+              "holdout4": DATA / "labels_holdout4.yaml"}
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def labels(split: str = "dev") -> dict[str, dict[str, Any]]:
     """The labelled agreements by licence key (a :data:`LABEL_SETS` name)."""
     return yaml.safe_load(LABEL_SETS[split].read_text(encoding="utf-8"))["agreements"]
@@ -190,6 +192,18 @@ def test_accuracy_on_the_third_held_out_set() -> None:
     them; scored once after the last rule change, micro 0.97 / 0.86): the issue's micro targets."""
     pytest.importorskip("licensedcode")
     report = evaluate("holdout3")
+    assert report["bad_quotes"] == 0
+    assert report["micro"]["precision"] >= 0.9, render(report)
+    assert report["micro"]["recall"] >= 0.8, render(report)
+
+
+def test_accuracy_on_the_fourth_held_out_set() -> None:
+    """Held-out 4 (14 agreements labelled and committed before the extractor ever ran on
+    them; scored once after the last rule change of pass 4, micro 0.96 / 0.94; per type
+    not met for license_restrictions, audit_rights and auto_renewal recall): the issue's
+    micro targets."""
+    pytest.importorskip("licensedcode")
+    report = evaluate("holdout4")
     assert report["bad_quotes"] == 0
     assert report["micro"]["precision"] >= 0.9, render(report)
     assert report["micro"]["recall"] >= 0.8, render(report)
