@@ -26,6 +26,7 @@ from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from overseer.store.events import fetch_events
 from services.worker.main import build_worker
+from tests.helpers import assert_eventually
 
 AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
     "crunchbase_data_license.txt"
@@ -128,3 +129,49 @@ async def test_model_quotes_are_verified_in_a_real_run(dev_server, db, task_queu
     calls = [e for e in events if e["type"] == "llm.called"]
     assert calls and all(e["data"]["tool_calling"] and e["data"]["outcome"] == "ok"
                          for e in calls)
+
+
+async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server, db, task_queue,
+                                                                      fake_model) -> None:
+    """The runtime's generic LLM budget gate covers the clause agent: no budget of its own.
+
+    The agent calls the model through LangChain inside a node activity, so the node's
+    :class:`activities.graph_nodes.UsageMeter` counts its tokens and
+    :class:`workflows.graph_run.GraphRunWorkflow` stops before the next node once the
+    request's ``metadata.llm_budget_tokens`` is passed. Each scripted reply reports 360
+    tokens; ``initial_search`` makes two calls (720 > 100).
+    """
+    from workflows.approval import DecisionInput
+    from workflows.graph_run import GraphRunWorkflow
+
+    client = dev_server.client
+    settings = Settings(environment="test", task_queue=task_queue)
+    async with build_worker(client, task_queue=task_queue):
+        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
+                               subject="alice",
+                               metadata={"require_signoff": False, "llm_budget_tokens": 100},
+                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
+                                             "text/plain"))
+        handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
+
+        async def at_the_budget_stop() -> dict[str, Any]:
+            view = await handle.query(GraphRunWorkflow.get_status)
+            assert view.status == "awaiting_approval" and view.approval, view.status
+            return view.approval
+
+        approval = await assert_eventually(at_the_budget_stop, timeout=120)
+        payload = approval["payload"]
+        assert payload["kind"] == "llm_budget"
+        assert payload["node"] == "clause_extraction/validate_clauses"  # after the agent's step
+        assert payload["budget"]["spent_tokens"] == 720 and payload["budget"]["calls"] == 2
+        assert payload["budget"]["budget_tokens"] == 100
+        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="reject", decided_by="ops", note="over budget"))
+        assert (done.status, done.outcome) == ("rejected", "budget_denied")
+        result = await handle.result()
+    assert result["status"] == "rejected"
+    output = result["output"]
+    assert output["ingestion"]["text"] and "clauses" not in output  # stopped inside extraction
+    async with db.acquire() as conn:
+        events = await fetch_events(conn, run.run_id)
+    assert [e["type"] for e in events].count("llm.called") == 2
