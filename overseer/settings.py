@@ -44,10 +44,12 @@ class Settings(BaseSettings):
     task_queue: str = "overseer"
     search_attributes_enabled: bool = True
     """Upsert ``OverseerPipeline``/``OverseerStatus``; off for servers without them registered."""
-    worker_max_cached_workflows: int = Field(500, ge=0)
-    """Runs a worker keeps in memory (its sticky cache). A parked run costs ~0.2 MB while
-    cached; an evicted one is replayed from its history when its decision arrives
-    (docs/performance.md: 10,000 parked runs). 0 replays every workflow task."""
+    worker_max_cached_workflows: int = Field(100, ge=0)
+    """Runs a worker keeps in memory (its sticky cache; Temporal's default is 1000). A cached
+    run costs ~0.3 MB; an evicted one is replayed from its history at its next workflow
+    task, e.g. when its decision arrives (measured as cheap for a parked run:
+    docs/performance.md). Size it to the worker's memory, and above the number of runs with
+    work in flight at once, or every step of those runs replays. 0 replays every task."""
     worker_max_concurrent_activities: int = Field(8, ge=1)
     """Activity slots per worker (nodes, events, claim checks in flight)."""
     worker_nice: int = Field(5, ge=0, le=19)

@@ -85,7 +85,7 @@ def langgraph_plugin() -> LangGraphPlugin:
 
 
 def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: int = 8,
-                 max_cached_workflows: int = 500) -> Worker:
+                 max_cached_workflows: int = 100) -> Worker:
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
