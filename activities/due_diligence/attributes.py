@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from activities.due_diligence.text import is_abbreviation
+
 US_STATES = (
     "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut",
     "Delaware", "Florida", "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa",
@@ -323,6 +325,12 @@ _PART_END = re.compile(r";|\.(?=\s+[A-Z\"“(]|\s*$)")
 
 
 def _part_end(text: str, pos: int, limit: int) -> int:
-    """End of the sentence part starting at ``pos`` (next full stop or semicolon)."""
-    m = _PART_END.search(text, pos, limit)
-    return m.end() - 1 if m else limit
+    """End of the sentence part starting at ``pos`` (next full stop or semicolon).
+
+    An abbreviation's full stop ("ONE HUNDRED U.S. DOLLARS ($100.00)") does not end it.
+    """
+    for m in _PART_END.finditer(text, pos, limit):
+        if m.group() == "." and is_abbreviation(text, m.start()):
+            continue
+        return m.end() - 1
+    return limit

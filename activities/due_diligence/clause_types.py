@@ -116,6 +116,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # A licence (key) revoked or expired ends the right to use.
             rf"\b(?:licen[sc]es?|licen[sc]e\s+keys?|rights?)\b{_w(80)}\b(?:subject\s+to\s+revocation|(?:be|is|are|been)\s+(?:\w+\s+){{0,2}}?revoked)\b",
             rf"\blicen[sc]e\s+keys?\b{_w(40)}\b(?:expires?|expired|becomes?\s+invalid)\b",
+            # A right to terminate with words between "right" and "to" ("has the right, in
+            # addition and without prejudice to any other rights or remedies, to terminate
+            # this Agreement immediately").
+            rf"\bright\b{_w(120)}\bto\s+terminate\s+(?:this|the|these|your|its)\s+(?:{_INSTRUMENT}|terms|subscription|rights?|access)\b",
         ],
         "weak": [r"\bterminat\w+\b"],
         "exclude": [r"\bsurvive[sd]?\s+(?:any\s+)?(?:the\s+)?(?:termination|expiration)\b"],
@@ -166,7 +170,11 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",
                     r"\bpasswords?\b|\bcredentials?\b|\bpersonally\s+identif",
                     r"\bnon-?confidential\b",
-                    r"\bnot\s+(?:be\s+)?(?:considered|treated\s+as|deemed)\s+(?:\w+\s+)?confidential\b"],
+                    r"\bnot\s+(?:be\s+)?(?:considered|treated\s+as|deemed)\s+(?:\w+\s+)?confidential\b",
+                    # Saying what is Confidential Information ("the Software (i) is the
+                    # Confidential Information of WinZip") protects nothing unless the sentence
+                    # also imposes a duty (disclose, protect, keep, "remain confidential", …).
+                    r"(?s)\A(?!.*\b(?:disclos|protect|safeguard|keep|kept|hold|held|maintain|return|destroy|reveal|divulg|confidence|secre|treat|not\s+use|not\s+to\s+use|restrict)\w*)(?!.*\bconfidential(?!\s+information)\b).*\b(?:is|are|constitutes?|remains?)\s+(?:the\s+)?(?:\w+\s+){0,2}?(?-i:Confidential\s+Information)\b"],
         "protective": True,
     },
     "assignment": {
@@ -190,11 +198,17 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # condition that the recipient (other party) agrees to the terms.
             rf"\btransfer\s+(?:all\s+(?:of\s+)?)?(?:your|its|their)\s+(?:[\w-]+\s+){{0,2}}?(?:rights|{_INSTRUMENT})\b",
             rf"\btransfer\w*\b{_w(80)}\bon\s+a\s+permanent\s+basis\b",
+            # "transfer subject to ...'s license transfer authorization, all Your EULA": the
+            # object after a qualifying phrase.
+            rf"\b(?:may|can),?\s+(?:\w+,?\s+){{0,2}}?transfer\b{_w(100)}\ball\s+(?:of\s+)?your\s+(?:[\w-]+\s+){{0,2}}?(?:rights|{_INSTRUMENT})\b",
             rf"\btransfer\w*\b{_w(250)}\b(?:recipient|transferee|other\s+party|new\s+(?:user|owner|licensee))\b{_w(40)}\b(?:agrees?|accepts?)\b",
         ],
         "weak": [r"\bassign\w*\b", r"\bsuccessors?\s+and\s+(?:permitted\s+)?assigns\b"],
         "exclude": [r"\bsurviv", r"\bassigned\s+(?:to\s+)?(?:a\s+)?(?:value|number|name|id)\b",
                     r"\bassign\w*\b[^.;]{0,60}\bright,?\s+title,?\s+and\s+interest",
+                    # An assignment of IP ("hereby assigns to JSG joint ownership in ... the
+                    # copyrights") is not an assignment of the agreement.
+                    r"\bhereby\s+assigns?\b[^.;]{0,80}\b(?:ownership|copyrights?|patents?|intellectual\s+property)\b",
                     r"\bassigned\s+to\s+you\b"],
         "protective": False,
     },
@@ -205,6 +219,9 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "heading": r"renew",
         "triggers": [
             r"\b(?:automatic(?:ally)?|auto)[\s-]*renew\w*\b",
+            # The term "shall be automatically extended to one or more Renewal Term(s)", "will
+            # automatically be renewed", "is renewed automatically".
+            r"\bautomatically\s+(?:be\s+)?(?:extended|renewed|prolonged)\b|\b(?:extended|renewed|prolonged)\s+automatically\b",
             rf"\brenew(?:s|ed|al)?\b{_w(100)}\b(?:successive|additional|further|consecutive)\s+(?:\w+\s+){{0,3}}(?:periods?|terms?|years?|months?)\b",
             rf"\b(?:successive|additional|consecutive)\s+(?:\w+\s+){{0,3}}(?:renewal\s+)?(?:periods?|terms?)\b{_w(100)}\brenew",
             r"\bevergreen\b",
@@ -226,7 +243,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\b(?:certify|certification)\b{_w(80)}\b(?:in\s+)?(?:writing|compliance)\b{_w(80)}\b(?:compliance|agreement|terms)\b",
         ],
         "weak": [r"\baudit\w*\b"],
-        "exclude": [r"\bsurviv", r"\baudit\s+(?:logs?|trails?)\b"],
+        "exclude": [r"\bsurviv", r"\baudit\s+(?:logs?|trails?)\b",
+                    # A privacy notice's purposes for collected data ("may use the information
+                    # collected ... to verify compliance with" the agreement) grant no audit.
+                    r"\buse\s+(?:the\s+|such\s+|this\s+)?(?:information|data)\s+(?:(?:we|it|they)\s+)?collect(?:ed|s)?\b"],
         "protective": False,
     },
     "license_restrictions": {
@@ -235,11 +255,16 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "retry_query": "except as expressly permitted you may not copy distribute sell transfer derivative works",
         "heading": r"restrict|limitations\s+on\s+use|prohibit|you\s+may\s+not|conditions\s+of\s+use",
         "triggers": [
-            r"\b(?:shall|may|will|must|can|agrees?\s+to|agree\s+not\s+to)\s*(?:not|never)\b[^.]{0,400}?\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|lend|modify|adapt|translate|copy|reproduce|distribute|redistribute|sell|resell|derivative\s+works?|remove|alter|obscure|circumvent|combine|make\s+copies|incorporate)\b",
-            r"\b(?:not\s+to|you\s+(?:may|shall|will)\s+not|licensee\s+(?:may|shall|will)\s+not)\b[^.]{0,400}?\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|modify|copy|distribute|sell)\b",
+            r"\b(?:shall|may|will|must|can|agrees?\s+to|agree\s+not\s+to)\s*(?:not|never)\b[^.]{0,400}?\b(?<!without\sa\s)(?<!without\san\s)(?<!without\sany\s)(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|lend|modify|adapt|translate|copy|reproduce|distribute|redistribute|sell|resell|derivative\s+works?|remove|alter|obscure|circumvent|combine|make\s+copies|incorporate)\b",
+            r"\b(?:not\s+to|you\s+(?:may|shall|will)\s+not|licensee\s+(?:may|shall|will)\s+not)\b[^.]{0,400}?\b(?<!without\sa\s)(?<!without\san\s)(?<!without\sany\s)(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sub-?licen[sc]\w*|rent|lease|modify|copy|distribute|sell)\b",
             rf"\b(?:no|any)\s+(?:right|license|licence)\s+to\b{_w(100)}\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+|sublicen[sc]\w*|modify|distribute)\b",
             rf"\b(?:reverse[\s-]+engineer\w*|decompil\w+|disassembl\w+)\b{_w(150)}\b(?:prohibited|not\s+permitted|is\s+not\s+allowed|except|unless)\b",
             rf"\bexcept\s+as\s+(?:expressly\s+|otherwise\s+|specifically\s+)*(?:permitted|provided|authori[sz]ed|set\s+forth|stated)\b{_w(150)}\b(?:may\s+not|shall\s+not|will\s+not|not)\b",
+            # Limits of the grant without "may not": a use that needs a further approval or
+            # licence ("Commercial Use ... requires a signed approval"), a grant that "does not
+            # apply to" a use.
+            rf"\b(?:use|usage|distribution|redistribution|installation|deployment)\b{_w(80)}\brequires?\s+(?:a\s+|an\s+|the\s+)?(?:separate\s+|signed\s+|written\s+|prior\s+|express\s+|additional\s+|commercial\s+)*(?:approval|licen[sc]e|consent|agreement|permission)\b",
+            rf"\b(?:grant|licen[sc]e)\b{_w(30)}\b(?:explicitly\s+|expressly\s+)?does\s+not\s+(?:apply|extend)\s+to\s+(?:any\s+)?(?:[\w-]+\s+){{0,2}}?(?:use|usage|distribution|redistribution|deployment)\b",
         ],
         "weak": [r"\brestrictions?\b", r"\bprohibited\b"],
         "exclude": [r"\bsurviv",
@@ -247,6 +272,9 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
                     # ("This agreement and licenses granted by it may not be assigned,
                     # sublicensed, or otherwise transferred"), unless a use is prohibited too.
                     rf"(?s)\A(?!.*\b(?:reverse|decompil|disassembl|modif|cop(?:y|ies)|rent|lease|lend|distribut|sell|resell)\w*).*?\b(?:{_INSTRUMENT})s?\b{_w(60)}\b(?:may|shall|will|must|can)\s*not\s+be\s+(?:\w+,?\s+(?:or\s+|and\s+)?){{0,3}}?(?:assigned|transferred)\b",
+                    # ... and its active voice: "You may not assign, sublicense, sub-contract,
+                    # or otherwise transfer this Agreement, or any rights or obligations under it".
+                    rf"(?s)\A(?!.*\b(?:reverse|decompil|disassembl|modif|cop(?:y|ies)|rent|lease|lend|distribut|sell|resell)\w*).*?\b(?:may|shall|will|must|can)\s*not\s+(?:[\w-]+,?\s+(?:or\s+|and\s+)?){{0,5}}?(?:assign|transfer)\b(?:,?\s+(?:or\s+|and\s+)?[\w-]+){{0,5}}?\s+(?:this|the|these)\s+(?:{_INSTRUMENT}|terms)\b",
                     # A scope statement ("TSIMS shall not include ... modifications required
                     # to adapt products") prohibits nothing; "does not include the right to
                     # sublicense" does.

@@ -162,7 +162,7 @@ def _split_paragraph(text: str, para: Span) -> list[tuple[Span, int]]:
     segment = text[para.start:para.end]
     for match in _SENTENCE_END.finditer(segment):
         cut = para.start + match.end()
-        if _is_abbreviation(text, para.start + match.start()):
+        if is_abbreviation(text, para.start + match.start()):
             continue
         pieces.append(trim(text, start, cut))
         start = cut
@@ -213,8 +213,11 @@ def _starts_new_text(first_line: str, rest: str) -> bool:
     return opens and short and (tokens or [""])[-1] not in _CONNECTORS
 
 
-def _is_abbreviation(text: str, dot: int) -> bool:
-    """Whether the full stop at ``dot`` ends an abbreviation or an initial, not a sentence."""
+def is_abbreviation(text: str, dot: int) -> bool:
+    """Whether the full stop at ``dot`` ends an abbreviation or an initial, not a sentence.
+
+    ``U.S.``, ``e.g.``, ``Inc.``, ``Ltd.`` … (the list above) and single capital initials.
+    """
     if text[dot] != ".":
         return False
     begin = dot

@@ -174,3 +174,58 @@ def test_pass4_attributes_on_seen_sentences() -> None:
     text, sent = _sentence_with("embedthis-tou-2022", "shall be limited 100% of the fees paid")
     cap = attrs.liability_cap(text, sent.start, sent.end)
     assert cap is not None and cap["basis"] == "fees_paid"
+
+
+# Pass 5: rules learnt from held-out 4's errors (seen), each checked on a real sentence.
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # A renewal named "extended" ("shall be automatically extended to one or more Renewal Term(s)").
+    ("auto_renewal", "qt-commercial-agreement-4.4.1",
+     "shall be automatically extended to one or more Renewal Term"),
+    # A right to terminate with words between "right" and "to terminate".
+    ("termination", "vaadin-cvdl-4.0", "Licensor has the right, in addition and without prejudice"),
+    # A licence transfer whose object comes after a qualifying phrase.
+    ("assignment", "winzip-eula",
+     "You may, however, transfer subject to WinZip's license transfer authorization"),
+    # Limits of the grant without "may not".
+    ("license_restrictions", "jsel-2.0", "Commercial Use of Original Software requires a signed approval"),
+    ("license_restrictions", "jsel-2.0", "The grant explicitly does not apply to Commercial Use"),
+])
+def test_pass5_rule_accepts_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert _validates(clause_type, key, fragment)
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # Assigning the agreement itself, active voice, is assignment, not a use restriction.
+    ("license_restrictions", "telerik-eula",
+     "You may not assign, sublicense, sub-contract, or otherwise transfer this Agreement"),
+    ("license_restrictions", "tenable-nessus",
+     "You may not assign or otherwise transfer this Agreement without"),
+    # A definition ("can not be compiled ... without a copy") prohibits nothing.
+    ("license_restrictions", "vaadin-cvdl-4.0", "Developer who edits source code that can not be compiled"),
+    # Saying what is Confidential Information imposes no duty.
+    ("confidentiality", "winzip-eula",
+     "If the Software You have received with this EULA is a pre-commercial release"),
+    # An assignment of copyright ownership is not an assignment of the agreement.
+    ("assignment", "jsel-2.0", "Contributor hereby assigns to JSG joint ownership"),
+    # A privacy notice's purpose for collected data is not an audit right.
+    ("audit_rights", "leap-motion-sdk-2019", "Leap Motion may use the information collected to facilitate"),
+])
+def test_pass5_rule_refuses_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert not _validates(clause_type, key, fragment)
+
+
+def test_pass5_a_license_restriction_with_a_prohibited_use_still_counts() -> None:
+    # The active-voice assignment exclusion keeps sentences that also prohibit a use.
+    text = "You may not assign this Agreement or distribute the Software to any third party."
+    cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    valid, _ = validate(text, {"license_restrictions": [cand]}, ["license_restrictions"])
+    assert valid["license_restrictions"]
+
+
+def test_pass5_cap_read_across_an_abbreviation() -> None:
+    text, sent = _sentence_with("zendesk-appdev-api-2022",
+                                "SHALL IN NO EVENT EXCEED ONE HUNDRED U.S. DOLLARS")
+    cap = attrs.liability_cap(text, sent.start, sent.end)
+    assert cap is not None and cap["basis"] == "fixed_amount"
+    assert {a["amount"] for a in cap["amounts"]} == {100.0}
+    assert text[cap["start"]:cap["end"]] == cap["text"]
