@@ -1,12 +1,14 @@
-"""Accuracy of the offline clause extractor on the labelled sets (66 real agreements).
+"""Accuracy of the offline clause extractor on the labelled sets (82 real agreements).
 
-Five label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
+Six label sets: ``dev`` (30 agreements, used while writing the rules), ``holdout``
 (6 agreements labelled before the extractor first ran on them; its errors have since been
 read and its labels adjudicated, so it is seen), ``holdout2`` (4 agreements; seen since
 rule pass 3 used its errors), ``holdout3`` (12 agreements; scored once after pass 3, seen
 since rule pass 4 used its errors) and ``holdout4`` (14 agreements labelled and committed
-before the extractor ever ran on them, scored once after the last rule change of pass 4:
-the unseen estimate). Run the report:
+before the extractor ever ran on them, scored once after the last rule change of pass 4;
+seen since rule pass 5 used its errors) and ``holdout5`` (16 agreements labelled and
+committed before the extractor ever ran on them, scored once after the last rule change of
+pass 5: the unseen estimate). Run the report:
 ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy`` (add ``--errors`` to list
 every miss). The test asserts the floors the doc reports.
 
@@ -37,7 +39,7 @@ from activities.due_diligence.text import sentences
 DATA = Path(__file__).resolve().parents[1] / "data" / "due_diligence"
 LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml",
               "holdout2": DATA / "labels_holdout2.yaml", "holdout3": DATA / "labels_holdout3.yaml",
-              "holdout4": DATA / "labels_holdout4.yaml"}
+              "holdout4": DATA / "labels_holdout4.yaml", "holdout5": DATA / "labels_holdout5.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -204,6 +206,18 @@ def test_accuracy_on_the_fourth_held_out_set() -> None:
     micro targets."""
     pytest.importorskip("licensedcode")
     report = evaluate("holdout4")
+    assert report["bad_quotes"] == 0
+    assert report["micro"]["precision"] >= 0.9, render(report)
+    assert report["micro"]["recall"] >= 0.8, render(report)
+
+
+def test_accuracy_on_the_fifth_held_out_set() -> None:
+    """Held-out 5 (16 agreements labelled and committed before the extractor ever ran on
+    them; scored once after the last rule change of pass 5, micro 0.95 / 0.85; per type met
+    for 5 of 10, not for indemnification, confidentiality, auto_renewal, audit_rights and
+    license_restrictions): the issue's micro targets."""
+    pytest.importorskip("licensedcode")
+    report = evaluate("holdout5")
     assert report["bad_quotes"] == 0
     assert report["micro"]["precision"] >= 0.9, render(report)
     assert report["micro"]["recall"] >= 0.8, render(report)
