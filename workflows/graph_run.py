@@ -113,7 +113,7 @@ LOCAL_SPLIT_PATCH = "local-split"
 """Patch id: a short split (``Pipeline.split_locally``) runs as a local activity."""
 CARRIED_STREAM_ITEMS = 100
 """Stream items a run hands to its next run when it continues as new (the newest)."""
-SPLIT_HEARTBEAT_SECONDS = 5
+SPLIT_HEARTBEAT_SECONDS = 4
 """Heartbeat time-out of a pipeline's split activity: a dead worker is noticed within it
 (``activities.heartbeat.with_heartbeats`` sends one every 2 s while pages are OCR'd)."""
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
