@@ -36,7 +36,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +183,11 @@ class Pipeline:
             (a text layer of a few pages), so it runs as a local activity in the run's own
             workflow task instead of a scheduled activity (one task-queue round trip fewer;
             docs/performance.md). Default: always a scheduled, heartbeating activity.
+        local_nodes: ``(input state) -> node paths``, pure: activity nodes that run as local
+            activities for this input, because for it they are short (a text layer rather
+            than a scan). Saves a workflow task and a task-queue round trip per node; a
+            local activity holds the run's workflow task while it runs and does not
+            heartbeat, so name only nodes that finish in seconds for that input.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
             pipeline extends it through hooks).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
@@ -212,6 +217,7 @@ class Pipeline:
     node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     split: str | None = None
     split_locally: Callable[[Any], bool] | None = None
+    local_nodes: Callable[[Any], Collection[str]] | None = None
     stream: Callable[[Any], RunStream] | None = None
     workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None

@@ -33,6 +33,16 @@ def split_locally(state: Mapping[str, Any]) -> bool:
         and 0 < int(document.get("page_count") or 0) <= LOCAL_SPLIT_MAX_PAGES
 
 
+def local_nodes(state: Mapping[str, Any]) -> tuple[str, ...]:
+    """``run_pipeline`` as a local activity for a short text layer (``Pipeline.local_nodes``).
+
+    Reading a text layer of ≤ 10 pages and extracting from it takes well under a second,
+    so the run needs one workflow task instead of two. A scan's ``run_pipeline`` OCRs and
+    stays a heartbeating activity, as does ``retry_extraction`` (a 400 dpi re-OCR).
+    """
+    return ("run_pipeline",) if split_locally(state) else ()
+
+
 def make_input(ctx: Any) -> dict[str, Any]:
     """The graph's input state for a new run (``Pipeline.make_input``).
 
@@ -105,6 +115,7 @@ PIPELINE = Pipeline(
     node_snapshot=public_snapshot,
     split="document_intake.split",
     split_locally=split_locally,
+    local_nodes=local_nodes,
     router=build_router,
     record_fields=record_fields,
     worker_parts=worker_parts,

@@ -162,6 +162,10 @@ async def test_short_text_layer_split_runs_in_the_workflow_task(
         return found
     assert await assert_eventually(placements, timeout=120) == ["local_activity", "activity"]
     await handles[1].cancel()
+    # the typed form's one node ran in a local activity too: one workflow task, no activity
+    history = await handles[0].fetch_history()
+    assert not [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert sum(e.HasField("workflow_task_completed_event_attributes") for e in history.events) == 1
 
 
 async def test_corrupt_document_fails_once_without_retrying(
