@@ -84,8 +84,12 @@ def langgraph_plugin() -> LangGraphPlugin:
     return LangGraphPlugin(graphs=pipeline_parts()[2])
 
 
-def build_worker(client: Client, *, task_queue: str, max_concurrent_activities: int = 8,
-                 max_cached_workflows: int = 100) -> Worker:
+_DEFAULTS = Settings.model_fields
+
+
+def build_worker(client: Client, *, task_queue: str,
+                 max_concurrent_activities: int = _DEFAULTS["worker_max_concurrent_activities"].default,
+                 max_cached_workflows: int = _DEFAULTS["worker_max_cached_workflows"].default) -> Worker:
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
