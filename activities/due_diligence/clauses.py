@@ -279,10 +279,13 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
                    max_supporting: int = 2) -> list[dict[str, Any]]:
     """One finding per clause type: the best candidate with attributes and a confidence.
 
-    Confidence (0..1) = 0.55 for a trigger match (0.35 for a weak one) + 0.15 when the
-    section heading names the type + 0.15 × the chunk's relative BM25 score + 0.05 per
-    merged duplicate (up to 0.1) − 0.05 per search attempt after the first; scaled by
-    ``0.5 + 0.5 × OCR confidence`` on an OCR'd page.
+    Confidence (0..1) = 0.55 for a trigger match (0.35 for a weak one; − 0.15 when the
+    classifier doubts it; 0.35 + 0.4 × the classifier's score for a sentence only the
+    classifier proposed, :mod:`.classifier`) + 0.15 when the section heading names the
+    type + 0.15 × the chunk's relative BM25 score + 0.05 per merged duplicate (up to 0.1)
+    − 0.05 per search attempt after the first; scaled by ``0.5 + 0.5 × OCR confidence``
+    on an OCR'd page. A finding the classifier judged carries ``method`` and
+    ``classifier_score``.
 
     Returns:
         Findings in :data:`CLAUSE_TYPE_NAMES` order, ``not_found`` ones included.
@@ -304,7 +307,12 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
         quote = text[start:end]
         assert quote == best["quote"], "quote must be a verbatim slice of the text"
         page = page_of(pages, start)
-        confidence = (0.55 if best.get("strength", 1.0) >= 1.0 else 0.35)
+        method = best.get("method")
+        if method == "classifier":
+            confidence = 0.35 + 0.4 * float(best.get("classifier_score", 0.0))
+        else:
+            confidence = (0.55 if best.get("strength", 1.0) >= 1.0 else 0.35)
+            confidence -= 0.15 if method == "patterns, doubted" else 0.0
         confidence += 0.15 if best.get("heading_match") else 0.0
         confidence += 0.15 * float(best.get("bm25", 0.0))
         confidence += min(0.1, 0.05 * (int(best.get("merged", 1)) - 1 + len(cands) - 1))
@@ -332,6 +340,7 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
             "supporting": supporting,
             "search_attempt": int(best.get("attempt", 1)),
             "strategy": str(best.get("strategy") or STRATEGY),
+            **({"method": method, "classifier_score": best.get("classifier_score")} if method else {}),
         })
     return findings
 
@@ -411,10 +420,12 @@ def _page_ocr_confidence(pages: Sequence[Mapping[str, Any]], number: int) -> flo
 
 
 def extract_clauses(ingestion: Mapping[str, Any], *, max_attempts: int = 3,
-                    top_k: int = 8, chunk_chars: int = 1200) -> dict[str, Any]:
-    """Runs search → validate → retry → deduplicate → score without a graph (evaluation, tests).
+                    top_k: int = 8, chunk_chars: int = 1200,
+                    use_classifier: bool = True) -> dict[str, Any]:
+    """Runs search → validate → retry → deduplicate (+ classifier) → score without a graph.
 
-    Mirrors the clause-extraction subgraph exactly; see :mod:`.graph`.
+    Mirrors the clause-extraction subgraph exactly (evaluation, tests); see :mod:`.graph`.
+    ``use_classifier=False`` gives the patterns alone (the option of the same name).
     """
     text = ingestion["text"]
     signals = agreement_signals(text)
@@ -434,7 +445,12 @@ def extract_clauses(ingestion: Mapping[str, Any], *, max_attempts: int = 3,
         for name, cands in checked.items():
             if cands:
                 valid[name] = cands
-    findings = score_findings(ingestion, deduplicate(valid), attempts_by_type=tried)
+    merged = deduplicate(valid)
+    if use_classifier:
+        from activities.due_diligence.classifier import select
+
+        merged = select(text, merged)
+    findings = score_findings(ingestion, merged, attempts_by_type=tried)
     return clauses_result(findings, attempts=attempts, signals=signals)
 
 

@@ -145,8 +145,16 @@ def route_after_validation(state: ClauseSearchState) -> str:
 
 
 async def deduplicate(state: ClauseSearchState) -> dict[str, Any]:
-    """Subgraph node: merge near-duplicate candidates per type (rapidfuzz)."""
+    """Subgraph node: merge near-duplicate candidates per type (rapidfuzz), then classify.
+
+    The sentence classifier checks and completes the merged candidates
+    (:func:`.classifier.select`) unless ``options.use_classifier`` is off.
+    """
     merged = await asyncio.to_thread(clause_logic.deduplicate, state.get("candidates") or {})
+    if _options(state).use_classifier and state["ingestion"].get("is_agreement", True):
+        from activities.due_diligence.classifier import select
+
+        merged = await asyncio.to_thread(select, state["ingestion"]["text"], merged)
     return {"merged": merged}
 
 

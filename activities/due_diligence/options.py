@@ -17,6 +17,8 @@ class DueDiligenceOptions(BaseModel):
         ocr_dpi: resolution for OCR of scanned pages and images, dots per inch.
         max_pages: longer documents are refused as unreadable.
         ocr_timeout_seconds: Tesseract time limit per page.
+        use_classifier: let the sentence classifier (:mod:`.classifier`) check the
+            patterns' candidates and propose clauses they miss; off = patterns alone.
     """
 
     require_signoff: bool = False
@@ -26,3 +28,4 @@ class DueDiligenceOptions(BaseModel):
     ocr_dpi: int = Field(default=300, ge=100, le=600)
     max_pages: int = Field(default=200, ge=1)
     ocr_timeout_seconds: float = Field(default=120.0, gt=0)
+    use_classifier: bool = True

@@ -21,8 +21,8 @@ negative); a labelled type with no finding is a false negative.
 
 from __future__ import annotations
 
-import re
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,10 @@ import pytest
 import yaml
 
 from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
+from activities.due_diligence.classifier import anchor_spans
 from activities.due_diligence.clauses import extract_clauses
 from activities.due_diligence.ingest import ingest_text
 from activities.due_diligence.samples import license_text
-from activities.due_diligence.text import sentences
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "due_diligence"
 LABEL_SETS = {"dev": DATA / "labels.yaml", "holdout": DATA / "labels_holdout.yaml",
@@ -48,28 +48,15 @@ def labels(split: str = "dev") -> dict[str, dict[str, Any]]:
     return yaml.safe_load(LABEL_SETS[split].read_text(encoding="utf-8"))["agreements"]
 
 
-def anchor_spans(text: str, anchors: list[str]) -> list[tuple[int, int]]:
-    """Each anchor's occurrences widened to their sentences (whitespace-insensitive).
-
-    Raises:
-        ValueError: an anchor that does not occur in the text (a labelling error).
-    """
-    sents = sentences(text)
-    spans: list[tuple[int, int]] = []
-    for anchor in anchors:
-        pattern = r"\s+".join(re.escape(w) for w in anchor.split())
-        hits = list(re.finditer(pattern, text))
-        if not hits:
-            raise ValueError(f"anchor not in text: {anchor!r}")
-        for hit in hits:
-            covering = [s for s in sents if s.start < hit.end() and hit.start() < s.end]
-            spans.extend((min(s.context_start, s.start), s.end) for s in covering)
-            spans.append((hit.start(), hit.end()))
-    return spans
-
-
-def evaluate(split: str = "dev", keys: list[str] | None = None) -> dict[str, Any]:
+def evaluate(split: str = "dev", keys: list[str] | None = None,
+             extract: Callable[[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Scores the extractor on the labelled set.
+
+    Args:
+        split: a :data:`LABEL_SETS` name.
+        keys: only these agreements.
+        extract: ``(key, text) -> clauses result``; default :func:`extract_clauses` on the
+            ingested text (the cross-validation plugs in other extractors).
 
     Returns:
         ``{per_type: {type: {tp, fp, fn, precision, recall}}, micro: {...},
@@ -84,7 +71,7 @@ def evaluate(split: str = "dev", keys: list[str] | None = None) -> dict[str, Any
         if keys and key not in keys:
             continue
         text = license_text(key)
-        result = extract_clauses(ingest_text(text))
+        result = extract(key, text) if extract else extract_clauses(ingest_text(text))
         by_type = {f["clause_type"]: f for f in result["findings"]}
         for finding in result["findings"]:
             if finding["status"] == "found" and text[finding["start"]:finding["end"]] != finding["quote"]:
