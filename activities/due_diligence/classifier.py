@@ -3,8 +3,8 @@
 The trigger patterns of :mod:`.clause_types` are precise on phrasings they know and blind
 to the rest; five rule passes fixed seen phrasings without generalising to new vendors
 (docs/due-diligence.md, "Accuracy"). This module adds a second, independent judge: one
-logistic regression per clause type over TF-IDF word 1–2-grams of a sentence, its list
-lead-in and its section heading (scikit-learn), trained on every sentence of the labelled
+logistic regression per clause type over TF-IDF word 1–2-grams and character 3–5-grams of
+a sentence, its list lead-in and its section heading (scikit-learn), trained on every sentence of the labelled
 agreements in ``tests/data/due_diligence/`` (a sentence is positive for a type when it
 overlaps one of the type's anchors). The trained weights ship with the package as
 ``clause_classifier.npz`` (plain arrays, no pickle); ``python -m
@@ -87,50 +87,64 @@ def sentence_document(text: str, start: int, end: int, context_start: int, headi
             + " ".join("head_" + w for w in heading.split()))
 
 
+VIEWS = (("word", (1, 2)), ("char_wb", (3, 5)))
+"""The TF-IDF views concatenated as features: word 1–2-grams and character 3–5-grams
+within words (the latter carries inflections and compounds — "sub-license", "renewals" —
+that whole words miss; chosen by leave-one-set-out cross-validation, docs pass 6)."""
+
+
 @dataclass
 class ClauseClassifier:
-    """One logistic regression per clause type over a shared TF-IDF vocabulary.
+    """One logistic regression per clause type over concatenated TF-IDF views (:data:`VIEWS`).
 
     Attributes:
-        vocabulary: 1- and 2-grams in column order.
-        idf: inverse document frequency per column, shape ``(V,)``.
-        coef: weights, shape ``(len(CLAUSE_TYPE_NAMES), V)``.
+        vocabularies: per view, its terms in column order.
+        idfs: per view, inverse document frequency per column.
+        coef: weights, shape ``(len(CLAUSE_TYPE_NAMES), total columns)``.
         intercept: shape ``(len(CLAUSE_TYPE_NAMES),)``.
         meta: how it was trained (label files and their SHA-256, sentence counts,
             hyper-parameters, scikit-learn version).
     """
 
-    vocabulary: list[str]
-    idf: np.ndarray
+    vocabularies: list[list[str]]
+    idfs: list[np.ndarray]
     coef: np.ndarray
     intercept: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def _vectorizer(self) -> Any:
-        vec = self.__dict__.get("_vec")
-        if vec is None:
+    def _vectorizers(self) -> list[Any]:
+        vecs = self.__dict__.get("_vecs")
+        if vecs is None:
             from sklearn.feature_extraction.text import TfidfVectorizer  # first use only
 
-            vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True,
-                                  vocabulary={t: i for i, t in enumerate(self.vocabulary)})
-            vec.idf_ = self.idf
-            self.__dict__["_vec"] = vec
-        return vec
+            vecs = []
+            for (analyzer, ngrams), vocab, idf in zip(VIEWS, self.vocabularies, self.idfs, strict=True):
+                vec = TfidfVectorizer(analyzer=analyzer, ngram_range=ngrams, sublinear_tf=True,
+                                      vocabulary={t: i for i, t in enumerate(vocab)})
+                vec.idf_ = idf
+                vecs.append(vec)
+            self.__dict__["_vecs"] = vecs
+        return vecs
 
     def scores(self, documents: Sequence[str]) -> np.ndarray:
         """Probability per document and clause type, shape ``(len(documents), 10)``, 0..1."""
         if not documents:
             return np.zeros((0, len(CLAUSE_TYPE_NAMES)))
-        x = self._vectorizer.transform(list(documents))
+        from scipy.sparse import hstack
+
+        x = hstack([v.transform(list(documents)) for v in self._vectorizers]).tocsr()
         logits = np.asarray(x @ self.coef.T) + self.intercept
         return 1.0 / (1.0 + np.exp(-logits))
 
     def save(self, path: Path = MODEL_PATH) -> None:
         """Writes the weights as a compressed ``.npz`` of plain arrays (no pickle; float16 weights)."""
-        np.savez_compressed(path, vocabulary=np.array(self.vocabulary), idf=self.idf.astype(np.float32),
-                            coef=self.coef.astype(np.float16), intercept=self.intercept,
-                            meta=np.array(json.dumps(self.meta, sort_keys=True)))
+        arrays: dict[str, np.ndarray] = {}
+        for i, (vocab, idf) in enumerate(zip(self.vocabularies, self.idfs, strict=True)):
+            arrays[f"vocabulary_{i}"] = np.array(vocab)
+            arrays[f"idf_{i}"] = idf.astype(np.float32)
+        np.savez_compressed(path, coef=self.coef.astype(np.float16), intercept=self.intercept,
+                            meta=np.array(json.dumps(self.meta, sort_keys=True)), **arrays)
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> ClauseClassifier:
@@ -140,7 +154,8 @@ class ClauseClassifier:
             FileNotFoundError: no model at ``path``.
         """
         with np.load(path, allow_pickle=False) as z:
-            return cls(vocabulary=[str(t) for t in z["vocabulary"]], idf=z["idf"].astype(np.float64),
+            return cls(vocabularies=[[str(t) for t in z[f"vocabulary_{i}"]] for i in range(len(VIEWS))],
+                       idfs=[z[f"idf_{i}"].astype(np.float64) for i in range(len(VIEWS))],
                        coef=z["coef"].astype(np.float64), intercept=z["intercept"],
                        meta=json.loads(str(z["meta"])))
 
@@ -284,6 +299,7 @@ def train(agreements: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]], *,
     from sklearn import __version__ as sklearn_version
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
+    from scipy.sparse import hstack
 
     docs: list[str] = []
     blocks: list[np.ndarray] = []
@@ -295,18 +311,19 @@ def train(agreements: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]], *,
     empty = [t for j, t in enumerate(CLAUSE_TYPE_NAMES) if not y_all[:, j].any()]
     if empty:
         raise ValueError(f"no positive training sentence for {empty}")
-    vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=min_df)
-    x = vec.fit_transform(docs)
-    fits = [LogisticRegression(C=c, max_iter=2000).fit(x, y_all[:, j])
+    vecs = [TfidfVectorizer(analyzer=analyzer, ngram_range=ngrams, sublinear_tf=True, min_df=min_df)
+            for analyzer, ngrams in VIEWS]
+    x = hstack([v.fit_transform(docs) for v in vecs]).tocsr()
+    fits = [LogisticRegression(C=c, max_iter=3000).fit(x, y_all[:, j])
             for j in range(len(CLAUSE_TYPE_NAMES))]
-    vocabulary = [t for t, _ in sorted(vec.vocabulary_.items(), key=lambda kv: kv[1])]
     info = {**(meta or {}), "agreements": len(agreements), "sentences": len(docs),
             "positives": {t: int(y_all[:, j].sum()) for j, t in enumerate(CLAUSE_TYPE_NAMES)},
-            "C": c, "min_df": min_df, "scikit_learn": sklearn_version,
-            "types": list(CLAUSE_TYPE_NAMES)}
-    return ClauseClassifier(vocabulary=vocabulary, idf=np.asarray(vec.idf_),
-                            coef=np.stack([f.coef_[0] for f in fits]),
-                            intercept=np.array([f.intercept_[0] for f in fits]), meta=info)
+            "C": c, "min_df": min_df, "views": [list(v) for v in VIEWS],
+            "scikit_learn": sklearn_version, "types": list(CLAUSE_TYPE_NAMES)}
+    return ClauseClassifier(
+        vocabularies=[[t for t, _ in sorted(v.vocabulary_.items(), key=lambda kv: kv[1])] for v in vecs],
+        idfs=[np.asarray(v.idf_) for v in vecs], coef=np.stack([f.coef_[0] for f in fits]),
+        intercept=np.array([f.intercept_[0] for f in fits]), meta=info)
 
 
 def label_digest(files: Sequence[Path]) -> dict[str, str]:
@@ -341,7 +358,7 @@ def main(argv: Sequence[str]) -> int:
     model = train_from_label_files()
     model.save(out)
     print(f"{out}: {model.meta['agreements']} agreements, {model.meta['sentences']} sentences, "  # noqa: T201
-          f"{len(model.vocabulary)} terms; positives {model.meta['positives']}")
+          f"{sum(len(v) for v in model.vocabularies)} features; positives {model.meta['positives']}")
     return 0
 
 

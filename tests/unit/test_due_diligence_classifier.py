@@ -35,7 +35,7 @@ def test_shipped_model_is_trained_on_the_current_labels() -> None:
     files = [clf._LABELS / name for name in clf.TRAINING_LABEL_FILES]
     assert model.meta["label_files"] == clf.label_digest(files)
     assert model.meta["types"] == list(CLAUSE_TYPE_NAMES)
-    assert model.coef.shape == (len(CLAUSE_TYPE_NAMES), len(model.vocabulary))
+    assert model.coef.shape == (len(CLAUSE_TYPE_NAMES), sum(len(v) for v in model.vocabularies))
     assert "labels_holdout6.yaml" not in model.meta["label_files"], "held-out 6 must stay unseen"
 
 
@@ -46,7 +46,7 @@ def test_retraining_reproduces_the_shipped_weights() -> None:
 
     fresh = clf.train_from_label_files()
     shipped = clf.shipped_model()
-    assert fresh.vocabulary == shipped.vocabulary
+    assert fresh.vocabularies == shipped.vocabularies
     text = license_text("crunchbase-data-2019-12-17")
     docs = [clf.sentence_document(text, s.start, s.end, s.context_start, s.heading)
             for s in clf.scored_sentences(text)]
