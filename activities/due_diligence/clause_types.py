@@ -152,8 +152,8 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "triggers": [
             rf"\b(?:keep|hold|maintain|treat|protect|preserve)\b{_w(200)}\b(?:in\s+(?:strict\s+)?confidence|confidential(?:ity)?|secret)\b",
             r"\b(?:insure|ensure|maintain|preserve|protect)\s+(?:its|their|the|such)\s+confidentiality\b",
-            rf"\bdisclosed\b{_w(80)}\bto\s+any\s+(?:third\s+part|other\s+person)",
-            rf"\b(?:shall|will|must|may)\s+not\s+(?:\w+\s+){{0,4}}disclose\b{_w(150)}\b(?:confidential|proprietary|information|third\s+part)",
+            rf"\bdisclosed\b{_w(80)}\bto\s+any\s+(?:third[\s-]+part|other\s+person)",
+            rf"\b(?:shall|will|must|may)\s+not\s+(?:\w+\s+){{0,4}}disclose\b{_w(150)}\b(?:confidential|proprietary|information|third[\s-]+part)",
             rf"\b(?:not|never)\s+(?:to\s+)?disclose\b{_w(120)}\b(?:confidential|proprietary|information)\b",
             # The defined term alone is not a duty ("export of … Confidential Information
             # is subject to export laws"): it must come with something done to it.
@@ -164,7 +164,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # "(not) disclose … without (prior written) consent": a non-disclosure duty,
             # whatever is protected (terms, the software); "publish" alone is publicity.
             rf"\b(?:disclose|divulge|reveal)\b{_w(150)}\bwithout\b{_w(60)}\b(?:consent|permission|approval|authori[sz]ation)\b",
-            rf"\b(?:disclose|publish|divulge|reveal)\b{_w(60)}\bresults?\s+of\b{_w(60)}\b(?:benchmark|performance)\b",
+            rf"\b(?:disclose|publish|divulge|reveal)\b{_w(60)}\bresults?\s+of\b{_w(60)}\b(?:benchmark(?:s|ing)?|performance)\b",
         ],
         "weak": [r"\bconfidential\w*\b"],
         "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",
@@ -227,7 +227,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             r"\bevergreen\b",
         ],
         "weak": [],
-        "exclude": [r"\bsurviv"],
+        # A renewal someone may ask for ("This Agreement can be renewed …", "Licensee may
+        # renew …") is not automatic unless the sentence says so.
+        "exclude": [r"\bsurviv",
+                    r"^(?![\s\S]*\bautomatic)[\s\S]*\b(?:may|can|could)\s+(?:be\s+)?renew"],
         "protective": False,
     },
     "audit_rights": {

@@ -229,3 +229,37 @@ def test_pass5_cap_read_across_an_abbreviation() -> None:
     assert cap is not None and cap["basis"] == "fixed_amount"
     assert {a["amount"] for a in cap["amounts"]} == {100.0}
     assert text[cap["start"]:cap["end"]] == cap["text"]
+
+
+# --- pass 6 rules (issue 13): held-out 5's errors, now seen ------------------------------------
+
+
+def test_pass6_benchmarking_results_are_confidential() -> None:
+    # "benchmarking", not only "benchmark", names the results a licensee may not disclose.
+    assert _validates("confidentiality", "liferay-dxp-eula-2.0.0-2023-06",
+                      "disclose the results of any benchmarking of the Software")
+
+
+def test_pass6_hyphenated_third_party_is_read() -> None:
+    text = "Licensee shall not disclose the source code or any related information to any third-party."
+    cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    valid, _ = validate(text, {"confidentiality": [cand]}, ["confidentiality"])
+    assert valid["confidentiality"]
+
+
+@pytest.mark.parametrize(("text", "automatic"), [
+    # A renewal someone may ask for is not automatic ...
+    ("This Agreement can be renewed under the terms set forth in Section 6 for a successive "
+     "subscription term.", False),
+    ("Licensee may renew this license for additional one-year terms by paying the fee.", False),
+    # ... unless the sentence says it is.
+    ("The term is automatically renewed for successive periods of one year, but the Customer "
+     "may cancel the renewal.", True),
+])
+def test_pass6_a_renewal_on_request_is_not_automatic(text: str, automatic: bool) -> None:
+    cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    valid, _ = validate(text, {"auto_renewal": [cand]}, ["auto_renewal"])
+    assert bool(valid["auto_renewal"]) is automatic
+    if not automatic:
+        assert not _validates("auto_renewal", "jetbrains-toolbox-open-source-3",
+                              "This Agreement can be renewed under the terms set forth")
