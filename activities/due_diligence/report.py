@@ -46,7 +46,7 @@ def render_report(state: Mapping[str, Any]) -> str:
             lines.append(f"### {_label(f['clause_type'])} — {f['status'].replace('_', ' ')}")
             if f["status"] == "found":
                 lines.append(f"`{f['id']}` · page {f['page']} · characters {f['start']}–{f['end']} "
-                             f"· confidence {f['confidence']} · {f['strategy']}")
+                             f"· confidence {f['confidence']} · {f['strategy']}{_method(f)}")
                 lines += ["", "> " + _md(f["quote"]).replace("\n", "\n> ")]
                 shown = _attributes(f.get("attributes") or {})
                 if shown:
@@ -67,6 +67,19 @@ def render_report(state: Mapping[str, Any]) -> str:
         note = f": {signoff['note']}" if signoff.get("note") else ""
         lines += ["## Sign-off", "", f"- {signoff.get('decision')} by {who}{note}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _method(finding: Mapping[str, Any]) -> str:
+    """How a finding was found, for its header line ("" when the classifier did not judge it).
+
+    E.g. ``" · found by the classifier alone (classifier score 0.83)"``.
+    """
+    method = finding.get("method")
+    if not method:
+        return ""
+    wording = {"classifier": "found by the classifier alone",
+               "patterns, doubted": "patterns (the classifier doubts it)"}.get(method, method)
+    return f" · {wording} (classifier score {finding.get('classifier_score')})"
 
 
 def _label(clause_type: str) -> str:

@@ -98,6 +98,16 @@ def test_findings_name_the_method_and_the_option_turns_it_off() -> None:
     assert off["governing_law"]["status"] == "not_found" and "method" not in off["governing_law"]
 
 
+def test_the_report_says_what_the_classifier_alone_found() -> None:
+    from activities.due_diligence.report import render_report
+
+    ingestion = ingest_text(AGREEMENT)
+    report = render_report({"ingestion": ingestion, "clauses": extract_clauses(ingestion)})
+    law = report.split("### Governing law", 1)[1].split("###", 1)[0]
+    assert "found by the classifier alone (classifier score 0." in law
+    assert "This contract will be governed by Ontario" in law
+
+
 def test_non_agreement_gets_no_clause_from_the_classifier() -> None:
     """A recipe that mentions a law is still not an agreement: no findings at all."""
     text = ("Bake the bread for forty minutes. The dough rises overnight under a cloth. "
