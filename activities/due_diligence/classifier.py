@@ -194,8 +194,9 @@ def select(text: str, merged: Mapping[str, Sequence[Mapping[str, Any]]],
     owners: list[tuple[str, int]] = []
     for name in types:
         for i, cand in enumerate(merged.get(name, [])):
-            cand_docs.append(sentence_document(text, int(cand["start"]), int(cand["end"]),
-                                               min(int(cand["start"]), int(cand.get("context_start", cand["start"]))),
+            start, end = int(cand["start"]), int(cand["end"])
+            context_start = min(start, int(cand.get("context_start", start)))
+            cand_docs.append(sentence_document(text, start, end, context_start,
                                                str(cand.get("heading") or "")))
             owners.append((name, i))
     all_scores = model.scores(docs + cand_docs)
@@ -217,7 +218,8 @@ def select(text: str, merged: Mapping[str, Sequence[Mapping[str, Any]]],
             if agreed:
                 # The patterns' best stays when the classifier agrees with it; else the
                 # best-scored candidate it agrees with moves ahead.
-                best = cands[0] if any(c is cands[0] for c in agreed) else max(agreed, key=lambda c: c["classifier_score"])
+                best = (cands[0] if any(c is cands[0] for c in agreed)
+                        else max(agreed, key=lambda c: c["classifier_score"]))
                 rest = [c for c in cands if c is not best]
                 out[name] = [{**best, "method": "patterns"}, *({**c, "method": "patterns"} for c in rest)]
             elif proposal is not None:
@@ -296,10 +298,10 @@ def train(agreements: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]], *,
     Raises:
         ValueError: a clause type with no positive sentence (it could not be learnt).
     """
+    from scipy.sparse import hstack
     from sklearn import __version__ as sklearn_version
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
-    from scipy.sparse import hstack
 
     docs: list[str] = []
     blocks: list[np.ndarray] = []

@@ -31,7 +31,7 @@ from typing import Any
 from activities.due_diligence import classifier as clf
 from activities.due_diligence.clauses import clauses_result, score_findings
 from activities.due_diligence.ingest import ingest_text
-from tests.unit.test_due_diligence_accuracy import LABEL_SETS, evaluate, render
+from tests.unit.test_due_diligence_accuracy import LABEL_SETS, _rates, evaluate, render
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAINING_SETS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
@@ -117,12 +117,6 @@ def _pool(reports: list[dict[str, Any]]) -> dict[str, Any]:
                            for a in ("jurisdiction", "cap")},
             "bad_quotes": sum(r["bad_quotes"] for r in reports),
             "errors": [e for r in reports for e in r["errors"]]}
-
-
-def _rates(c: Mapping[str, int]) -> dict[str, float]:
-    p = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else 1.0
-    r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else 1.0
-    return {"precision": round(p, 3), "recall": round(r, 3)}
 
 
 def _met(report: Mapping[str, Any]) -> int:
