@@ -150,10 +150,14 @@ async def test_offline_nodes_leave_the_event_loop_responsive(window: dataset.Cor
     report = {name: (round(seconds, 2), round(worst, 3), ticks)
               for name, seconds, worst, ticks in measured}
     assert state["themes"], report
-    # The stages that compute for seconds: computing on the loop (the three coders back to
-    # back: nothing in them awaits), each would delay a tick by its whole duration.
+    # The stages that compute: computing on the loop (the three coders back to back:
+    # nothing in them awaits), each would delay a tick by about its whole duration. Judged
+    # relative to that duration, which depends on the machine (0.7-3 s seen), not against
+    # a fixed second.
     for name in ("coders", "theme_coders", "theme_aggregator"):
-        assert report[name][0] > MAX_TICK_DELAY_SECONDS, report
+        seconds, worst, _ticks = report[name]
+        assert seconds > 30 * TICK_SECONDS, ("too little work to tell", report)
+        assert worst < seconds / 3, (name, report)
     for name, (_seconds, worst, _ticks) in report.items():
         assert worst < MAX_TICK_DELAY_SECONDS, (name, report)
 
