@@ -55,6 +55,11 @@ _LAWS_OF_CONJUNCT = re.compile(
     r"\blaws?\s+(?:of|in)\s+(?:the\s+)?[^.;]{0,60}?\b(?:and|or)\s+(?:the\s+)?(?:laws\s+of\s+(?:the\s+)?)?"
     r"(?:State\s+of\s+|Commonwealth\s+of\s+|Province\s+of\s+)"
     rf"(?P<place>{_PLACE})\b", re.IGNORECASE)
+# "governed by California and controlling U.S. federal law": a place right after "governed
+# by" (no "laws of") is the choice.
+_GOVERNED_BY = re.compile(
+    r"\b(?:governed|construed|interpreted)\s+(?:by|under|in\s+accordance\s+with)\s+(?:the\s+)?"
+    rf"(?:State\s+of\s+|Commonwealth\s+of\s+)?(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
 _PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+law\b)")
 STATE_CODES = {
@@ -155,6 +160,8 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     for m in _LAWS_OF.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _LAWS_OF_CONJUNCT.finditer(window):
+        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
+    for m in _GOVERNED_BY.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _ADJ_LAW.finditer(window):
         hits.append((m.start("adj"), m.end("adj"), ADJECTIVE_LAW[m.group("adj")]))

@@ -171,6 +171,11 @@ def test_pass4_attributes_on_seen_sentences() -> None:
     found = attrs.jurisdiction(text, sent.start, sent.end)
     assert found["name"] == "England and Wales"  # across the line break inside the name
     assert text[found["start"]:found["end"]] == found["text"]
+    text, sent = _sentence_with("actuate-birt-ihub-ftype-sla",
+                                "governed by California and controlling U.S. federal law")
+    found = attrs.jurisdiction(text, sent.start, sent.end)
+    assert found["name"] == "California"  # no "laws of": the place right after "governed by"
+    assert text[found["start"]:found["end"]] == "California"
     text, sent = _sentence_with("embedthis-tou-2022", "shall be limited 100% of the fees paid")
     cap = attrs.liability_cap(text, sent.start, sent.end)
     assert cap is not None and cap["basis"] == "fees_paid"
