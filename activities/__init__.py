@@ -1,1 +1,4 @@
-"""Temporal activities and the LangGraph graphs they wrap: one package per pipeline, plus shared activities."""
+"""Temporal activities and the LangGraph graphs they wrap.
+
+One package per pipeline, plus shared activities.
+"""

@@ -317,8 +317,11 @@ async def _with_heartbeats(work: Any) -> Any:
 
 async def _record_completed(call: NodeCall, output: Any, duration_ms: float,
                             snapshot: dict[str, Any] | None = None) -> None:
-    """``node.completed`` for this task (once, whatever the retries); progress nodes add a
-    snapshot of their update, a pipeline's ``node_snapshot`` its view of the state after the node."""
+    """``node.completed`` for this task (once, whatever the retries).
+
+    Progress nodes add a snapshot of their update, a pipeline's ``node_snapshot`` its view
+    of the state after the node.
+    """
     info = activity.info()
     data: dict[str, Any] = {"node": call.node, "duration_ms": round(duration_ms, 3),
                             "attempt": info.attempt, "placement": "activity"}

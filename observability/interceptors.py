@@ -7,7 +7,8 @@
   counts once however often a worker replays it. Logs ``run started`` / ``run completed``
   / ``run failed`` (seed 002 R10.1, R10.3, R10.4).
 - **Activities** (one per LangGraph node that runs as an activity — the graph runtime's
-  ``run_node``, named by its pipeline and node — plus ``record_events`` and splits): ``overseer_node_duration_seconds``,
+  ``run_node``, named by its pipeline and node — plus ``record_events`` and splits):
+  ``overseer_node_duration_seconds``,
   ``overseer_activity_failures_total{error_type}``, attributes on the ``RunActivity`` span
   made by ``OpenTelemetryPlugin`` (``overseer.run_id``, ``overseer.pipeline``,
   ``langgraph.graph``, ``langgraph.node``, attempt), the log context (run id, pipeline,

@@ -65,7 +65,10 @@ class ConflictError(OverseerError):
 
 
 class NotAwaitingApprovalError(ConflictError):
-    """A decision arrived for a run that has no open approval (already decided, finished, or not yet asked)."""
+    """A decision arrived for a run that has no open approval.
+
+    Already decided, finished, or not yet asked.
+    """
 
     code = "not_awaiting_approval"
 

@@ -401,7 +401,8 @@ class ApprovalGate:
         if action in ("auto_reject", "auto_approve"):
             candidate = DecisionInput(decision="approve" if action == "auto_approve" else "reject",
                                       decided_by="escalation_policy", is_admin=True,
-                                      note=f"escalation policy {action} after {waited['waited_seconds']:.0f} s")
+                                      note=f"escalation policy {action} after "
+                                           f"{waited['waited_seconds']:.0f} s")
             try:
                 checked = self._validated(candidate)
                 decision = {**checked, "decision": candidate.decision,
@@ -434,8 +435,10 @@ class ApprovalGate:
                                   "occurred_at": workflow.now().isoformat()}], event_type)
 
     def events_locally(self) -> bool:
-        """Write events with a local activity (no task-queue round trip; a subclass decides,
-        behind a patch, so runs recorded before keep replaying)."""
+        """Write events with a local activity (no task-queue round trip).
+
+        A subclass decides, behind a patch, so runs recorded before keep replaying.
+        """
         return False
 
     async def record_batch(self, events: list[dict[str, Any]], summary: str) -> None:

@@ -30,8 +30,8 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.document_intake.activities import split_document
     from activities.document_intake.assess import public_snapshot
-    from activities.document_intake.graph import GRAPH_NAME, NODE_RETRY
     from activities.document_intake.decisions import check_decision as check_intake_decision
+    from activities.document_intake.graph import GRAPH_NAME, NODE_RETRY
     from activities.document_intake.schema import FieldSchema
     from overseer.pipelines import DecisionRefusedError
     from overseer.store.events import (
@@ -120,7 +120,8 @@ class DocumentIntakeWorkflow(ApprovalGate):
 
     def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
         """Seed 000 §2.5, as the pipeline declares it (:mod:`activities.document_intake.decisions`)."""
-        assert self._schema is not None and self._approval is not None
+        assert self._schema is not None
+        assert self._approval is not None
         try:
             return check_intake_decision(
                 self._approval["payload"],

@@ -337,7 +337,8 @@ class GraphRunWorkflow(ApprovalGate):
 
     async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
         """The pipeline's split activity on the run's input: one dict per part."""
-        assert self._spec is not None and self._spec.split is not None
+        assert self._spec is not None
+        assert self._spec.split is not None
         arg = to_jsonable(graph_input)
         retry = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5,
                             non_retryable_error_types=[NODE_ERROR])
@@ -393,7 +394,11 @@ class GraphRunWorkflow(ApprovalGate):
                               children=children)
 
     async def _drive(self, app: Any, graph_input: Any, config: dict[str, Any]) -> list[Any]:
-        """Run the graph until it ends or waits; publish every chunk; the pending interrupts, oldest id first."""
+        """Run the graph until it ends or waits; publish every chunk.
+
+        Returns:
+            The pending interrupts, oldest id first.
+        """
         pending: list[Any] = []
         extra = [m for m in (self._run_stream.stream_modes if self._run_stream else ())
                  if m not in GRAPH_STREAM_MODES]
@@ -417,9 +422,13 @@ class GraphRunWorkflow(ApprovalGate):
         return pending
 
     async def _progress(self, updates: dict[str, Any]) -> None:
-        """``node.completed`` with a snapshot for progress nodes that ran in the workflow or as
-        a subgraph (activity nodes record their own), written at once so progress shows live."""
-        assert self._inp is not None and self._spec is not None
+        """``node.completed`` with a snapshot for progress nodes that ran in the workflow.
+
+        Or as a subgraph (activity nodes record their own); written at once so progress
+        shows live.
+        """
+        assert self._inp is not None
+        assert self._spec is not None
         nodes = list(self._spec.progress_nodes)
         for node, update in updates.items():
             if node not in nodes or node in _in_activities.get(self._inp.pipeline, set()):
@@ -590,7 +599,8 @@ class GraphRunWorkflow(ApprovalGate):
     async def call_node(self, path: str, opts: NodeOptions, retry: RetryPolicy | None,
                         state: Any, config: dict[str, Any]) -> Any:
         """Run node ``path`` in an activity; re-raise its interrupts inside Pregel (see module doc)."""
-        assert self._inp is not None and self._spec is not None
+        assert self._inp is not None
+        assert self._spec is not None
         conf = config.get("configurable") or {}
         task = str(conf.get("checkpoint_ns") or path)
         node_input = encode(state)
@@ -632,17 +642,22 @@ class GraphRunWorkflow(ApprovalGate):
     # -- continue-as-new ------------------------------------------------------------------------
 
     def _continue_as_new_due(self) -> bool:
-        """Temporal suggests it (the history is large), or the run's options say after how
-        many node executions (``continue_as_new_after_nodes``, for tests and tuning)."""
+        """Temporal suggests it (the history is large), or the run's options say so.
+
+        The options say after how many node executions (``continue_as_new_after_nodes``,
+        for tests and tuning).
+        """
         assert self._inp is not None
         limit = self._inp.options.get("continue_as_new_after_nodes")
         return workflow.info().is_continue_as_new_suggested() or \
             (bool(limit) and self._executed >= int(limit))
 
     async def _continue_as_new(self, app: Any) -> NoReturn:
-        """Hand the graph's latest checkpoint (with the writes of nodes that already finished
-        in the interrupted step), the counters and the event stream to a new run of this
-        workflow; LangGraph resumes from the checkpoint as after any interruption."""
+        """Hand the checkpoint, the counters and the event stream to a new run of this workflow.
+
+        The graph's latest checkpoint carries the writes of nodes that already finished in
+        the interrupted step; LangGraph resumes from it as after any interruption.
+        """
         assert self._inp is not None
         await self._flush()
         saver = app.checkpointer
@@ -706,9 +721,10 @@ class GraphRunWorkflow(ApprovalGate):
                            "calls": self._spent["calls"] + int(usage.get("calls") or 0)}
 
     async def _within_budget(self, path: str) -> None:
-        """Before a node runs: once the run's LLM spend has passed its budget (options
-        ``llm_budget_usd`` / ``llm_budget_tokens``), stop for an approval (payload ``kind:
-        llm_budget``). Approve with a higher ``budget_usd`` / ``budget_tokens`` to go on;
+        """Before a node runs: stop for an approval once the LLM spend has passed its budget.
+
+        The budget is the options ``llm_budget_usd`` / ``llm_budget_tokens``; the approval's
+        payload is ``kind: llm_budget``. Approve with a higher ``budget_usd`` / ``budget_tokens`` to go on;
         reject to end the run ``rejected`` / ``budget_denied``.
 
         Raises:
@@ -775,8 +791,10 @@ class GraphRunWorkflow(ApprovalGate):
         return self._local_nodes_on
 
     def note_workflow_node(self, path: str, task: str, started: float) -> None:
-        """A workflow-placed node finished: its duration metric and span (replay-safe), and its
-        ``node.completed`` buffered (written with the next event)."""
+        """A workflow-placed node finished: its duration metric and span (replay-safe).
+
+        Its ``node.completed`` is buffered (written with the next event).
+        """
         assert self._inp is not None
         seconds = max(0.0, workflow.time() - started)
         labels = {"pipeline": self._inp.pipeline, "node": path}
@@ -815,9 +833,12 @@ class GraphRunWorkflow(ApprovalGate):
     # -- endings ------------------------------------------------------------------------------
 
     def events_locally(self) -> bool:
-        """Events go through a local activity, and a run's ending writes its buffered
-        ``node.completed`` events with ``run.finished`` in one call (fewer workflow tasks:
-        docs/performance.md, round 2). Behind a patch: runs recorded before replay as they ran."""
+        """Events go through a local activity.
+
+        A run's ending writes its buffered ``node.completed`` events with ``run.finished``
+        in one call (fewer workflow tasks: docs/performance.md, round 2). Behind a patch: runs
+        recorded before replay as they ran.
+        """
         return workflow.patched(LEAN_EVENTS_PATCH)
 
     async def _flush(self) -> None:
@@ -931,9 +952,10 @@ _in_activities: dict[str, set[str]] = {}
 
 
 def prepare_all() -> list[str]:
-    """Load the registry and prepare every graph hosted on ``GraphRunWorkflow``, outside the
-    sandbox: call it before a worker polls or a ``Replayer`` replays (user modules must be
-    imported unrestricted). Returns the prepared pipeline names.
+    """Load the registry and prepare every graph hosted on ``GraphRunWorkflow``.
+
+    Outside the sandbox: call it before a worker polls or a ``Replayer`` replays (user
+    modules must be imported unrestricted). Returns the prepared pipeline names.
 
     Raises:
         overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
@@ -1069,8 +1091,10 @@ def _in_workflow(runnable: Any, path: str) -> Any:
 
 
 def _sync_direct(runnable: Any) -> Any:
-    """A sync function's runnable that calls it directly (LangGraph would use ``run_in_executor``,
-    which a workflow's event loop does not implement).
+    """A sync function's runnable that calls it directly.
+
+    LangGraph would use ``run_in_executor``, which a workflow's event loop does not
+    implement.
     """
     import copy
 
@@ -1135,9 +1159,12 @@ _checkpoint_base.uuid6 = _workflow_uuid6
 
 
 class _WorkflowUuid:
-    """``uuid`` as ``langgraph.graph.message`` sees it: ``uuid4`` from the workflow's random
-    source inside a GraphRunWorkflow (``add_messages`` ids a message that has none, in the
-    workflow; from ``os.urandom`` the id would change on every replay), the module elsewhere."""
+    """``uuid`` as ``langgraph.graph.message`` sees it.
+
+    ``uuid4`` from the workflow's random source inside a GraphRunWorkflow (``add_messages``
+    ids a message that has none, in the workflow; from ``os.urandom`` the id would change on
+    every replay), the module elsewhere.
+    """
 
     def __getattr__(self, name: str) -> Any:
         return getattr(uuid, name)

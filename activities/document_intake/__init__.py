@@ -1,1 +1,4 @@
-"""The document_intake pipeline (seed 000): loading, OCR, field extraction, validation, routing, review agent."""
+"""The document_intake pipeline (seed 000).
+
+Loading, OCR, field extraction, validation, routing, review agent.
+"""

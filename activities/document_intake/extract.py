@@ -800,8 +800,10 @@ def _label_words(text: str) -> list[str]:
 
 
 def _label_heads(table: _LabelTable, field: str) -> set[str]:
-    """First content words of ``field``'s variants: a label must name its head ("Figure:" alone
-    is the tail of a label split across two lines, not a label)."""
+    """First content words of ``field``'s variants: a label must name its head.
+
+    "Figure:" alone is the tail of a label split across two lines, not a label.
+    """
     return {words[0] for e in table if e.field == field
             for words in [[w for w in _label_words(e.variant) if w not in _LABEL_STOP_WORDS]]
             if words}

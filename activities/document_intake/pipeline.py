@@ -91,8 +91,11 @@ def build_router() -> Any:
 
 
 def worker_parts() -> dict[str, Any]:
-    """What the worker registers besides the graph runtime: the split activity, and the legacy
-    workflow with its plugin graph for runs started before the cut-over."""
+    """What the worker registers besides the graph runtime.
+
+    The split activity, and the legacy workflow with its plugin graph for runs started
+    before the cut-over.
+    """
     from activities.document_intake.activities import split_document, split_parts
     from activities.document_intake.graph import GRAPH_NAME
     from workflows.document_intake import DocumentIntakeWorkflow

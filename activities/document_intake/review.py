@@ -118,8 +118,10 @@ def proposal_from_llm(extraction: LLMExtraction) -> Proposal:
 
 
 def quote_check_payload(proposal: Proposal) -> dict[str, Any]:
-    """The quote check of ``proposal`` as plain data, for the ``review.suggested`` event and the
-    approval payload's ``proposal`` (merge it into both).
+    """The quote check of ``proposal`` as plain data.
+
+    For the ``review.suggested`` event and the approval payload's ``proposal`` (merge it
+    into both).
 
     Returns:
         ``{"quote_verified": {field: bool}, "suggestions": {field: value},
@@ -209,7 +211,8 @@ def proposal_is_acceptable(
 
     Returns:
         ``(acceptable, reason)`` with reason ``accepted``, ``no_updates``,
-        ``unverified_quote`` (an update whose quote is not in the document), ``invalid_updates``, ``overwrites_valid_value``, ``still_not_approvable`` or
+        ``unverified_quote`` (an update whose quote is not in the document),
+        ``invalid_updates``, ``overwrites_valid_value``, ``still_not_approvable`` or
         ``weak_evidence``.
     """
     if not proposal.updates:

@@ -1,4 +1,6 @@
-"""The pricing pipeline's chat routes (seed 003): ``/api/v1/chat`` with SSE streaming, approvals, health, tools, models.
+"""The pricing pipeline's chat routes (seed 003).
+
+``/api/v1/chat`` with SSE streaming, approvals, health, tools, models.
 
 * ``POST /api/v1/chat`` — simple asks run the single agent in this process (no workflow);
   composite asks (or ``plan=true``) start a pricing run (``GraphRunWorkflow``) and stream its events.

@@ -18,8 +18,11 @@ from overseer.pipelines import Pipeline
 
 
 def build_router() -> Any:
-    """The pipeline's own routes (``Pipeline.router``): the chat (``/api/v1/chat``, SSE,
-    sign-off, cancel) and the policy check utility (``/api/v1/policy/check``)."""
+    """The pipeline's own routes (``Pipeline.router``).
+
+    The chat (``/api/v1/chat``, SSE, sign-off, cancel) and the policy check utility
+    (``/api/v1/policy/check``).
+    """
     from fastapi import APIRouter
 
     from activities.pricing import api, policy_api

@@ -37,12 +37,17 @@ def initial_state(*, run_id: str, message: str, plan: list[str], scope: dict[str
 
     Args:
         run_id: the run (UUID string).
-        message: the ask; messages: the session's earlier turns plus this ask.
-        plan: orchestrator steps (``router.build_plan``); route: the router's decision
-            (``RouteDecision.to_dict()``); scope: ``router.resolve_scope``'s answer.
+        message: the ask.
+        plan: orchestrator steps (``router.build_plan``).
+        scope: ``router.resolve_scope``'s answer.
         catalog: ``{sha256, items, source}`` of the stored catalog snapshot.
         options: the ``pricing_options`` snapshot.
-        session_id, model, model_reason, model_hint: the request's session and model choice.
+        messages: the session's earlier turns plus this ask.
+        route: the router's decision (``RouteDecision.to_dict()``).
+        session_id: the request's chat session, if any.
+        model: the chosen model.
+        model_reason: why that model was chosen.
+        model_hint: the model the request asked for, if any.
 
     Returns:
         :class:`~activities.pricing.state.PricingState` input, plus ``route`` (read by
@@ -143,8 +148,11 @@ def approval_card(run_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def worker_event(node: str, update: Mapping[str, Any]) -> dict[str, Any]:
-    """A worker's meta event: its summary, plus the policy's violations, the sensitivity band
-    or the optimizer's change count and uplift."""
+    """A worker's meta event.
+
+    Its summary, plus the policy's violations, the sensitivity band or the optimizer's
+    change count and uplift.
+    """
     step = WORKER_STEPS[node]
     output = (update.get("outputs") or {}).get(step, {})
     extra: dict[str, Any] = {"summary": output.get("summary")}
@@ -177,8 +185,11 @@ def decision_tail(state: Mapping[str, Any]) -> str:
 
 
 def result(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's result (``Pipeline.result``): report with the sign-off's tail, plan, scope,
-    tools, strategy, model, change count, uplift, violations, approved prices, catalog hash."""
+    """The run's result (``Pipeline.result``).
+
+    Report with the sign-off's tail, plan, scope, tools, strategy, model, change count,
+    uplift, violations, approved prices, catalog hash.
+    """
     outcome = state.get("outcome") or "answered"
     message = (str(state.get("report") or "") + decision_tail(state)) or "Nothing to report."
     proposal = state.get("proposal") or {}

@@ -1,8 +1,8 @@
 """Optional PDF rendering of the tailored resume's Markdown, with ``reportlab`` (BSD).
 
 ``reportlab`` is a runtime dependency of Overseer; the finalization agent renders a PDF
-only when the ``render_pdf`` option is on, and says why not if the library is missing. The PDF travels base64-encoded in the result (one or two
-pages, a few kilobytes).
+only when the ``render_pdf`` option is on, and says why not if the library is missing.
+The PDF travels base64-encoded in the result (one or two pages, a few kilobytes).
 """
 
 from __future__ import annotations

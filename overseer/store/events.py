@@ -116,7 +116,11 @@ async def append_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) ->
 
 
 async def fetch_events(conn: asyncpg.Connection, run_id: str) -> list[dict[str, Any]]:
-    """All events of a run in append order: ``[{seq, event_id, type, data, actor, occurred_at, trace_id}]``."""
+    """All events of a run in append order.
+
+    Returns:
+        ``[{seq, event_id, type, data, actor, occurred_at, trace_id}]``.
+    """
     rows = await conn.fetch(
         """SELECT seq, event_id, type, data, actor, occurred_at, trace_id
            FROM events WHERE run_id = $1 ORDER BY seq""",

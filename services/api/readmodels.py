@@ -58,8 +58,11 @@ async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
 
 async def resolve_output_refs(conn: asyncpg.Connection | asyncpg.Pool,
                               result: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``result.output`` with claim-checked values (state keys over 256 KB, stored by hash
-    while the run ran) replaced by the stored values, so the API answers the final state."""
+    """``result.output`` with claim-checked values replaced by the stored values.
+
+    State keys over 256 KB were stored by hash while the run ran; the API answers the final
+    state.
+    """
     output = (result or {}).get("output")
     if not isinstance(output, dict) or not any(is_ref(v) for v in output.values()):
         return result

@@ -16,7 +16,6 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-
 USER_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "user_graph" / "langgraph.json"
 """A user's langgraph.json, hosted next to the reference pipelines (``OVERSEER_GRAPHS``)."""
 

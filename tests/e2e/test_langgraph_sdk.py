@@ -176,7 +176,8 @@ async def test_resume_from_the_sdk_and_the_admin_api_at_once_exactly_one_wins(st
             assert time.monotonic() < deadline, (kinds, results)
             time.sleep(0.2)
     if results.count(200) == 1:  # the client reads the state, sees "really?", answers it
-        while not (await client.threads.get_state(tid))["interrupts"]:
+        # Polls the server's state: there is no local event to wait on.
+        while not (await client.threads.get_state(tid))["interrupts"]:  # noqa: ASYNC110
             await asyncio.sleep(0.2)
         first = await reviewer.runs.wait(tid, "approvals", command={"resume": {"decision": "e"}})
     else:

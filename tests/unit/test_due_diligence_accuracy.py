@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 import yaml
 
-from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
 from activities.due_diligence.classifier import anchor_spans
+from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
 from activities.due_diligence.clauses import extract_clauses
 from activities.due_diligence.ingest import ingest_text
 from activities.due_diligence.samples import license_text

@@ -580,8 +580,11 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
 
 
 def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
-    """Labels and required flags of the record a pipeline's approvals edit, in its order
-    (``Pipeline.record_fields``); ``{}`` when it declares none (the record's own keys show)."""
+    """Labels and required flags of the record a pipeline's approvals edit, in its order.
+
+    From ``Pipeline.record_fields``; ``{}`` when it declares none (the record's own keys
+    show).
+    """
     from overseer.pipelines import get_registry
 
     try:

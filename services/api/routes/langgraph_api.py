@@ -370,9 +370,12 @@ async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal:
 
 
 def _waiting(values: Any, run: Any) -> StreamingResponse:
-    """``runs/wait``'s answer: 200 at once, a newline every :data:`WAIT_KEEPALIVE_SECONDS`
-    while the run goes on, then the JSON values. A failure after the answer has started is
-    reported in the body as ``{"__error__": {"error", "message"}}`` (the status is sent)."""
+    """``runs/wait``'s answer: 200 at once, then the JSON values.
+
+    A newline goes out every :data:`WAIT_KEEPALIVE_SECONDS` while the run goes on. A
+    failure after the answer has started is reported in the body as
+    ``{"__error__": {"error", "message"}}`` (the status is sent).
+    """
 
     async def body() -> AsyncIterator[bytes]:
         task = asyncio.ensure_future(values)
