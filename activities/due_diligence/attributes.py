@@ -60,6 +60,8 @@ _LAWS_OF_CONJUNCT = re.compile(
 _GOVERNED_BY = re.compile(
     r"\b(?:governed|construed|interpreted)\s+(?:by|under|in\s+accordance\s+with)\s+(?:the\s+)?"
     rf"(?:State\s+of\s+|Commonwealth\s+of\s+)?(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
+# "governed by the laws the State of California" (sic: no "of").
+_LAWS_THE_STATE = re.compile(rf"\blaws?\s+the\s+State\s+of\s+(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
 _PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+law\b)")
 STATE_CODES = {
@@ -100,6 +102,13 @@ _FEES_PAID = re.compile(
 _CAP_CUE = re.compile(
     r"\b(?:not\s+(?:to\s+)?exceed|exceed|limited\s+to|in\s+excess\s+of|greater\s+of|lesser\s+of|"
     r"capped\s+at|maximum\s+of|up\s+to|limited(?=\s+\d{1,3}(?:\.\d+)?\s*%))\b", re.IGNORECASE)
+# "entire liability and your exclusive remedy shall be ... (a) return of the price paid": a
+# refund of what was paid as the exclusive remedy caps liability at the fees (held-out 5's
+# labelling rule).
+_REMEDY_REFUND = re.compile(
+    r"\b(?:entire\s+liability|exclusive\s+remedy|sole\s+remedy)\b[^.]{0,300}?\b(?:refund|return)\s+"
+    r"(?:of\s+)?(?:the\s+|any\s+)?(?:purchase\s+)?(?:price|fees?|amounts?|license\s+fees?|money)\s+"
+    r"(?:actually\s+)?paid\b", re.IGNORECASE)
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
@@ -160,6 +169,8 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     for m in _LAWS_OF.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _LAWS_OF_CONJUNCT.finditer(window):
+        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
+    for m in _LAWS_THE_STATE.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
     for m in _GOVERNED_BY.finditer(window):
         hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
@@ -242,6 +253,9 @@ def liability_cap(text: str, start: int, end: int) -> dict[str, Any] | None:
             continue
         basis = ("fixed_or_fees" if amounts and fees else "fixed_amount" if amounts else "fees_paid")
         return {"basis": basis, "amounts": amounts, **span(text, cue.start(), stop)}
+    refund = _REMEDY_REFUND.search(text, start, end)
+    if refund:
+        return {"basis": "fees_paid", "amounts": [], **span(text, refund.start(), refund.end())}
     return None
 
 

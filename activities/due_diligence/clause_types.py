@@ -50,6 +50,9 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\blaws?\s+of\b{_w(80)}\b(?:shall\s+|will\s+)?(?:govern|governs|apply|applies|control|controls)\s+(?:this|these|the|all|any)\b",
             r"\b(?:English|Irish|Swiss|German|French|Dutch|Swedish|Finnish|Norwegian|Danish|Japanese|Israeli|Singapore|Scots|Austrian|Italian|Spanish|Belgian)\s+law\s+(?:shall|will|governs|applies)\b",
             r"\bgoverning\s+law\b[^.;]{0,40}\b(?:is|shall\s+be|will\s+be)\b[^.;]{0,20}\blaws?\b",
+            # Pass 7: "Any and all disputes arising from ... this contract ... are exclusively
+            # subject to the law of the Federal Republic of Germany" (no "governed").
+            rf"\b(?:disputes?|claims?|controvers(?:y|ies))\b{_w(200)}\b(?:are|is|shall\s+be|will\s+be)\s+(?:\w+\s+)?subject\s+to\s+the\s+laws?\s+of\b",
         ],
         "weak": [r"\blaws?\s+of\s+(?:the\s+)?(?:state|commonwealth|province|republic|kingdom)\s+of\b"],
         "exclude": [r"\bexport\b", r"\bsurviv", r"\bprivacy\s+laws?\b"],
@@ -166,7 +169,9 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\b(?:disclose|divulge|reveal)\b{_w(150)}\bwithout\b{_w(60)}\b(?:consent|permission|approval|authori[sz]ation)\b",
             rf"\b(?:disclose|publish|divulge|reveal)\b{_w(60)}\bresults?\s+of\b{_w(60)}\b(?:benchmark(?:s|ing)?|performance)\b",
         ],
-        "weak": [r"\bconfidential\w*\b"],
+        # Pass 7: under a "Confidentiality" heading, a duty to prevent unauthorised access
+        # counts without the word ("… to prevent unauthorized access to the Font Software").
+        "weak": [r"\bconfidential\w*\b", r"\bprevent\s+(?:any\s+)?unauthori[sz]ed\s+(?:access|disclosure)\b"],
         "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",
                     r"\bpasswords?\b|\bcredentials?\b|\bpersonally\s+identif",
                     r"\bnon-?confidential\b",
@@ -202,6 +207,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # object after a qualifying phrase.
             rf"\b(?:may|can),?\s+(?:\w+,?\s+){{0,2}}?transfer\b{_w(100)}\ball\s+(?:of\s+)?your\s+(?:[\w-]+\s+){{0,2}}?(?:rights|{_INSTRUMENT})\b",
             rf"\btransfer\w*\b{_w(250)}\b(?:recipient|transferee|other\s+party|new\s+(?:user|owner|licensee))\b{_w(40)}\b(?:agrees?|accepts?)\b",
+            # Pass 7: "Transferring the license to a third party is ... not permitted";
+            # "... or transfer the Software or these Terms to any third party".
+            rf"\b(?:transferr?ing|assigning)\s+(?:this|the|these|your)\s+(?:{_INSTRUMENT}|rights|terms)\b",
+            rf"\btransfer\b{_w(30)}\b(?:this|these)\s+(?:{_INSTRUMENT}|terms)\s+to\s+(?:any\s+|a\s+|another\s+)?(?:third|other)\b",
         ],
         "weak": [r"\bassign\w*\b", r"\bsuccessors?\s+and\s+(?:permitted\s+)?assigns\b"],
         "exclude": [r"\bsurviv", r"\bassigned\s+(?:to\s+)?(?:a\s+)?(?:value|number|name|id)\b",
@@ -281,7 +290,13 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
                     # A scope statement ("TSIMS shall not include ... modifications required
                     # to adapt products") prohibits nothing; "does not include the right to
                     # sublicense" does.
-                    r"\b(?:shall|will|does|do)\s+not\s+include\b(?![^.;]{0,40}\b(?:right|rights|licen[sc]e|permission)\b)"],
+                    r"\b(?:shall|will|does|do)\s+not\s+include\b(?![^.;]{0,40}\b(?:right|rights|licen[sc]e|permission)\b)",
+                    # Pass 7: a definition prohibits nothing ('"Personal or Internal Business
+                    # Use" shall mean ... and shall not mean any distribution'), and a covenant
+                    # not to sue ("you will not bring any claim for infringement") is not a
+                    # restriction on use.
+                    r"\A\W*[\"“][^\"”]{1,80}[\"”]\s+(?:shall\s+)?(?:means?|refers?\s+to)\b",
+                    r"\bnot\s+(?:to\s+)?(?:bring|assert|file|institute)\s+(?:any\s+)?(?:claims?|actions?|suits?|lawsuits?|proceedings?)\b"],
         "protective": False,
     },
 }

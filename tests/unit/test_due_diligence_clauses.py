@@ -268,3 +268,46 @@ def test_pass6_a_renewal_on_request_is_not_automatic(text: str, automatic: bool)
     if not automatic:
         assert not _validates("auto_renewal", "jetbrains-toolbox-open-source-3",
                               "This Agreement can be renewed under the terms set forth")
+
+
+# --- pass 7 rules (issue 13): held-out 6's errors, now seen ------------------------------------
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # A choice of law without "governed": disputes "are exclusively subject to the law of".
+    ("governing_law", "linotype-eula", "are exclusively subject to the law of the Federal Republic"),
+    # A licence transfer named by its gerund, and "these Terms" transferred in a list.
+    ("assignment", "linotype-eula", "Transferring the license to a third party is essentially not"),
+    ("assignment", "github-codeql-terms-2020", "or transfer the Software or these Terms to any third"),
+])
+def test_pass7_rule_accepts_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert _validates(clause_type, key, fragment)
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # A definition prohibits nothing, even with "shall not mean any distribution".
+    ("license_restrictions", "linotype-eula", "\"Personal or Internal Business Use\" shall mean use"),
+    # A covenant not to sue is not a restriction on use.
+    ("license_restrictions", "jrunner", "you will not bring any claim for infringement thereof"),
+])
+def test_pass7_rule_refuses_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert not _validates(clause_type, key, fragment)
+
+
+def test_pass7_confidentiality_heading_without_the_word() -> None:
+    # Linotype's Article 5 ("Confidentiality Obligation") never says "confidential" in its
+    # sentences; under that heading "prevent unauthorized access" is the duty.
+    finding = _findings("linotype-eula")["confidentiality"]
+    assert finding["status"] == "found"
+    assert "prevent unauthorized access to the Font Software" in finding["quote"]
+
+
+def test_pass7_attributes_on_seen_sentences() -> None:
+    text, sent = _sentence_with("jrunner", "This Agreement will be governed by the laws the State")
+    found = attrs.jurisdiction(text, sent.start, sent.end)
+    assert found["name"] == "California"  # "laws the State of" (sic)
+    text, sent = _sentence_with("slysoft-eula", "entire liability and your exclusive remedy shall be")
+    cap = attrs.liability_cap(text, sent.start, sent.end)
+    assert cap is not None and cap["basis"] == "fees_paid"  # a refund of the price paid
+    assert text[cap["start"]:cap["end"]] == cap["text"]
+    assert attrs.liability_cap("Your exclusive remedy is repair or replacement of the media.", 0, 60) is None
