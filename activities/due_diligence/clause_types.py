@@ -47,7 +47,10 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "triggers": [
             # "laws of" may follow emphasis marks ("governed by the _Law of England and Wales_").
             rf"\b(?:governed|construed|interpreted|enforced|controlled)\b{_w(120)}\b(?:by|under|in\s+accordance\s+with|pursuant\s+to)\b{_w(60)}(?:(?<![A-Za-z])laws?\s+(?:of|in\s+force)\b|(?-i:\b[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?\s+law\b))",
-            rf"\blaws?\s+of\b{_w(80)}\b(?:shall\s+|will\s+)?(?:govern|governs|apply|applies|control|controls)\s+(?:this|these|the|all|any)\b",
+            # Pass 8: the window takes a parenthesis ("the laws of the state where you live
+            # (or, if a business, where your principal place of business is located) govern
+            # all claims").
+            rf"\blaws?\s+of\b{_w(160)}\b(?:shall\s+|will\s+)?(?:govern|governs|apply|applies|control|controls)\s+(?:this|these|the|all|any)\b",
             r"\b(?:English|Irish|Swiss|German|French|Dutch|Swedish|Finnish|Norwegian|Danish|Japanese|Israeli|Singapore|Scots|Austrian|Italian|Spanish|Belgian)\s+law\s+(?:shall|will|governs|applies)\b",
             r"\bgoverning\s+law\b[^.;]{0,40}\b(?:is|shall\s+be|will\s+be)\b[^.;]{0,20}\blaws?\b",
             # Pass 7: "Any and all disputes arising from ... this contract ... are exclusively
@@ -93,9 +96,12 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # solely responsible for the investigation, defense, settlement and discharge of
             # any such ... claim".
             rf"\b(?:will|shall|is|are)\s+(?:be\s+)?(?:solely\s+|fully\s+|exclusively\s+)?responsible\s+for\s+(?:the\s+)?(?:[\w-]+,?\s+(?:and\s+)?){{0,2}}?defen[cs]e\b{_w(120)}\bclaims?\b",
+            # Pass 8: a duty to defend without "indemnify": "HPE will defend and/or settle
+            # any claims against you", "We will defend you against any claims".
+            rf"\b(?:shall|will|agrees?\s+to|must|undertakes?\s+to)\s+(?:(?!not\b|never\b)\w+\s+){{0,2}}?defend\b{_w(80)}\b(?:claims?|suits?|actions?|proceedings?)\b",
         ],
         "weak": [r"\bindemnif\w*\b", r"\bhold\s+(?:\w+\s+){0,6}harmless\b"],
-        "exclude": [r"\bsurviv", r"\bno\s+(?:obligation\s+to\s+)?indemnif"],
+        "exclude": [r"\bsurviv", r"\bno\s+(?:obligation\s+to\s+)?indemnif", r"\bno\s+obligation\s+to\s+defend\b"],
         "protective": True,
     },
     "termination": {

@@ -311,3 +311,29 @@ def test_pass7_attributes_on_seen_sentences() -> None:
     assert cap is not None and cap["basis"] == "fees_paid"  # a refund of the price paid
     assert text[cap["start"]:cap["end"]] == cap["text"]
     assert attrs.liability_cap("Your exclusive remedy is repair or replacement of the media.", 0, 60) is None
+
+
+# --- pass 8 rules (issue 13): held-out 7's errors, now seen ------------------------------------
+
+
+@pytest.mark.parametrize(("clause_type", "key", "fragment"), [
+    # A duty to defend without "indemnify" or "hold harmless".
+    ("indemnification", "hp-enterprise-eula", "HPE will defend and/or settle any claims against you"),
+    ("indemnification", "ms-developer-services-agreement-2018-06",
+     "We will defend you against any claims made by an unaffiliated third-party"),
+    # A choice of law whose subject carries a long parenthesis.
+    ("governing_law", "ms-developer-services-agreement-2018-06",
+     "the laws of the state where you live (or, if a business"),
+])
+def test_pass8_rule_accepts_real_sentence(clause_type: str, key: str, fragment: str) -> None:
+    assert _validates(clause_type, key, fragment)
+
+
+@pytest.mark.parametrize("text", [
+    "QUALCOMM AUSTRIA HAS NO OBLIGATION TO DEFEND, INDEMNIFY OR HOLD YOU HARMLESS UNDER THIS AGREEMENT.",
+    "Licensor will not defend any claims arising from your modifications of the Software.",
+])
+def test_pass8_a_refused_defence_duty_is_not_an_indemnity(text: str) -> None:
+    cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
+    valid, _ = validate(text, {"indemnification": [cand]}, ["indemnification"])
+    assert valid["indemnification"] == []
