@@ -10,8 +10,8 @@ seen since rule pass 5 used its errors), ``holdout5`` (16 agreements, scored onc
 pass 5; seen since pass 6 used its errors and trained the classifier on it) and
 ``holdout6`` (18 agreements of vendors in no other set, scored once after pass 6; seen
 since pass 7) and ``holdout7`` (6 other agreements of seen vendors, labelled and committed
-before the extractor or the classifier ever ran on them, scored once after pass 7: the
-latest unseen estimate; the classifier is not trained on it). Run the report:
+before the extractor or the classifier ever ran on them, scored once after pass 7; pass 8
+used its errors; the classifier is not trained on it). Run the report:
 ``.venv/bin/python -m tests.unit.test_due_diligence_accuracy`` (add ``--errors`` to list
 every miss). The test asserts the floors the doc reports.
 
@@ -177,7 +177,7 @@ HELD_OUT = {
                 "errors and trained the classifier on it",
     "holdout7": "6 agreements (unseen documents of seen vendors); scored once after pass 7: "
                 "micro 1.00 / 0.93; per type met for 9 of 10, not for indemnification recall "
-                "(4 of 6); auto_renewal 2 of 2",
+                "(4 of 6); auto_renewal 2 of 2; seen since pass 8 used its errors",
 }
 """Each held-out set, labelled and committed before the extractor ran on it, and its history."""
 
