@@ -66,8 +66,9 @@ bench: setup ## benchmark against the peers (docs/performance.md); ratios on std
 	  echo "wrk is not installed: the API scenario uses only the Python open-loop generator"
 	$(BIN)/python -m overseer.bench $(BENCH_ARGS)
 
-lint: setup
+lint: setup ## ruff and mypy (strict, pydantic plugin), as the house style says
 	$(BIN)/ruff check .
+	$(BIN)/mypy overseer services workflows activities observability
 
 examples: setup ## regenerate the documents in examples/
 	$(BIN)/python -m overseer.bench.corpus examples

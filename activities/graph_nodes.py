@@ -28,9 +28,10 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
@@ -181,7 +182,7 @@ async def run_node(call: NodeCall) -> NodeResult:
                          plain=isinstance(runnable, Pregel))
     config["callbacks"] = [meter]
     started = time.perf_counter()
-    token = var_child_runnable_config.set(config)
+    token = var_child_runnable_config.set(cast(RunnableConfig, config))
     try:
         output = await _with_heartbeats(runnable.ainvoke(state, config))
     except GraphInterrupt as interrupt:
@@ -235,6 +236,11 @@ def find_node(builder: Any, path: str) -> Any:
     return runnable
 
 
+def _no_null_resume(consume: bool = False) -> None:
+    """A node run as an activity has no null resume (LangGraph's ``PregelScratchpad`` hook)."""
+    return None
+
+
 def node_config(call: NodeCall, resumes: list[Any], writer: Any, *,
                 plain: bool = False) -> dict[str, Any]:
     """A LangGraph config under which ``interrupt()`` and ``get_stream_writer()`` work in an activity.
@@ -250,7 +256,7 @@ def node_config(call: NodeCall, resumes: list[Any], writer: Any, *,
         return {**base, "configurable": thread}
     scratchpad = PregelScratchpad(
         step=0, stop=0, call_counter=LazyAtomicCounter(), interrupt_counter=LazyAtomicCounter(),
-        get_null_resume=lambda consume=False: None, resume=list(resumes),
+        get_null_resume=_no_null_resume, resume=list(resumes),
         subgraph_counter=LazyAtomicCounter())
     return {**base, "configurable": {
         **thread, CONFIG_KEY_CHECKPOINT_NS: call.config.get("checkpoint_ns", ""),

@@ -140,12 +140,12 @@ def _default_factory(settings: Settings, model: str) -> BaseChatModel:
 
     return ChatOpenAI(
         base_url=settings.llm_base_url,
-        api_key=settings.llm_api_key or "not-needed",  # type: ignore[arg-type]
+        api_key=settings.llm_api_key or "not-needed",
         model=model,
         timeout=settings.llm_timeout_seconds,
         max_retries=0,  # Temporal owns retries
         temperature=0,
-        max_tokens=settings.llm_max_output_tokens,  # type: ignore[call-arg]
+        max_tokens=settings.llm_max_output_tokens,
     )
 
 

@@ -66,7 +66,7 @@ class _ActivityInbound(ActivityInboundInterceptor):
         pipeline = metrics.pipeline_of(info.workflow_id, default=info.workflow_type or "unknown")
         graph, _, node = info.activity_type.rpartition(".")
         call = input.args[0] if input.args else None
-        if info.activity_type == "run_node" and hasattr(call, "node"):
+        if info.activity_type == "run_node" and call is not None and hasattr(call, "node"):
             graph, node = str(call.pipeline), str(call.node)  # the graph runtime's node activity
         run_id = metrics.run_id_of(info.workflow_id)
         span = trace.get_current_span()

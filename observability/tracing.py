@@ -51,7 +51,7 @@ class _CountingSpanProcessor(SynchronousMultiSpanProcessor):
     """The provider's span processor list, which knows whether anything consumes spans."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # the SDK's __init__ is unannotated
         self.count = 0
 
     def add_span_processor(self, span_processor: Any) -> None:

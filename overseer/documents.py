@@ -918,7 +918,7 @@ def _blank_page(page_number: int, dpi: int) -> PageText:
     return PageText(page_number, "", "ocr", 0.0, 0.0, [], dpi)
 
 
-def _to_grayscale(image: Image.Image) -> np.ndarray:
+def _to_grayscale(image: Image.Image) -> np.ndarray[Any, Any]:
     """Flattens any Pillow mode to uint8 grayscale (H, W); transparency becomes white."""
     if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
         array = np.asarray(image, dtype=np.float32)
@@ -935,7 +935,7 @@ def _to_grayscale(image: Image.Image) -> np.ndarray:
     return np.asarray(image.convert("L"), dtype=np.uint8)
 
 
-def _denoise(gray: np.ndarray, dpi: int) -> np.ndarray:
+def _denoise(gray: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any]:
     """Median blur 3x3, but only on a noisy page at >= 200 dpi.
 
     On a clean scan the blur costs accuracy (it erodes i-dots and thin serifs); below
@@ -950,7 +950,7 @@ def _denoise(gray: np.ndarray, dpi: int) -> np.ndarray:
     return smoothed if change > _NOISE_LEVEL else gray
 
 
-def _binarise(gray: np.ndarray, dpi: int) -> np.ndarray | None:
+def _binarise(gray: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any] | None:
     """Otsu threshold to 0 (ink) / 255 (paper), specks removed; ``None`` for a blank page."""
     threshold, binary = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     ink = gray <= threshold
@@ -962,14 +962,14 @@ def _binarise(gray: np.ndarray, dpi: int) -> np.ndarray | None:
     return binary if (binary == 0).any() else None
 
 
-def _estimate_skew_degrees(ink: np.ndarray) -> float:
+def _estimate_skew_degrees(ink: np.ndarray[Any, Any]) -> float:
     """Angle (degrees, counter-clockwise) that makes text lines horizontal.
 
     Projection-profile search on a downscaled ink mask: the rotation at which the row sums
     change most sharply is the one where text lines and rules are level. Coarse 0.5 degree
     steps over +-12 degrees, then 0.05 degree steps around the best.
     """
-    mask: np.ndarray = np.where(ink, np.uint8(255), np.uint8(0))
+    mask: np.ndarray[Any, Any] = np.where(ink, np.uint8(255), np.uint8(0))
     height, width = mask.shape
     factor = min(1.0, 1000.0 / max(height, width))
     if factor < 1.0:
@@ -991,7 +991,7 @@ def _estimate_skew_degrees(ink: np.ndarray) -> float:
     return round(float(max(fine, key=sharpness)), 2)
 
 
-def _rotate(gray: np.ndarray, angle: float) -> np.ndarray:
+def _rotate(gray: np.ndarray[Any, Any], angle: float) -> np.ndarray[Any, Any]:
     """Rotates counter-clockwise by ``angle`` degrees on a canvas enlarged to keep corners."""
     height, width = gray.shape
     matrix = cv2.getRotationMatrix2D((width / 2.0, height / 2.0), angle, 1.0)
@@ -1000,7 +1000,7 @@ def _rotate(gray: np.ndarray, angle: float) -> np.ndarray:
     new_height = int(math.ceil(height * cos + width * sin))
     matrix[0, 2] += (new_width - width) / 2.0
     matrix[1, 2] += (new_height - height) / 2.0
-    return cv2.warpAffine(
+    rotated: np.ndarray[Any, Any] = cv2.warpAffine(
         gray,
         matrix,
         (new_width, new_height),
@@ -1008,9 +1008,10 @@ def _rotate(gray: np.ndarray, angle: float) -> np.ndarray:
         borderMode=cv2.BORDER_CONSTANT,
         borderValue=255,
     )
+    return rotated
 
 
-def _remove_specks(binary: np.ndarray, dpi: int) -> np.ndarray:
+def _remove_specks(binary: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any]:
     """Whitens ink components smaller than 0.01 x 0.01 in (3x3 px at 300 dpi).
 
     Larger thresholds start eating i-dots of 9 pt type ("is" becomes "1s").
@@ -1026,7 +1027,7 @@ def _remove_specks(binary: np.ndarray, dpi: int) -> np.ndarray:
     return cleaned
 
 
-def _text_ink_mask(binary: np.ndarray, dpi: int) -> np.ndarray:
+def _text_ink_mask(binary: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any]:
     """Boolean mask (H, W) of ink that belongs to text lines: no rules, specks or pictures."""
     ink = (binary == 0).astype(np.uint8) * 255
     rule_px = max(15, int(dpi * 0.4))
@@ -1047,11 +1048,11 @@ def _text_ink_mask(binary: np.ndarray, dpi: int) -> np.ndarray:
     ink_per_blob = np.bincount(labels[text > 0], minlength=count)
     keep = (ink_per_blob >= max(4, int((dpi * 0.02) ** 2))) & (stats[:, cv2.CC_STAT_HEIGHT] <= dpi * 0.75)
     keep[0] = False
-    mask: np.ndarray = keep[labels] & (text > 0)
+    mask: np.ndarray[Any, Any] = keep[labels] & (text > 0)
     return mask
 
 
-def _run_tesseract(binary: np.ndarray, dpi: int, timeout_seconds: float) -> dict[str, list[Any]]:
+def _run_tesseract(binary: np.ndarray[Any, Any], dpi: int, timeout_seconds: float) -> dict[str, list[Any]]:
     try:
         result: dict[str, list[Any]] = pytesseract.image_to_data(
             Image.fromarray(binary),
@@ -1095,7 +1096,7 @@ def _collect_words(
 
 
 def _coverage(
-    text_ink: np.ndarray, boxes: Sequence[tuple[int, int, int, int]], dpi: int, *, has_words: bool
+    text_ink: np.ndarray[Any, Any], boxes: Sequence[tuple[int, int, int, int]], dpi: int, *, has_words: bool
 ) -> float:
     """Fraction of text ink inside word boxes padded by about 0.01 in."""
     total = int(np.count_nonzero(text_ink))

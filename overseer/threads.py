@@ -207,7 +207,8 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
                          status: str | None, ids: list[str] | None, limit: int,
                          offset: int) -> list[asyncpg.Record]:
     """Threads newest first, filtered by metadata containment, status and ids."""
-    clauses, args = ["metadata @> $1::jsonb"], [json.dumps(metadata or {})]
+    clauses: list[str] = ["metadata @> $1::jsonb"]
+    args: list[Any] = [json.dumps(metadata or {})]
     if status:
         args.append(status)
         clauses.append(f"status = ${len(args)}")
@@ -716,7 +717,8 @@ def _goto(goto: Any) -> Any:
 def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
     keep = ("input", "command", "config", "stream_mode", "stream_resumable", "on_completion",
             "if_not_exists")
-    return to_jsonable({k: body[k] for k in keep if k in body})
+    kwargs: dict[str, Any] = to_jsonable({k: body[k] for k in keep if k in body})
+    return kwargs
 
 
 async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pipeline: Pipeline,
@@ -1094,12 +1096,12 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
     if _is_message(value):
         return [value]
     if isinstance(value, list):
-        found = [v for v in value if _is_message(v)]
+        found: list[dict[str, Any]] = [v for v in value if _is_message(v)]
         for v in value:  # a node's several updates in one step
             if isinstance(v, dict) and not _is_message(v):
                 found += _messages_in(v)
         return found
-    found: list[dict[str, Any]] = []
+    found = []
     if isinstance(value, dict):
         for v in value.values():
             if _is_message(v):
@@ -1156,7 +1158,7 @@ async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
     await app.aupdate_state(config, values, as_node=as_node or thread_node(row["graph_id"]))
     state = await app.aget_state(config)
     checkpoint_id = str(uuid.uuid4())
-    cp = {"next": [], "tasks": [], "interrupts": [], "checkpoint_id": checkpoint_id,
+    cp: dict[str, Any] = {"next": [], "tasks": [], "interrupts": [], "checkpoint_id": checkpoint_id,
           "parent_checkpoint_id": (_json(row["checkpoint"]) or {}).get("checkpoint_id"),
           "metadata": {"source": "update", "as_node": as_node},
           "created_at": datetime.now(UTC).isoformat()}

@@ -24,6 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from workflows.approval import EVENT_RETRY, ApprovalGate, DecisionInput, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
     from temporalio.langgraph import graph as registered_graph
@@ -135,7 +136,7 @@ class DocumentIntakeWorkflow(ApprovalGate):
     async def _run_graph(self, inp: DocumentIntakeInput) -> RunResult:
         """Run the graph; every interrupt becomes an approval request, resumed with its decision."""
         app = registered_graph(GRAPH_NAME).compile(checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": inp.run_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": inp.run_id}}
         state: dict[str, Any] = {
             "run_id": inp.run_id, "document": inp.document, "span": inp.span,
             "field_schema": inp.field_schema, "options": inp.options,

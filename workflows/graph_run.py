@@ -50,7 +50,7 @@ import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -518,7 +518,7 @@ class GraphRunWorkflow(ApprovalGate):
 
     _last_decision: str | None = None
 
-    async def _ask(self, first: Any, pending: list[Any], rounds: int) -> dict[str, Any]:
+    async def _ask(self, first: Any, pending: list[Any], rounds: int) -> Any:
         assert self._inp is not None
         value = to_jsonable(first.value)
         payload = dict(value) if isinstance(value, dict) else {"value": value}
@@ -650,7 +650,7 @@ class GraphRunWorkflow(ApprovalGate):
         assert self._inp is not None
         limit = self._inp.options.get("continue_as_new_after_nodes")
         return workflow.info().is_continue_as_new_suggested() or \
-            (bool(limit) and self._executed >= int(limit))
+            (limit is not None and bool(limit) and self._executed >= int(limit))
 
     async def _continue_as_new(self, app: Any) -> NoReturn:
         """Hand the checkpoint, the counters and the event stream to a new run of this workflow.
@@ -762,15 +762,18 @@ class GraphRunWorkflow(ApprovalGate):
             non_retryable_error_types=[NODE_ERROR, "node_not_found", *opts.non_retryable])
         timeout = timedelta(seconds=opts.timeout_seconds)
         try:
+            result: NodeResult
             if opts.run_in == "local_activity" or self._placed_locally(path, opts):
-                return await workflow.execute_local_activity(
+                result = await workflow.execute_local_activity(
                     "run_node", call, result_type=NodeResult, start_to_close_timeout=timeout,
                     retry_policy=policy, summary=opts.summary or path)
-            return await workflow.execute_activity(
+                return result
+            result = await workflow.execute_activity(
                 "run_node", call, result_type=NodeResult, start_to_close_timeout=timeout,
                 heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
                                    if opts.heartbeat_seconds else None),
                 retry_policy=policy, summary=opts.summary or path)
+            return result
         except (ActivityError, ApplicationError) as err:
             if is_cancelled_exception(err):
                 raise  # the run was cancelled: not the node's failure
@@ -1007,7 +1010,7 @@ def thread_node(pipeline: str) -> str:
     for source, target in builder.edges:
         targets.setdefault(source, set()).add(target)
     last = [n for n in plain if targets.get(n) == {END}]
-    return (last or plain or names)[0]
+    return cast(str, (last or plain or names)[0])
 
 
 def node_options(metadata: dict[str, Any] | None) -> tuple[NodeOptions, RetryPolicy | None]:
@@ -1071,7 +1074,7 @@ def _replace_runnable(spec: Any, runnable: Any) -> Any:
 def _proxy(path: str, opts: NodeOptions, retry: RetryPolicy | None) -> Any:
     async def run_in_activity(state: Any, config: RunnableConfig) -> Any:
         instance: GraphRunWorkflow = workflow.instance()
-        return await instance.call_node(path, opts, retry, state, config)
+        return await instance.call_node(path, opts, retry, state, cast(dict[str, Any], config))
 
     return RunnableCallable(None, run_in_activity, name=path.rsplit("/", 1)[-1], trace=False)
 
@@ -1114,7 +1117,8 @@ def _sync_direct(runnable: Any) -> Any:
 
 # --- deterministic checkpoint ids ---------------------------------------------------------------
 
-_original_uuid6 = getattr(_pregel_checkpoint.uuid6, "overseer_original", _pregel_checkpoint.uuid6)
+_original_uuid6 = getattr(_pregel_checkpoint.uuid6,  # type: ignore[attr-defined]  # not re-exported
+                          "overseer_original", _pregel_checkpoint.uuid6)  # type: ignore[attr-defined]
 
 
 def _graph_run_instance() -> Any:
@@ -1154,8 +1158,8 @@ def _workflow_uuid6(node: int | None = None, clock_seq: int | None = None) -> An
 
 
 _workflow_uuid6.overseer_original = _original_uuid6  # type: ignore[attr-defined]
-_pregel_checkpoint.uuid6 = _workflow_uuid6
-_checkpoint_base.uuid6 = _workflow_uuid6
+_pregel_checkpoint.uuid6 = _workflow_uuid6  # type: ignore[attr-defined]  # not re-exported
+_checkpoint_base.uuid6 = _workflow_uuid6  # type: ignore[attr-defined]
 
 
 class _WorkflowUuid:
@@ -1178,4 +1182,4 @@ class _WorkflowUuid:
         return uuid.uuid4()
 
 
-_message_module.uuid = _WorkflowUuid()  # type: ignore[assignment]
+_message_module.uuid = _WorkflowUuid()  # type: ignore[assignment,attr-defined]

@@ -6,6 +6,7 @@ escalate node and the approval validator can call it deterministically.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from activities.document_intake.confidence import (
@@ -111,7 +112,7 @@ def _confused_names(
     return sorted(out)
 
 
-def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
+def public_snapshot(state: Mapping[str, Any]) -> dict[str, Any]:
     """The part of the graph state a run view shows (``runs.result``); no page text."""
     keys = (
         "record", "confidence", "missing_fields", "invalid_fields", "needs_review",
@@ -126,7 +127,7 @@ def public_snapshot(state: dict[str, Any]) -> dict[str, Any]:
     return snap
 
 
-def strategies_used(state: dict[str, Any]) -> list[str]:
+def strategies_used(state: Mapping[str, Any]) -> list[str]:
     """Every strategy that ran, in order.
 
     run_pipeline's ``rules``, then retry_extraction's and the review agent's (``llm:<model>``

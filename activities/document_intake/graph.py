@@ -14,6 +14,7 @@ every registration: the plugin rewrites the graph it is given.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import timedelta
 from typing import Any
 
@@ -47,7 +48,7 @@ LLM_NODE_RETRY = RetryPolicy(
 )
 
 
-def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
+def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]:
     """Build (not compile) the document_intake graph.
 
     Args:
@@ -84,7 +85,7 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph:
     graph.add_node("complete", complete, metadata=in_workflow)
     graph.add_node("escalate", escalate, metadata=in_workflow)
     graph.add_node("budget_gate", budget_gate, metadata=in_workflow)
-    routes = {"retry": "retry_extraction", "review": "review_agent",
+    routes: dict[Hashable, str] = {"retry": "retry_extraction", "review": "review_agent",
               "complete": "complete", "escalate": "escalate", "budget": "budget_gate"}
     graph.add_edge(START, "run_pipeline")
     graph.add_conditional_edges("run_pipeline", route_after_pipeline, routes)

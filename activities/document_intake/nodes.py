@@ -101,7 +101,7 @@ async def validate_and_score(state: PipelineState) -> dict[str, Any]:
             "field_ocr_confidence": field_conf}
 
 
-def build_run_pipeline_graph() -> StateGraph:
+def build_run_pipeline_graph() -> StateGraph[Any]:
     """The run_pipeline subgraph: read_text → extract_record → validate_and_score (seed §1.2)."""
     graph = StateGraph(PipelineState)
     graph.add_node("read_text", read_text)
@@ -340,7 +340,7 @@ async def propose_update(state: ReviewAgentState) -> dict[str, Any]:
     return {"success": bool(proposal["acceptable"])}
 
 
-def build_review_agent_graph() -> StateGraph:
+def build_review_agent_graph() -> StateGraph[Any]:
     """Seed §2.1 review agent: get_document → extract_text_region → infer_fields → propose_update."""
     graph = StateGraph(ReviewAgentState)
     graph.add_node("get_document", get_document)

@@ -108,9 +108,9 @@ class ClauseClassifier:
     """
 
     vocabularies: list[list[str]]
-    idfs: list[np.ndarray]
-    coef: np.ndarray
-    intercept: np.ndarray
+    idfs: list[np.ndarray[Any, Any]]
+    coef: np.ndarray[Any, Any]
+    intercept: np.ndarray[Any, Any]
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -128,7 +128,7 @@ class ClauseClassifier:
             self.__dict__["_vecs"] = vecs
         return vecs
 
-    def scores(self, documents: Sequence[str]) -> np.ndarray:
+    def scores(self, documents: Sequence[str]) -> np.ndarray[Any, Any]:
         """Probability per document and clause type, shape ``(len(documents), 10)``, 0..1."""
         if not documents:
             return np.zeros((0, len(CLAUSE_TYPE_NAMES)))
@@ -136,11 +136,12 @@ class ClauseClassifier:
 
         x = hstack([v.transform(list(documents)) for v in self._vectorizers]).tocsr()
         logits = np.asarray(x @ self.coef.T) + self.intercept
-        return 1.0 / (1.0 + np.exp(-logits))
+        probabilities: np.ndarray[Any, Any] = 1.0 / (1.0 + np.exp(-logits))
+        return probabilities
 
     def save(self, path: Path = MODEL_PATH) -> None:
         """Writes the weights as a compressed ``.npz`` of plain arrays (no pickle; float16 weights)."""
-        arrays: dict[str, np.ndarray] = {}
+        arrays: dict[str, np.ndarray[Any, Any]] = {}
         for i, (vocab, idf) in enumerate(zip(self.vocabularies, self.idfs, strict=True)):
             arrays[f"vocabulary_{i}"] = np.array(vocab)
             arrays[f"idf_{i}"] = idf.astype(np.float32)
@@ -267,7 +268,8 @@ def anchor_spans(text: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def training_rows(text: str, label: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], np.ndarray]:
+def training_rows(text: str, label: Mapping[str, Mapping[str, Any]]
+                  ) -> tuple[list[str], np.ndarray[Any, Any]]:
     """One agreement's sentences as classifier inputs and their 0/1 labels per clause type.
 
     Args:
@@ -305,7 +307,7 @@ def train(agreements: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]], *,
     from sklearn.linear_model import LogisticRegression
 
     docs: list[str] = []
-    blocks: list[np.ndarray] = []
+    blocks: list[np.ndarray[Any, Any]] = []
     for text, label in agreements:
         d, y = training_rows(text, label)
         docs.extend(d)

@@ -102,7 +102,8 @@ class DocumentIndex:
 
     @property
     def _vocab(self) -> Mapping[str, int]:
-        return self._bm25.vocab_dict
+        vocab: Mapping[str, int] = self._bm25.vocab_dict
+        return vocab
 
 
 def search(index: DocumentIndex, types: Iterable[str], attempt: int,

@@ -42,7 +42,7 @@ def _activity(summary: str, *, timeout_seconds: float = 300.0,
     return {"overseer": options}
 
 
-def build_clause_extraction_graph() -> StateGraph:
+def build_clause_extraction_graph() -> StateGraph[Any]:
     """Build (not compile) the clause-extraction subgraph over ``ClauseSearchState``."""
     graph = StateGraph(nodes.ClauseSearchState)
     graph.add_node("initial_search", nodes.initial_search,
@@ -70,7 +70,7 @@ def build_clause_extraction_graph() -> StateGraph:
     return graph
 
 
-def build_due_diligence_graph() -> StateGraph:
+def build_due_diligence_graph() -> StateGraph[Any]:
     """Build (not compile) the due_diligence graph; a fresh one on every call.
 
     Returns:

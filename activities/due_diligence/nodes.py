@@ -8,12 +8,14 @@ module-level ``async`` functions returning partial state updates; everything is 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import TypedDict
 
 from activities.due_diligence import clauses as clause_logic
 from activities.due_diligence.checklist import build_checklist
+from activities.due_diligence.clause_types import CLAUSE_TYPE_NAMES
 from activities.due_diligence.ingest import ingest_pages, ingest_text
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.risk import score_risks
@@ -91,7 +93,7 @@ async def initial_search(state: ClauseSearchState) -> dict[str, Any]:
     With a model configured, the clause agent (:mod:`.agent`) then works the same step
     with the same search results as its tool; its verified quotes join the candidates.
     """
-    types = list(clause_logic.CLAUSE_TYPE_NAMES)
+    types = list(CLAUSE_TYPE_NAMES)
     if not state["ingestion"].get("is_agreement", True):
         types = []
     update = await asyncio.to_thread(_search, state, types, 1)
@@ -131,7 +133,7 @@ async def validate_clauses(state: ClauseSearchState) -> dict[str, Any]:
     checked, _ = clause_logic.validate(text, fresh, list(fresh))
     for name, cands in checked.items():
         candidates.setdefault(name, []).extend(cands)
-    pending = [t for t in clause_logic.CLAUSE_TYPE_NAMES if not candidates.get(t)]
+    pending = [t for t in CLAUSE_TYPE_NAMES if not candidates.get(t)]
     return {"candidates": candidates, "new_candidates": {}, "pending": pending,
             "validation_passed": not pending}
 
@@ -207,5 +209,5 @@ async def checklist(state: DueDiligenceState) -> dict[str, Any]:
     return {"checklist": build_checklist(state["clauses"], state["risks"], state.get("summary"))}
 
 
-def _options(state: DueDiligenceState) -> DueDiligenceOptions:
+def _options(state: Mapping[str, Any]) -> DueDiligenceOptions:
     return DueDiligenceOptions.model_validate(state.get("options") or {})

@@ -36,7 +36,8 @@ def summarise(clauses: Mapping[str, Any], risks: Mapping[str, Any], *,
     overview = (f"{len(found)} of {len(findings)} clause types found; risks: "
                 f"{counts.get('high', 0)} high, {counts.get('medium', 0)} medium, "
                 f"{counts.get('low', 0)} low (overall {risks.get('overall', 'none')}).")
-    sentences = [{"text": overview, "kind": "overview", "source_refs": [i["id"] for i in items]}]
+    sentences: list[dict[str, Any]] = [
+        {"text": overview, "kind": "overview", "source_refs": [i["id"] for i in items]}]
     for item in items:
         if len(sentences) > max_sentences or item["level"] == "low":
             continue

@@ -54,7 +54,7 @@ NON_RETRYABLE = ["invalid_request", "not_found", "llm_malformed_response"]
 NODE_RETRY = node_retry_policy(NON_RETRYABLE)
 
 
-def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph:
+def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph[Any]:
     """Build (not compile) the pricing orchestrator graph.
 
     Args:

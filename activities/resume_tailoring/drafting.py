@@ -196,7 +196,7 @@ class _Context:
         listed = [k["phrase"] for k in self.keywords if k.get("source") == "listed"]
         listed += [t for t in self.emphasise if t not in listed]
         have = [str(k) for g in self.base.get("skills") or [] for k in g.get("keywords") or []]
-        out = []
+        out: list[str] = []
         for skill in listed:
             written = _written_in(skill, base_text)
             if written and not any(same_term(written, h) for h in have + out):

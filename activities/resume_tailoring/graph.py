@@ -47,7 +47,7 @@ MAX_DRAFT_PASSES = 8
 IN_WORKFLOW = {"overseer": {"run_in": "workflow", "summary": "route by current_phase"}}
 
 
-def build_resume_tailoring_graph() -> StateGraph:
+def build_resume_tailoring_graph() -> StateGraph[Any]:
     """Build (not compile) the resume_tailoring graph.
 
     Returns:

@@ -12,6 +12,7 @@ the call's ledger events are dropped and the spend counts from zero.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ def strategy_name() -> str:
     return "llm" if enabled() else "rules"
 
 
-async def draft_with_model(state: dict[str, Any], base: dict[str, Any], job: dict[str, Any],
+async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: dict[str, Any],
                            directives: list[dict[str, Any]]) -> ModelDraft:
     """Ask the model for a tailored JSON Resume.
 

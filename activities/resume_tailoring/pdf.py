@@ -30,13 +30,13 @@ def render_pdf(markdown: str, *, title: str = "Resume") -> bytes:
     """
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
+    from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer
 
     styles = getSampleStyleSheet()
     buffer = io.BytesIO()
     doc = SimpleDocTemplate(buffer, pagesize=A4, title=title, author="", subject="",
                             creator="overseer resume_tailoring", invariant=1)
-    story = []
+    story: list[Flowable] = []
     for line in markdown.splitlines():
         text = _inline(line.lstrip("#- ").strip())
         if not line.strip():

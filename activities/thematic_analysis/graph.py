@@ -44,14 +44,15 @@ def _meta(**overseer: Any) -> dict[str, Any]:
     return {"overseer": {"non_retryable": NON_RETRYABLE, **overseer}}
 
 
-def build_thematic_analysis_graph() -> StateGraph:
+def build_thematic_analysis_graph() -> StateGraph[Any]:
     """Build (not compile) the thematic_analysis graph.
 
     Returns:
         A fresh ``StateGraph`` over :class:`ThematicState`; compile it with any checkpointer
         (the interrupt of ``codebook_review`` needs one).
     """
-    graph = StateGraph(ThematicState)
+    # The nodes take plain dicts; LangGraph's typing wants each node typed with the state.
+    graph: Any = StateGraph(ThematicState)
     graph.add_node("load_dataset", nodes.load_dataset,
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
                                   summary="parse, window and split the dataset"))
@@ -84,7 +85,8 @@ def build_thematic_analysis_graph() -> StateGraph:
     graph.add_edge("theme_coder", "theme_aggregator")
     graph.add_edge("theme_aggregator", "finish")
     graph.add_edge("finish", END)
-    return graph
+    built: StateGraph[Any] = graph
+    return built
 
 
 def fan_out_coders(state: ThematicState) -> list[Send] | str:

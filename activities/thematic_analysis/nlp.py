@@ -79,7 +79,7 @@ def _wordllama() -> Any:
         return WordLlamaInference(embedding, config, tokenizer, binary=False)
 
 
-def embed(texts: Sequence[str]) -> np.ndarray:
+def embed(texts: Sequence[str]) -> np.ndarray[Any, Any]:
     """L2-normalised wordllama embeddings, shape ``(len(texts), 256)`` (float32).
 
     Raises:
@@ -92,10 +92,11 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     return normalise(vectors)
 
 
-def normalise(vectors: np.ndarray) -> np.ndarray:
+def normalise(vectors: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Rows scaled to unit length (zero rows stay zero)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
+    unit: np.ndarray[Any, Any] = vectors / np.where(norms == 0, 1.0, norms)
+    return unit
 
 
 def stop_words() -> list[str]:
@@ -156,13 +157,13 @@ def sentences_with(corpus: Corpus, terms: Sequence[str]) -> list[str]:
     return [corpus.quote_ids[r] for r in sorted(rows)]
 
 
-def sentence_embeddings(corpus: Corpus) -> np.ndarray:
+def sentence_embeddings(corpus: Corpus) -> np.ndarray[Any, Any]:
     """Embeddings of every corpus sentence, in corpus order (memoised on the corpus)."""
-    matrix: np.ndarray = corpus.memo("sentence_embeddings", lambda: embed(corpus.sentences()))
+    matrix: np.ndarray[Any, Any] = corpus.memo("sentence_embeddings", lambda: embed(corpus.sentences()))
     return matrix
 
 
-def vectors_of(corpus: Corpus, ids: Sequence[str]) -> np.ndarray:
+def vectors_of(corpus: Corpus, ids: Sequence[str]) -> np.ndarray[Any, Any]:
     """Sentence embeddings of quote ``ids`` (rows in the order given)."""
     matrix = sentence_embeddings(corpus)
     row_of = corpus.order()

@@ -39,7 +39,7 @@ class ThemeStageError(OverseerError):
     http_status = 500
 
 
-def code_vectors(codebook: Sequence[Mapping[str, Any]], corpus: Corpus) -> np.ndarray:
+def code_vectors(codebook: Sequence[Mapping[str, Any]], corpus: Corpus) -> np.ndarray[Any, Any]:
     """One unit vector per code: the label's embedding plus the mean of its sentences'."""
     labels = nlp.embed([str(c["label"]) for c in codebook])
     rows = []
@@ -80,7 +80,7 @@ def rules_theme_coder(identity: Identity, codebook: Sequence[Mapping[str, Any]],
     return sorted(proposals, key=lambda p: p["code_ids"])
 
 
-def _cluster(vectors: np.ndarray, k: int) -> list[int]:
+def _cluster(vectors: np.ndarray[Any, Any], k: int) -> list[int]:
     if len(vectors) <= 1 or k <= 1:
         return [0] * len(vectors)
     from sklearn.cluster import AgglomerativeClustering
@@ -123,13 +123,13 @@ def aggregate_themes(proposals: Sequence[Mapping[str, Any]], codebook: Sequence[
     clusters: dict[int, list[int]] = {}
     for position, label in enumerate(labels):
         clusters.setdefault(label, []).append(placed[position])
-    groups = sorted(clusters.values(), key=lambda g: sorted(codebook[i]["code_id"] for i in g))
-    themes = [_theme([codebook[i] for i in group], proposals, corpus, options) for group in groups]
+    ordered = sorted(clusters.values(), key=lambda g: sorted(codebook[i]["code_id"] for i in g))
+    themes = [_theme([codebook[i] for i in group], proposals, corpus, options) for group in ordered]
     _name_themes(themes, corpus)
     return sorted(themes, key=lambda t: (-t["prevalence"], -t["count"], t["theme_id"]))
 
 
-def _consensus(distance: np.ndarray) -> list[int]:
+def _consensus(distance: np.ndarray[Any, Any]) -> list[int]:
     if len(distance) <= 1:
         return [0] * len(distance)
     from sklearn.cluster import AgglomerativeClustering

@@ -19,7 +19,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -47,7 +47,7 @@ async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, A
         database_url, min_size=pool_size, max_size=pool_size, open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
     await pool.open(wait=True)
-    saver = AsyncPostgresSaver(pool)
+    saver = AsyncPostgresSaver(cast(Any, pool))  # dict rows: what the saver expects
     await saver.setup()
     return pool, saver
 

@@ -158,6 +158,7 @@ async def graph_throughput(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConf
                         concurrency=cfg.concurrency)
                     statuses = Counter(_status(r) for r in out)
                     if spy is not None:
+                        assert cfg.profile_dir is not None  # the profiler runs only with a profile dir
                         spy.wait(60)
                         res.extra["profile"] = str(cfg.profile_dir / f"{name}-worker.svg")
                 else:

@@ -85,10 +85,10 @@ class Harness:
                 out[name] = _cpu(psutil.Process(proc.pid))
         data_dir = str(self.stack.data_dir.resolve())
         pg = 0.0
-        for proc in psutil.process_iter(["name", "cmdline"]):
+        for ps in psutil.process_iter(["name", "cmdline"]):
             try:
-                if proc.info["name"] == "postgres" and _is_stack_postgres(proc, data_dir):
-                    pg += _cpu(proc)
+                if ps.info["name"] == "postgres" and _is_stack_postgres(ps, data_dir):
+                    pg += _cpu(ps)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
         out["postgres"] = pg

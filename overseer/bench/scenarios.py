@@ -137,6 +137,7 @@ async def text_throughput(h: Harness, cfg: BenchConfig, *, name: str = "text_thr
                                                           concurrency=cfg.concurrency)
                     statuses = Counter(r.status for r in out)
                     if spy is not None:
+                        assert cfg.profile_dir is not None  # the profiler runs only with a profile dir
                         spy.wait(60)
                         res.extra["profile"] = str(cfg.profile_dir / f"{name}-worker.svg")
                 else:
@@ -346,7 +347,7 @@ async def _settled(h: Harness, handle: WorkflowHandle[Any, Any], within_seconds:
         view = await handle.query("get_status")
         status = view["status"] if isinstance(view, dict) else view.status
         if status == "awaiting_approval":
-            return status
+            return str(status)
         await asyncio.sleep(0.2)
     return "timeout"
 

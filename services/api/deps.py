@@ -38,7 +38,8 @@ def get_settings_dep(request: Request) -> Settings:
 
 def get_pool(request: Request) -> asyncpg.Pool:
     """The app's Postgres pool."""
-    return request.app.state.pool  # type: ignore[no-any-return]
+    pool: asyncpg.Pool = request.app.state.pool
+    return pool
 
 
 def get_temporal(request: Request) -> Client:

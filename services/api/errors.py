@@ -19,7 +19,7 @@ _HTTP_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404
                415: "unsupported_media_type", 422: "invalid_request", 429: "rate_limited"}
 
 
-def error_body(code: str, message: str, details: dict | None = None) -> dict:
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     """The one error shape."""
     return {"code": code, "message": message, "details": details or {}}
 

@@ -107,7 +107,8 @@ async def llm_usage(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) 
 async def list_runs(conn: asyncpg.Connection | asyncpg.Pool, principal: Principal, *,
                     pipeline: str | None, status: str | None, limit: int) -> list[RunView]:
     """Runs newest first, filtered; submitters see only their own."""
-    clauses, args = [], []
+    clauses: list[str] = []
+    args: list[Any] = []
     for column, value in (("pipeline", pipeline), ("status", status)):
         if value:
             args.append(value)

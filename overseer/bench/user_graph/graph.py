@@ -68,7 +68,7 @@ async def publish(state: FourIoState) -> dict[str, Any]:
     return {"trail": ["publish"], "notes": {"publish": "done"}, "published": True}
 
 
-def build_four_io_graph(metadata: dict[str, Any] | None = None) -> StateGraph:
+def build_four_io_graph(metadata: dict[str, Any] | None = None) -> StateGraph[Any]:
     """``START → fetch → enrich → score → publish → END`` (uncompiled, as ``langgraph.json`` allows).
 
     Args:
@@ -84,7 +84,7 @@ def build_four_io_graph(metadata: dict[str, Any] | None = None) -> StateGraph:
     return graph
 
 
-def build_four_io_local_graph() -> StateGraph:
+def build_four_io_local_graph() -> StateGraph[Any]:
     """The same graph with every node marked a short I/O step.
 
     Overseer runs each node as a local activity (no task-queue round trip); plain LangGraph

@@ -589,7 +589,7 @@ def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
 
     try:
         fields = get_registry().get(pipeline).record_fields
-        return dict(fields()) if fields is not None else {}
+        return {k: dict(v) for k, v in fields().items()} if fields is not None else {}
     except Exception:  # a console without the pipeline's fields still shows the record
         log.warning("record fields of %s could not be read", pipeline, exc_info=True)
         return {}

@@ -347,7 +347,7 @@ async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
 @router.post("/threads/{thread_id}/runs/wait")
 async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                    temporal: TemporalDep, settings: SettingsDep,
-                   body: JsonBody = None) -> JSONResponse:
+                   body: JsonBody = None) -> StreamingResponse:
     """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
     run = await _create(pool, temporal, settings, principal, thread_id, body or {})
     return _waiting(threads.wait_values(pool, temporal, run), run)
@@ -355,7 +355,7 @@ async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
 
 @router.post("/runs/wait")
 async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
-                             settings: SettingsDep, body: JsonBody = None) -> JSONResponse:
+                             settings: SettingsDep, body: JsonBody = None) -> StreamingResponse:
     """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
     body = body or {}
     run = await _create(pool, temporal, settings, principal, None, body)
