@@ -240,10 +240,13 @@ def _words_value(raw: str) -> int:
 def liability_cap(text: str, start: int, end: int) -> dict[str, Any] | None:
     """The liability cap stated in the window: a fixed amount and/or the fees paid.
 
+    An exclusive remedy that is a refund of the price paid ("entire liability and your
+    exclusive remedy shall be ... return of the price paid") is a cap on the fees too.
+
     Returns:
         ``{"basis": "fixed_amount"|"fees_paid"|"fixed_or_fees", "amounts": [...],
         "text", "start", "end"}`` (the span runs from the cap cue to the end of its
-        sentence part) or None when no cap is stated.
+        sentence part, or covers the remedy phrase) or None when no cap is stated.
     """
     for cue in _CAP_CUE.finditer(text, start, end):
         stop = _part_end(text, cue.end(), end)
