@@ -141,12 +141,13 @@ class ClauseClassifier:
 
     def save(self, path: Path = MODEL_PATH) -> None:
         """Writes the weights as a compressed ``.npz`` of plain arrays (no pickle; float16 weights)."""
-        arrays: dict[str, np.ndarray[Any, Any]] = {}
+        # ``Any`` values: numpy 2's stub types ``**kwds`` next to ``allow_pickle: bool``.
+        arrays: dict[str, Any] = {"coef": self.coef.astype(np.float16), "intercept": self.intercept,
+                                  "meta": np.array(json.dumps(self.meta, sort_keys=True))}
         for i, (vocab, idf) in enumerate(zip(self.vocabularies, self.idfs, strict=True)):
             arrays[f"vocabulary_{i}"] = np.array(vocab)
             arrays[f"idf_{i}"] = idf.astype(np.float32)
-        np.savez_compressed(path, coef=self.coef.astype(np.float16), intercept=self.intercept,
-                            meta=np.array(json.dumps(self.meta, sort_keys=True)), **arrays)
+        np.savez_compressed(path, **arrays)
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> ClauseClassifier:
