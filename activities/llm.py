@@ -297,6 +297,7 @@ async def run_spend(run_id: str) -> dict[str, float]:
            FROM events WHERE run_id = $1 AND type = $2""",
         uuid.UUID(run_id), LLM_CALLED,
     )
+    assert row is not None  # an aggregate without GROUP BY yields exactly one row
     return {"cost_usd": float(row["cost"]), "tokens": float(row["tokens"]),
             "calls": float(row["calls"])}
 

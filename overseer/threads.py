@@ -444,6 +444,7 @@ async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
         if status != row["status"]:
             row = await pool.fetchrow("UPDATE agent_runs SET status = $2, updated_at = now() "
                                       "WHERE run_id = $1 RETURNING *", row["run_id"], status)
+            assert row is not None  # read by its key just above
     return row
 
 
@@ -533,7 +534,9 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         json.dumps(dict(body.get("metadata") or {})), json.dumps(_kwargs(body)), strategy,
         subject)
     await advance_queue(pool, temporal, thread_id, settings)
-    return await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", uuid.UUID(run_id))
+    run = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", uuid.UUID(run_id))
+    assert run is not None  # inserted just above
+    return run
 
 
 async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
@@ -777,6 +780,7 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
             json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject", subject)
         await conn.execute("UPDATE agent_threads SET status = 'busy', interrupts = '{}'::jsonb, "
                            "updated_at = now() WHERE thread_id = $1", row["thread_id"])
+    assert run is not None  # INSERT … RETURNING (no ON CONFLICT) yields its row
     return run
 
 
@@ -1168,6 +1172,7 @@ async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
                    checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1 RETURNING *""",
             row["thread_id"], json.dumps(to_jsonable(state.values)),
             json.dumps(encode(state.values)), json.dumps(cp))
+        assert fresh is not None  # the thread was read by its key above
         await conn.execute(
             """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id, state)
                VALUES ($1, $2, $3, $4::jsonb)""",

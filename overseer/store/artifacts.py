@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from overseer.errors import NotFoundError
 
@@ -21,7 +22,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 async def store_artifact(
-    conn: asyncpg.Connection,
+    conn: asyncpg.Connection | PoolConnectionProxy,
     data: bytes,
     *,
     kind: str,

@@ -15,9 +15,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+#: A connection of its own or one acquired from a pool (asyncpg's proxy passes for either at run time).
+Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
 
 EVENT_NAMESPACE = uuid.UUID("6d1f3c0e-9a53-4c51-9a3e-4f0c2d7b8e11")
 
@@ -75,7 +79,7 @@ class NewEvent:
         return asdict(self)
 
 
-async def append_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> list[NewEvent]:
+async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent]:
     """Append events and project the new ones into the read models, atomically.
 
     Args:
@@ -115,7 +119,7 @@ async def append_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) ->
     return inserted
 
 
-async def fetch_events(conn: asyncpg.Connection, run_id: str) -> list[dict[str, Any]]:
+async def fetch_events(conn: Conn | asyncpg.Pool, run_id: str) -> list[dict[str, Any]]:
     """All events of a run in append order.
 
     Returns:
@@ -142,10 +146,10 @@ async def fetch_events(conn: asyncpg.Connection, run_id: str) -> list[dict[str, 
 
 # --- projections -----------------------------------------------------------------------------
 
-Projector = Callable[[asyncpg.Connection, NewEvent, datetime], Awaitable[None]]
+Projector = Callable[[Conn, NewEvent, datetime], Awaitable[None]]
 
 
-async def _run_submitted(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _run_submitted(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     await conn.execute(
         """INSERT INTO runs (run_id, pipeline, workflow_id, status, parent_run_id, submitted_by,
@@ -164,7 +168,7 @@ async def _run_submitted(conn: asyncpg.Connection, e: NewEvent, at: datetime) ->
     )
 
 
-async def _merge_result(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _merge_result(conn: Conn, e: NewEvent, at: datetime) -> None:
     snapshot = e.data.get("snapshot")
     if snapshot:
         await conn.execute(
@@ -176,7 +180,7 @@ async def _merge_result(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> 
         )
 
 
-async def _review_suggested(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _review_suggested(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     await conn.execute(
         """INSERT INTO review_suggestions (suggestion_id, run_id, current_values, proposed_updates,
@@ -199,7 +203,7 @@ async def _review_suggested(conn: asyncpg.Connection, e: NewEvent, at: datetime)
     await _merge_result(conn, e, at)
 
 
-async def _approval_requested(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_requested(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     deadline = datetime.fromisoformat(d["sla_deadline"]) if d.get("sla_deadline") else None
     await conn.execute(
@@ -226,7 +230,7 @@ async def _approval_requested(conn: asyncpg.Connection, e: NewEvent, at: datetim
     )
 
 
-async def _approval_sla_breached(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_sla_breached(conn: Conn, e: NewEvent, at: datetime) -> None:
     await conn.execute(
         "UPDATE approvals SET sla_breached_at = $2 WHERE run_id = $1 AND sla_breached_at IS NULL",
         uuid.UUID(e.run_id),
@@ -234,7 +238,7 @@ async def _approval_sla_breached(conn: asyncpg.Connection, e: NewEvent, at: date
     )
 
 
-async def _approval_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     await conn.execute(
         """UPDATE approvals SET status = 'decided', decision = $2, decided_by = $3, decided_at = $4,
@@ -269,7 +273,7 @@ async def _approval_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime)
     )
 
 
-async def _run_finished(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _run_finished(conn: Conn, e: NewEvent, at: datetime) -> None:
     status = e.data["status"]
     await conn.execute(
         """UPDATE runs SET status = $2, result = coalesce(result, '{}'::jsonb) || $3::jsonb,
@@ -287,21 +291,21 @@ async def _run_finished(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> 
     )
 
 
-async def _approval_claimed(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_claimed(conn: Conn, e: NewEvent, at: datetime) -> None:
     await conn.execute(
         "UPDATE approvals SET assigned_to = $2, claimed_at = $3 WHERE run_id = $1",
         uuid.UUID(e.run_id), e.data.get("reviewer"), at,
     )
 
 
-async def _approval_released(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_released(conn: Conn, e: NewEvent, at: datetime) -> None:
     await conn.execute(
         "UPDATE approvals SET assigned_to = NULL, claimed_at = NULL WHERE run_id = $1",
         uuid.UUID(e.run_id),
     )
 
 
-async def _approval_reassigned(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_reassigned(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     ladder = d.get("by") == "escalation_policy"
     await conn.execute(
@@ -315,7 +319,7 @@ async def _approval_reassigned(conn: asyncpg.Connection, e: NewEvent, at: dateti
     )
 
 
-async def _approval_reminded(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_reminded(conn: Conn, e: NewEvent, at: datetime) -> None:
     await conn.execute(
         """UPDATE approvals SET reminded_at = $2, escalation_level = greatest(escalation_level, 1)
            WHERE run_id = $1""",
@@ -323,7 +327,7 @@ async def _approval_reminded(conn: asyncpg.Connection, e: NewEvent, at: datetime
     )
 
 
-async def _approval_auto_decided(conn: asyncpg.Connection, e: NewEvent, at: datetime) -> None:
+async def _approval_auto_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
     await conn.execute(
         """UPDATE approvals SET auto_action = $2, escalation_level = 3 WHERE run_id = $1""",
         uuid.UUID(e.run_id), f"{e.data.get('action')}:{e.data.get('result')}",

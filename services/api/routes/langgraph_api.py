@@ -202,11 +202,12 @@ async def patch_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
                        body: JsonBody = None) -> dict[str, Any]:
     """Merge ``metadata`` into the thread's."""
     row = await threads.get_thread(pool, thread_id)
-    row = await pool.fetchrow(
+    updated = await pool.fetchrow(
         "UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() "
         "WHERE thread_id = $1 RETURNING *", row["thread_id"],
         json.dumps((body or {}).get("metadata") or {}))
-    return threads.thread_view(row)
+    assert updated is not None  # read by its key just above
+    return threads.thread_view(updated)
 
 
 @router.delete("/threads/{thread_id}", status_code=204)
