@@ -105,6 +105,7 @@ def instrument_asyncpg() -> None:
     """Install asyncpg client spans: SQL text only, never parameters (they may hold document data)."""
     from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 
+    # the instrumentor's __init__ is unannotated
     instrumentor = AsyncPGInstrumentor(capture_parameters=False)  # type: ignore[no-untyped-call]
     if not instrumentor.is_instrumented_by_opentelemetry:
         instrumentor.instrument()

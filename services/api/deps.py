@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
@@ -33,7 +34,8 @@ class Principal:
 
 def get_settings_dep(request: Request) -> Settings:
     """The app's settings."""
-    return request.app.state.settings  # type: ignore[no-any-return]
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 def get_pool(request: Request) -> asyncpg.Pool:
@@ -44,7 +46,8 @@ def get_pool(request: Request) -> asyncpg.Pool:
 
 def get_temporal(request: Request) -> Client:
     """The app's Temporal client (made once in the lifespan)."""
-    return request.app.state.temporal  # type: ignore[no-any-return]
+    client: Client = request.app.state.temporal
+    return client
 
 
 def get_principal(
@@ -70,7 +73,7 @@ def get_principal(
     raise AuthenticationError("invalid bearer token")
 
 
-def require_roles(*roles: str):  # type: ignore[no-untyped-def]
+def require_roles(*roles: str) -> Callable[[Principal], Principal]:
     """A dependency admitting ``roles`` (admin always)."""
 
     def dependency(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:

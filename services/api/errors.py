@@ -66,7 +66,7 @@ def install_openapi_errors(app: FastAPI) -> None:
         app.openapi_schema = schema
         return schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented schema override
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -65,7 +65,8 @@ def console_secret(request: Request) -> bytes | None:
     state = request.app.state
     if not hasattr(state, "console_secret"):
         state.console_secret = state.settings.console_secret()
-    return state.console_secret  # type: ignore[no-any-return]
+    secret: bytes | None = state.console_secret
+    return secret
 
 
 def token_fingerprint(secret: bytes, token: str) -> str:

@@ -128,7 +128,8 @@ async def read_assistant_graph(assistant_id: str, _: AgentPrincipal,
     """The graph's nodes and edges (LangGraph's ``get_graph().to_json()``)."""
     pipeline = threads.resolve_assistant(assistant_id)
     graph = get_registry().builder(pipeline.name).compile().get_graph(xray=xray)
-    return to_jsonable(graph.to_json())  # type: ignore[no-any-return]
+    view: dict[str, Any] = to_jsonable(graph.to_json())
+    return view
 
 
 @router.get("/assistants/{assistant_id}/schemas")
@@ -243,7 +244,8 @@ async def read_state_at(thread_id: str, checkpoint_id: str, _: AgentPrincipal,
                                 "AND checkpoint_id = $2", row["thread_id"], checkpoint_id)
     if state is None:
         raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
-    return json.loads(state)  # type: ignore[no-any-return]
+    values: dict[str, Any] = json.loads(state)
+    return values
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
