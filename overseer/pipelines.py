@@ -295,9 +295,38 @@ class Registry:
     catalogue and the console list and start pipelines from it.
     """
 
-    def __init__(self, pipelines: Mapping[str, Pipeline]) -> None:
+    def __init__(self, pipelines: Mapping[str, Pipeline],
+                 auth_entry: tuple[str, Path, str] | None = None) -> None:
         self._pipelines = dict(pipelines)
         self._builders: dict[str, Any] = {}
+        self._auth_entry = auth_entry
+        self._auth: Any = None
+
+    @property
+    def auth_source(self) -> str | None:
+        """Where the deployment's LangGraph ``Auth`` comes from (``file:entry``), or None."""
+        return f"{self._auth_entry[2]}:{self._auth_entry[0]}" if self._auth_entry else None
+
+    def auth(self) -> Any:
+        """The ``langgraph_sdk.Auth`` named by a ``langgraph.json``'s ``auth.path``, or None.
+
+        Imported on first use (the API needs it; the worker never asks).
+
+        Raises:
+            RegistryError: the entry cannot be imported or is not an ``Auth``.
+        """
+        if self._auth_entry is None:
+            return None
+        if self._auth is None:
+            from langgraph_sdk import Auth
+
+            entry, base, source = self._auth_entry
+            target = _import_entry(entry, base, "auth")
+            if not isinstance(target, Auth):
+                raise RegistryError(f"{source}: auth.path {entry!r} is a "
+                                    f"{type(target).__name__}, not a langgraph_sdk.Auth")
+            self._auth = target
+        return self._auth
 
     def __iter__(self) -> Iterator[Pipeline]:
         """Pipelines in registration order: the project's, then each ``OVERSEER_GRAPHS`` file's."""
@@ -407,15 +436,38 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     return out
 
 
+def auth_entry_of(path: str | Path) -> tuple[str, Path, str] | None:
+    """A ``langgraph.json``'s ``"auth": {"path": "./auth.py:auth"}``: ``(entry, base, file)``, or None.
+
+    Raises:
+        RegistryError: unreadable file, or an ``auth`` without a ``path`` of the form ``file:attr``.
+    """
+    path = Path(path).resolve()
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise RegistryError(f"{path}: cannot read langgraph.json ({err})") from err
+    auth = config.get("auth")
+    if auth is None:
+        return None
+    entry = auth.get("path") if isinstance(auth, dict) else None
+    if not isinstance(entry, str) or ":" not in entry:
+        raise RegistryError(f"{path}: 'auth' must be {{\"path\": \"./auth.py:auth\"}}")
+    return entry, path.parent, str(path)
+
+
 def load_registry(graph_files: str | None = None) -> Registry:
     """The project's pipelines plus every ``langgraph.json`` in ``graph_files`` (``:``-separated).
 
-    A user file may not reuse a name the project already has.
+    A user file may not reuse a name the project already has; at most one file may name an
+    ``auth`` (it governs the whole deployment's Agent Server API).
 
     Raises:
-        RegistryError: a file or entry fails to load, or a name is taken twice.
+        RegistryError: a file or entry fails to load, a name is taken twice, or two files
+            name an ``auth``.
     """
     pipelines = load_langgraph_json(PROJECT_GRAPHS)
+    auth = auth_entry_of(PROJECT_GRAPHS)
     for item in (graph_files or "").split(":"):
         if not item.strip():
             continue
@@ -424,7 +476,12 @@ def load_registry(graph_files: str | None = None) -> Registry:
                 raise RegistryError(f"{item}: graph name {name!r} is already registered by "
                                     f"{pipelines[name].source}")
             pipelines[name] = pipeline
-    return Registry(pipelines)
+        found = auth_entry_of(item.strip())
+        if found is not None and auth is not None:
+            raise RegistryError(f"{item}: an auth is already set by {auth[2]}; a deployment "
+                                "has one")
+        auth = found or auth
+    return Registry(pipelines, auth)
 
 
 _registry: Registry | None = None

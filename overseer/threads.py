@@ -45,6 +45,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from overseer import access
 from overseer.catalogue import approval_ladder_options, request_options
 from overseer.errors import (
     ConflictError,
@@ -178,8 +179,23 @@ def thread_view(row: asyncpg.Record) -> dict[str, Any]:
 
 
 async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: dict[str, Any],
-                        if_exists: str | None, subject: str) -> asyncpg.Record:
-    """Create a thread (``if_exists``: ``raise`` → 409, ``do_nothing`` → the existing one)."""
+                        if_exists: str | None, subject: str,
+                        scope: access.Scope) -> asyncpg.Record:
+    """Create a thread owned by ``subject``.
+
+    Args:
+        pool: the database.
+        thread_id: the id to give it (a new uuid4 when None).
+        metadata: its metadata.
+        if_exists: ``raise`` (default) or ``do_nothing`` when the id is taken.
+        subject: its owner.
+        scope: what the caller may read (:mod:`overseer.access`): ``do_nothing`` answers
+            with an existing thread only inside it.
+
+    Raises:
+        ConflictError: the id is taken and ``if_exists`` is not ``do_nothing``, or it is
+            taken by a thread outside ``scope`` (409; never its content).
+    """
     tid = _uuid(thread_id) if thread_id else uuid.uuid4()
     row = await pool.fetchrow(
         """INSERT INTO agent_threads (thread_id, metadata, created_by) VALUES ($1, $2::jsonb, $3)
@@ -187,7 +203,12 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
     if row is not None:
         return row
     if if_exists == "do_nothing":
-        return await get_thread(pool, str(tid))
+        args: list[Any] = [tid]
+        where = scope.sql(args, owner_column="created_by", metadata_column="metadata")
+        existing = await pool.fetchrow(
+            f"SELECT * FROM agent_threads WHERE thread_id = $1 AND {where}", *args)
+        if existing is not None:
+            return existing
     raise ConflictError(f"thread {tid} already exists", details={"thread_id": str(tid)})
 
 
@@ -205,10 +226,15 @@ async def get_thread(pool: asyncpg.Pool | asyncpg.Connection, thread_id: str) ->
 
 async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
                          status: str | None, ids: list[str] | None, limit: int,
-                         offset: int) -> list[asyncpg.Record]:
-    """Threads newest first, filtered by metadata containment, status and ids."""
+                         offset: int, scope: access.Scope) -> list[asyncpg.Record]:
+    """Threads newest first, filtered by metadata containment, status and ids.
+
+    Only threads in ``scope`` (the caller's, :mod:`overseer.access`) are searched: the
+    condition is part of the query, so ``limit`` and ``offset`` count visible threads.
+    """
     clauses: list[str] = ["metadata @> $1::jsonb"]
     args: list[Any] = [json.dumps(metadata or {})]
+    clauses.append(scope.sql(args, owner_column="created_by", metadata_column="metadata"))
     if status:
         args.append(status)
         clauses.append(f"status = ${len(args)}")
@@ -230,8 +256,11 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     await pool.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
 
 
-async def copy_thread(pool: asyncpg.Pool, thread_id: str, subject: str) -> asyncpg.Record:
+async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     """``POST /threads/{id}/copy``: a new idle thread with the metadata, state and saved states.
+
+    The copy keeps the thread's owner (``created_by`` and the metadata an ``Auth`` handler
+    put there), whoever asked for it.
 
     Raises:
         ConflictError: the thread is busy or paused (its state lives in a workflow then).
@@ -244,8 +273,8 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str, subject: str) -> async
         await conn.execute(
             """INSERT INTO agent_threads (thread_id, metadata, status, graph_id, "values", state,
                                           checkpoint, created_by)
-               SELECT $2, metadata, status, graph_id, "values", state, checkpoint, $3
-               FROM agent_threads WHERE thread_id = $1""", row["thread_id"], new_id, subject)
+               SELECT $2, metadata, status, graph_id, "values", state, checkpoint, created_by
+               FROM agent_threads WHERE thread_id = $1""", row["thread_id"], new_id)
         await conn.execute(
             """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
                                               state, created_at)
@@ -460,7 +489,7 @@ async def list_runs(pool: asyncpg.Pool, thread_id: str, limit: int, offset: int,
 
 async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                      thread_id: str, body: dict[str, Any], subject: str, role: str,
-                     is_admin: bool) -> asyncpg.Record:
+                     is_admin: bool, check_role: bool = True) -> asyncpg.Record:
     """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
 
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
@@ -480,12 +509,15 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         body: the SDK's run body (``assistant_id``, ``input``, ``command``, ``metadata``,
             ``multitask_strategy``, ``if_not_exists`` …).
         role: the caller's role: ``submitter`` may start runs, ``reviewer`` may resume.
+        check_role: False when a deployment's LangGraph ``Auth`` handlers already decided
+            who may start and resume runs (its users have no Overseer role).
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.
 
     Raises:
-        NotFoundError: unknown assistant or thread (without ``if_not_exists="create"``).
+        NotFoundError: unknown assistant or thread (the route creates a missing thread for
+            ``if_not_exists="create"`` and checks the caller may run on it: issue 29).
         ThreadBusyError: a run is in progress or queued and the strategy is ``reject`` (409).
         NotAwaitingApprovalError: a resume on a thread that waits for nothing (409).
         PermissionDeniedError: the role may not do this (403).
@@ -496,13 +528,10 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     pipeline = resolve_assistant(str(body.get("assistant_id") or ""))
     command = body.get("command") or {}
     resuming = "resume" in command
-    if not is_admin and role != ("reviewer" if resuming else "submitter"):
+    if check_role and not is_admin and role != ("reviewer" if resuming else "submitter"):
         raise PermissionDeniedError(
             f"role {role!r} may not {'resume' if resuming else 'start'} runs",
             details={"needs": ["reviewer" if resuming else "submitter"]})
-    if body.get("if_not_exists") == "create":
-        await create_thread(pool, thread_id=thread_id, metadata={}, if_exists="do_nothing",
-                            subject=subject)
     if resuming:
         seen = await get_thread(pool, thread_id)
         return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)

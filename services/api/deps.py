@@ -1,10 +1,12 @@
-"""Dependencies as ``Annotated`` aliases: ``SettingsDep``, ``PoolDep``, ``TemporalDep``, ``PrincipalDep``."""
+"""Dependencies as ``Annotated`` aliases: ``SettingsDep``, ``PoolDep``, ``TemporalDep``, ``PrincipalDep``.
+
+:class:`~overseer.access.Principal` is re-exported here for the routes.
+"""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -13,23 +15,14 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from temporalio.client import Client
 
+from overseer.access import Principal
 from overseer.errors import AuthenticationError, PermissionDeniedError, TokenExpiredError
 from overseer.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False)
 
-
-@dataclass(frozen=True)
-class Principal:
-    """The authenticated caller: ``subject`` and ``role`` (submitter | reviewer | admin)."""
-
-    subject: str
-    role: str
-
-    @property
-    def is_admin(self) -> bool:
-        """Admins may do everything."""
-        return self.role == "admin"
+__all__ = ["Principal", "PoolDep", "PrincipalDep", "ReviewerDep", "SettingsDep", "SubmitterDep",
+           "TemporalDep", "get_principal", "require_roles"]
 
 
 def get_settings_dep(request: Request) -> Settings:

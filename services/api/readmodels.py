@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from overseer import access
 from overseer.errors import NotFoundError
 from overseer.graph_codec import REF_KEY, decode, is_ref, to_jsonable
 from overseer.store.artifacts import load_artifact
@@ -113,9 +114,9 @@ async def list_runs(conn: asyncpg.Connection | asyncpg.Pool, principal: Principa
         if value:
             args.append(value)
             clauses.append(f"{column} = ${len(args)}")
-    if principal.role == "submitter":
-        args.append(principal.subject)
-        clauses.append(f"submitted_by = ${len(args)}")
+    owned = access.scope(principal, "read")
+    if owned is not access.ANY:
+        clauses.append(owned.sql(args, owner_column="submitted_by"))
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     args.append(limit)
     rows = await conn.fetch(
@@ -125,8 +126,8 @@ async def list_runs(conn: asyncpg.Connection | asyncpg.Pool, principal: Principa
 
 
 def can_read(principal: Principal, submitted_by: str | None) -> bool:
-    """Submitters read their own runs; reviewers and admins read all."""
-    return principal.role in ("reviewer", "admin") or submitted_by == principal.subject
+    """Submitters read their own runs; reviewers and admins read all (:func:`overseer.access.can`)."""
+    return access.can(principal, "read", submitted_by)
 
 
 def run_view(row: asyncpg.Record) -> RunView:

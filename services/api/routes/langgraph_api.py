@@ -6,6 +6,12 @@ and runs live in :mod:`overseer.threads`; each run is an Overseer run (a
 ``GraphRunWorkflow``), each interrupt an Overseer approval. Auth: the SDK's ``x-api-key``
 header (or ``Authorization: Bearer``) carries the same tokens and roles as ``/v1``.
 What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api.md``.
+
+Who may see what (issue 29): every thread and its runs belong to the principal that
+created them. Every ``/threads/{thread_id}/…`` route depends on :func:`thread_gate` (or, for
+run creation, calls :func:`services.api.agent_auth.gate_thread` itself), and search and
+count filter in SQL, by the one rule of :mod:`overseer.access` — or by a deployment's
+LangGraph ``Auth`` handlers (:mod:`services.api.agent_auth`).
 """
 
 from __future__ import annotations
@@ -19,13 +25,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials
 
 from overseer import threads
-from overseer.errors import AuthenticationError, NotFoundError
+from overseer.errors import ConflictError, NotFoundError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
-from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep, get_principal
+from services.api import agent_auth
+from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 
 QUEUE_SWEEP_SECONDS = 1.0
 WAIT_KEEPALIVE_SECONDS = 5.0
@@ -72,34 +78,58 @@ router = APIRouter(tags=["agent-server"], lifespan=queue_sweeper)
 JsonBody = Annotated[dict[str, Any] | None, Body()]
 
 
-def agent_principal(request: Request) -> Principal:
-    """The caller from ``x-api-key`` (the SDK's header) or a bearer token.
+async def agent_principal(request: Request) -> Principal:
+    """The caller: ``x-api-key`` (the SDK's header) or a bearer token, or the deployment's ``Auth``.
 
     Raises:
-        AuthenticationError: neither header, or an unknown or expired token (401).
+        AuthenticationError: no key, an unknown or expired one, or refused by the ``Auth``
+            handler (401).
     """
-    key = request.headers.get("x-api-key")
-    if not key:
-        auth = request.headers.get("authorization", "")
-        scheme, _, key = auth.partition(" ")
-        if scheme.lower() != "bearer":
-            key = ""
-    if not key:
-        raise AuthenticationError("missing x-api-key")
-    return get_principal(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials=key))
+    return await agent_auth.authenticate(request)
 
 
 AgentPrincipal = Annotated[Principal, Depends(agent_principal)]
+
+
+def thread_gate(action: str) -> Any:
+    """A dependency: the caller may ``action`` the path's thread (:func:`agent_auth.gate_thread`: 404 if not).
+
+    The ``Auth`` handler's value is LangGraph's: ``thread_id``, plus ``run_id`` on a run's
+    routes; ``update`` routes that change metadata pass it themselves.
+    """
+
+    async def dependency(request: Request, thread_id: str, principal: AgentPrincipal,
+                         pool: PoolDep) -> Principal:
+        value: dict[str, Any] = {}
+        if "run_id" in request.path_params:
+            value["run_id"] = request.path_params["run_id"]
+        if action == "update" and request.url.path.endswith("/cancel"):
+            value["action"] = request.query_params.get("action", "interrupt")
+        await agent_auth.gate_thread(pool, principal, thread_id, action, value)
+        return principal
+
+    dependency.__name__ = f"thread_gate_{action}"
+    return dependency
+
+
+ThreadReader = Annotated[Principal, Depends(thread_gate("read"))]
+ThreadUpdater = Annotated[Principal, Depends(thread_gate("update"))]
+ThreadDeleter = Annotated[Principal, Depends(thread_gate("delete"))]
 
 
 # --- assistants --------------------------------------------------------------------------------
 
 
 @router.post("/assistants/search")
-async def search_assistants(_: AgentPrincipal, body: JsonBody = None) -> list[dict[str, Any]]:
+async def search_assistants(principal: AgentPrincipal,
+                            body: JsonBody = None) -> list[dict[str, Any]]:
     """Every registered graph as an assistant (filters: ``graph_id``, ``name``, ``metadata``)."""
     body = body or {}
-    found = [threads.assistant_view(p) for p in threads.graph_pipelines()]
+    scope = await agent_auth.authorize(principal, "assistants", "search", {
+        "graph_id": body.get("graph_id"), "metadata": body.get("metadata"),
+        "limit": body.get("limit"), "offset": body.get("offset")})
+    found = [a for a in (threads.assistant_view(p) for p in threads.graph_pipelines())
+             if scope.admits(None, a["metadata"])]
     if body.get("graph_id"):
         found = [a for a in found if a["graph_id"] == body["graph_id"]]
     if body.get("name"):
@@ -117,9 +147,14 @@ async def count_assistants(principal: AgentPrincipal, body: JsonBody = None) -> 
 
 
 @router.get("/assistants/{assistant_id}")
-async def read_assistant(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
+async def read_assistant(assistant_id: str, principal: AgentPrincipal) -> dict[str, Any]:
     """One assistant, by id or graph name."""
-    return threads.assistant_view(threads.resolve_assistant(assistant_id))
+    view = threads.assistant_view(threads.resolve_assistant(assistant_id))
+    scope = await agent_auth.authorize(principal, "assistants", "read",
+                                       {"assistant_id": view["assistant_id"]})
+    if scope.metadata is not None and not scope.admits(None, view["metadata"]):
+        raise NotFoundError(f"unknown assistant {assistant_id!r}")
+    return view
 
 
 @router.get("/assistants/{assistant_id}/graph")
@@ -168,20 +203,28 @@ async def create_thread(principal: AgentPrincipal, pool: PoolDep,
                         body: JsonBody = None) -> dict[str, Any]:
     """Create a thread (``thread_id``, ``metadata``, ``if_exists``: ``raise`` | ``do_nothing``)."""
     body = body or {}
+    value = {"thread_id": body.get("thread_id"), "metadata": dict(body.get("metadata") or {}),
+             "if_exists": body.get("if_exists")}
+    scope = await agent_auth.authorize(principal, "threads", "create", value)
     row = await threads.create_thread(pool, thread_id=body.get("thread_id"),
-                                      metadata=dict(body.get("metadata") or {}),
-                                      if_exists=body.get("if_exists"), subject=principal.subject)
+                                      metadata=dict(value.get("metadata") or {}),
+                                      if_exists=body.get("if_exists"), subject=principal.subject,
+                                      scope=scope)
     return threads.thread_view(row)
 
 
 @router.post("/threads/search")
-async def search_threads(_: AgentPrincipal, pool: PoolDep,
+async def search_threads(principal: AgentPrincipal, pool: PoolDep,
                          body: JsonBody = None) -> list[dict[str, Any]]:
-    """Threads newest first (``metadata`` containment, ``status``, ``ids``, ``limit``, ``offset``)."""
+    """The caller's threads, newest first (``metadata``, ``status``, ``ids``, ``limit``, ``offset``)."""
     body = body or {}
+    limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
+    value: dict[str, Any] = {k: body.get(k) for k in ("metadata", "values", "status", "ids")}
+    value |= {"limit": limit, "offset": offset}
+    scope = await agent_auth.authorize(principal, "threads", "search", value)
     rows = await threads.search_threads(
-        pool, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
-        limit=int(body.get("limit") or 10), offset=int(body.get("offset") or 0))
+        pool, metadata=value["metadata"], status=value["status"], ids=value["ids"],
+        limit=limit, offset=offset, scope=scope)
     return [threads.thread_view(r) for r in rows]
 
 
@@ -192,27 +235,29 @@ async def count_threads(principal: AgentPrincipal, pool: PoolDep, body: JsonBody
 
 
 @router.get("/threads/{thread_id}")
-async def read_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+async def read_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     """One thread, its status and values brought up to date."""
     return threads.thread_view(await threads.sync_thread(pool, temporal, thread_id, settings))
 
 
 @router.patch("/threads/{thread_id}")
-async def patch_thread(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+async def patch_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                        body: JsonBody = None) -> dict[str, Any]:
     """Merge ``metadata`` into the thread's."""
+    value = {"metadata": dict((body or {}).get("metadata") or {})}
+    await agent_auth.gate_thread(pool, principal, thread_id, "update", value)
     row = await threads.get_thread(pool, thread_id)
     updated = await pool.fetchrow(
         "UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() "
         "WHERE thread_id = $1 RETURNING *", row["thread_id"],
-        json.dumps((body or {}).get("metadata") or {}))
+        json.dumps(value.get("metadata") or {}))
     assert updated is not None  # read by its key just above
     return threads.thread_view(updated)
 
 
 @router.delete("/threads/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+async def delete_thread(thread_id: str, principal: ThreadDeleter, pool: PoolDep,
                         temporal: TemporalDep) -> Response:
     """Delete a thread and its runs (a run in progress is cancelled)."""
     await threads.delete_thread(pool, temporal, thread_id, principal.subject)
@@ -220,14 +265,14 @@ async def delete_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep
 
 
 @router.get("/threads/{thread_id}/state")
-async def read_state(thread_id: str, _: AgentPrincipal, pool: PoolDep,
+async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep,
                      temporal: TemporalDep) -> dict[str, Any]:
     """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint."""
     return threads.state_view(await threads.sync_thread(pool, temporal, thread_id))
 
 
 @router.post("/threads/{thread_id}/state")
-async def write_state(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+async def write_state(thread_id: str, _: ThreadUpdater, pool: PoolDep, temporal: TemporalDep,
                       body: JsonBody = None) -> dict[str, Any]:
     """Update an idle thread's values as ``as_node`` (the graph's reducers apply)."""
     body = body or {}
@@ -236,7 +281,7 @@ async def write_state(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
-async def read_state_at(thread_id: str, checkpoint_id: str, _: AgentPrincipal,
+async def read_state_at(thread_id: str, checkpoint_id: str, _: ThreadReader,
                         pool: PoolDep) -> dict[str, Any]:
     """The thread's state at a saved checkpoint."""
     row = await threads.get_thread(pool, thread_id)
@@ -249,7 +294,7 @@ async def read_state_at(thread_id: str, checkpoint_id: str, _: AgentPrincipal,
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
-async def read_state_at_checkpoint(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+async def read_state_at_checkpoint(thread_id: str, principal: ThreadReader, pool: PoolDep,
                                    temporal: TemporalDep, settings: SettingsDep,
                                    body: JsonBody = None) -> dict[str, Any]:
     """The thread's state at ``checkpoint.checkpoint_id`` (the current state without one)."""
@@ -261,15 +306,15 @@ async def read_state_at_checkpoint(thread_id: str, principal: AgentPrincipal, po
 
 
 @router.post("/threads/{thread_id}/copy")
-async def copy_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+async def copy_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
-    """A new thread with this one's metadata, state and history (not its runs)."""
+    """A new thread with this one's metadata, state, history and owner (not its runs)."""
     await threads.sync_thread(pool, temporal, thread_id, settings)
-    return threads.thread_view(await threads.copy_thread(pool, thread_id, principal.subject))
+    return threads.thread_view(await threads.copy_thread(pool, thread_id))
 
 
 @router.get("/threads/{thread_id}/history")
-async def read_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+async def read_history(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
                        limit: int = 10, before: str | None = None) -> list[dict[str, Any]]:
     """Saved states, newest first."""
     await threads.sync_thread(pool, temporal, thread_id)
@@ -277,7 +322,7 @@ async def read_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, tempora
 
 
 @router.post("/threads/{thread_id}/history")
-async def search_history(thread_id: str, _: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
                          body: JsonBody = None) -> list[dict[str, Any]]:
     """Saved states, newest first (``limit``, ``before``)."""
     body = body or {}
@@ -304,13 +349,33 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                   thread_id: str | None, body: dict[str, Any]) -> Any:
     if "stream_mode" in body:
         threads.stream_modes(body["stream_mode"])  # 422 before anything is created
-    if thread_id is None:  # stateless: a thread of its own
-        row = await threads.create_thread(pool, thread_id=None, metadata={"stateless": True},
-                                          if_exists=None, subject=principal.subject)
-        thread_id = str(row["thread_id"])
+    if thread_id is None or body.get("if_not_exists") == "create":
+        # stateless: a thread of its own; if_not_exists="create": a missing thread is made
+        value: dict[str, Any] = {"thread_id": thread_id,
+                                 "metadata": {"stateless": True} if thread_id is None else {},
+                                 "if_exists": "do_nothing"}
+        scope = await agent_auth.authorize(principal, "threads", "create", value)
+        try:
+            row = await threads.create_thread(pool, thread_id=thread_id,
+                                              metadata=dict(value.get("metadata") or {}),
+                                              if_exists="do_nothing", subject=principal.subject,
+                                              scope=scope)
+            thread_id = str(row["thread_id"])
+        except ConflictError:  # someone else's thread: the gate below answers 404, not 409
+            if thread_id is None:
+                raise
+    resuming = "resume" in (body.get("command") or {})
+    await agent_auth.gate_thread(
+        pool, principal, thread_id, "create_run",
+        {k: body.get(k) for k in ("assistant_id", "metadata", "multitask_strategy",
+                                  "if_not_exists", "after_seconds")}
+        | {"kwargs": {k: body.get(k) for k in ("input", "command", "config", "context",
+                                               "stream_mode")}},
+        owner_action="read" if resuming else None)
     return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
                                     subject=principal.subject, role=principal.role,
-                                    is_admin=principal.is_admin)
+                                    is_admin=principal.is_admin,
+                                    check_role=principal.user is None)
 
 
 def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
@@ -425,7 +490,7 @@ async def stream_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
 
 
 @router.get("/threads/{thread_id}/runs")
-async def list_runs(thread_id: str, _: AgentPrincipal, pool: PoolDep, limit: int = 10,
+async def list_runs(thread_id: str, _: ThreadReader, pool: PoolDep, limit: int = 10,
                     offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
     """The thread's runs, newest first."""
     return [threads.run_view(r) for r in await threads.list_runs(pool, thread_id, limit, offset,
@@ -433,14 +498,14 @@ async def list_runs(thread_id: str, _: AgentPrincipal, pool: PoolDep, limit: int
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")
-async def read_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+async def read_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                    temporal: TemporalDep) -> dict[str, Any]:
     """One run (``running``, ``interrupted``, ``success``, ``error``)."""
     return threads.run_view(await threads.get_run(pool, temporal, thread_id, run_id))
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
-async def join_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+async def join_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                    temporal: TemporalDep) -> Any:
     """Block until the run ends or pauses; the thread's values, as ``runs/wait`` answers."""
     run = await threads.get_run(pool, temporal, thread_id, run_id)
@@ -448,7 +513,7 @@ async def join_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
-async def join_stream(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep,
                       stream_mode: Annotated[list[str] | None, Query()] = None,
                       last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
@@ -462,7 +527,7 @@ async def join_stream(thread_id: str, run_id: str, _: AgentPrincipal, pool: Pool
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
-async def cancel_run(thread_id: str, run_id: str, principal: AgentPrincipal, pool: PoolDep,
+async def cancel_run(thread_id: str, run_id: str, principal: ThreadUpdater, pool: PoolDep,
                      temporal: TemporalDep, wait: bool | int = False,
                      action: str = "interrupt") -> Any:
     """Cancel a run in progress (``action``: ``interrupt`` keeps its state, ``rollback`` drops it)."""
@@ -471,7 +536,7 @@ async def cancel_run(thread_id: str, run_id: str, principal: AgentPrincipal, poo
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
-async def delete_run(thread_id: str, run_id: str, _: AgentPrincipal, pool: PoolDep,
+async def delete_run(thread_id: str, run_id: str, _: ThreadDeleter, pool: PoolDep,
                      temporal: TemporalDep) -> Response:
     """Forget a finished run."""
     run = await threads.get_run(pool, temporal, thread_id, run_id)

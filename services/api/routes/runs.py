@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, status
 from fastapi.responses import PlainTextResponse
 
+from overseer import access
 from overseer.errors import NotFoundError, PermissionDeniedError
 from overseer.pipelines import get_registry
 from overseer.runs import retry_run
@@ -119,7 +120,7 @@ async def retry(run_id: str, principal: SubmitterDep, pool: PoolDep, temporal: T
                 settings: SettingsDep) -> RunAccepted:
     """Start a new run that resumes a failed run at its failed node (earlier nodes are not re-run)."""
     view = await get_run(pool, run_id, principal)
-    if principal.role == "submitter" and view.submitted_by != principal.subject:
+    if not access.can(principal, "write", view.submitted_by):
         raise PermissionDeniedError("only the submitter or an admin may retry a run")
     submitted = await retry_run(pool, temporal, settings, run_id=view.run_id,
                                 subject=principal.subject)
