@@ -48,6 +48,48 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _launch(env: dict[str, str], tokens: dict[str, str]) -> tuple[Stack, subprocess.Popen[bytes]]:
+    """Start the API (uvicorn) on a free port and one worker; wait until ``/readyz`` answers."""
+    port = _free_port()
+    env = dict(env, OVERSEER_API_PORT=str(port))
+    api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
+                            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                           env=env)
+    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tokens=tokens)
+    stack.start_worker()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{stack.base_url}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or api.poll() is not None:
+            api.kill()
+            raise RuntimeError("the API did not become ready")
+        time.sleep(0.2)
+    return stack, api
+
+
+def _stop(stack: Stack, api: subprocess.Popen[bytes]) -> None:
+    for proc in [api, *stack.workers]:
+        proc.terminate()
+    for proc in [api, *stack.workers]:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _base_env(dev_server: WorkflowEnvironment, pg_url: str, data_dir: Path,
+              grants: dict[str, dict[str, str]], task_queue: str, graphs: Path) -> dict[str, str]:
+    target = dev_server.client.service_client.config.target_host
+    return dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,
+                OVERSEER_DATA_DIR=str(data_dir), OVERSEER_API_TOKENS=json.dumps(grants),
+                OVERSEER_ENVIRONMENT="test", OVERSEER_TASK_QUEUE=task_queue,
+                OVERSEER_GRAPHS=str(graphs))
+
+
 @pytest.fixture(scope="session")
 def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
@@ -66,36 +108,33 @@ def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
     tokens["expired"] = "e2e-expired-token-00000000000001"
     tokens["other"] = "e2e-other-submitter-token-00001"
     tokens["reviewer2"] = "e2e-second-reviewer-token-000001"
-    port = _free_port()
-    target = dev_server.client.service_client.config.target_host
-    env = dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,
-               OVERSEER_DATA_DIR=str(data_dir), OVERSEER_API_TOKENS=json.dumps(grants),
-               OVERSEER_ENVIRONMENT="test", OVERSEER_API_PORT=str(port),
-               OVERSEER_TASK_QUEUE="e2e", OVERSEER_GRAPHS=str(USER_GRAPHS))
-    api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
-                            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                           env=env)
-    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tokens=tokens)
-    stack.start_worker()
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{stack.base_url}/readyz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or api.poll() is not None:
-            api.kill()
-            raise RuntimeError("the API did not become ready")
-        time.sleep(0.2)
+    env = _base_env(dev_server, pg_url, data_dir, grants, "e2e", USER_GRAPHS)
+    stack, api = _launch(env, tokens)
     yield stack
-    for proc in [api, *stack.workers]:
-        proc.terminate()
-    for proc in [api, *stack.workers]:
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    _stop(stack, api)
+
+
+AUTHED_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "authed" / "langgraph.json"
+"""A user's ``langgraph.json`` with ``"auth": {"path": "./auth.py:auth"}`` (LangGraph custom auth)."""
+
+
+@pytest.fixture(scope="module")
+def authed_stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A second deployment, on its own task queue, whose ``langgraph.json`` names an ``Auth``.
+
+    Its ``tokens`` are the bearer tokens that ``tests/graphs/authed/auth.py`` knows (by user
+    id); ``OVERSEER_API_TOKENS`` still holds an admin token, which the Agent Server API no
+    longer accepts there.
+    """
+    data_dir = tmp_path_factory.mktemp("overseer-authed-data")
+    grants = {"e2e-authed-admin-token-0000001": {"role": "admin", "subject": "root"}}
+    tokens = {"user1": "user1-token", "user2": "user2-token", "auditor": "auditor-token",
+              "overseer-admin": "e2e-authed-admin-token-0000001"}
+    env = _base_env(dev_server, pg_url, data_dir, grants, "e2e-authed", AUTHED_GRAPHS)
+    stack, api = _launch(env, tokens)
+    yield stack
+    _stop(stack, api)
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

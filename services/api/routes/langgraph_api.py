@@ -365,13 +365,14 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
             if thread_id is None:
                 raise
     resuming = "resume" in (body.get("command") or {})
-    await agent_auth.gate_thread(
-        pool, principal, thread_id, "create_run",
-        {k: body.get(k) for k in ("assistant_id", "metadata", "multitask_strategy",
-                                  "if_not_exists", "after_seconds")}
-        | {"kwargs": {k: body.get(k) for k in ("input", "command", "config", "context",
-                                               "stream_mode")}},
-        owner_action="read" if resuming else None)
+    run_value: dict[str, Any] = {k: body.get(k) for k in (
+        "assistant_id", "multitask_strategy", "if_not_exists", "after_seconds")}
+    run_value |= {"metadata": dict(body.get("metadata") or {}),
+                  "kwargs": {k: body.get(k) for k in ("input", "command", "config", "context",
+                                                      "stream_mode")}}
+    await agent_auth.gate_thread(pool, principal, thread_id, "create_run", run_value,
+                                 owner_action="read" if resuming else None)
+    body = {**body, "metadata": run_value.get("metadata") or {}}  # as the handler left it
     return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
                                     subject=principal.subject, role=principal.role,
                                     is_admin=principal.is_admin,
