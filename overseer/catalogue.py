@@ -119,4 +119,5 @@ def approval_ladder_options(settings: Settings) -> dict[str, Any]:
         "final_action": settings.approval_final_action,
         "reassign_to_group": settings.approval_escalation_group,
         "webhook_url": settings.approval_webhook_url,
+        "final_resume": settings.approval_final_resume,
     }

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     approval_final_action: Literal["keep_waiting", "auto_reject", "auto_approve"] = "keep_waiting"
     approval_escalation_group: str = "escalations"
     approval_webhook_url: str | None = None
+    approval_final_resume: Any = None
+    """``OVERSEER_APPROVAL_FINAL_RESUME`` (JSON): the value ``interrupt()`` returns when the
+    ladder's final rung auto-approves or auto-rejects a graph's interrupt; None for the
+    ``{"decision", …}`` wrapper."""
     max_document_pages: int = 200
     max_pixels_per_page: int = 50_000_000
     ocr_timeout_seconds: float = 120.0
@@ -128,6 +132,17 @@ class Settings(BaseSettings):
     def _parse_tokens(cls, value: Any) -> Any:
         if isinstance(value, str):
             return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("approval_final_resume", mode="before")
+    @classmethod
+    def _parse_resume(cls, value: Any) -> Any:
+        """The environment gives JSON text; a string that is not JSON stays a string."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
         return value
 
     @field_validator("llm_allowed_models", mode="before")

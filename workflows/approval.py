@@ -80,7 +80,7 @@ class DecisionInput:
     budget_tokens: int | None = None
     is_admin: bool = False
     resume: Any = None
-    """Any JSON value for the graph (``interrupt()`` returns it under ``"resume"``)."""
+    """Any JSON value for the graph: ``interrupt()`` returns it unchanged (a graph run)."""
     raw_resume: bool = False
     """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
     interrupt_id: str | None = None
@@ -118,6 +118,8 @@ class EscalationLadder:
             pending proposal validates; otherwise it keeps waiting, recorded).
         reassign_to_group: the escalation group.
         webhook_url: POSTed ``{run_id, pipeline, rung, …}`` on each rung, when set.
+        final_resume: the ``resume`` an ``auto_approve``/``auto_reject`` hands the graph
+            (``interrupt()`` returns it as given, as from a reviewer); None for none.
     """
 
     remind_after_seconds: float | None = 24 * 3600
@@ -127,6 +129,7 @@ class EscalationLadder:
     final_action: str = "keep_waiting"
     reassign_to_group: str = "escalations"
     webhook_url: str | None = None
+    final_resume: Any = None
 
     FINAL_ACTIONS = ("keep_waiting", "auto_reject", "auto_approve")
 
@@ -401,6 +404,7 @@ class ApprovalGate:
         if action in ("auto_reject", "auto_approve"):
             candidate = DecisionInput(decision="approve" if action == "auto_approve" else "reject",
                                       decided_by="escalation_policy", is_admin=True,
+                                      resume=ladder.final_resume,
                                       note=f"escalation policy {action} after "
                                            f"{waited['waited_seconds']:.0f} s")
             try:

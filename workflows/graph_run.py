@@ -25,8 +25,11 @@ the workflow's clock and random source, so interrupt ids survive a replay and pa
 interrupts resume by id after a worker restart; bugs fail the run once, with the node named.
 
 Every interrupt is an approval on the shared gate (:class:`workflows.approval.ApprovalGate`):
-one approval per pending interrupt, oldest id first; ``interrupt()`` returns
-``{"decision", "note", "updates", "resume", "decided_by"}``.
+one approval per pending interrupt, oldest id first. ``interrupt()`` returns the decision's
+``resume`` exactly as sent whenever the decision carries one, whoever gives it (the SDK's
+``Command(resume=...)``, the admin API, the console, the escalation ladder's
+``final_resume``): LangGraph's meaning, issue 26. A decision without a ``resume`` gives
+``{"decision", "note", "updates", "resume": None, "decided_by"}``.
 
 LLM budget: every chat-model call a node makes is metered (any LangChain model;
 :class:`activities.graph_nodes.UsageMeter`). Once a run's spend passes its budget (options
@@ -113,6 +116,8 @@ LOCAL_SPLIT_PATCH = "local-split"
 """Patch id: a short split (``Pipeline.split_locally``) runs as a local activity."""
 LOCAL_NODES_PATCH = "local-nodes"
 """Patch id: activity nodes a run's input names (``Pipeline.local_nodes``) run as local activities."""
+RESUME_AS_SENT_PATCH = "resume-as-sent"
+"""Patch id: a decision's ``resume`` reaches ``interrupt()`` unchanged on every path (issue 26)."""
 CARRIED_STREAM_ITEMS = 100
 """Stream items a run hands to its next run when it continues as new (the newest)."""
 SPLIT_HEARTBEAT_SECONDS = 4
@@ -535,8 +540,9 @@ class GraphRunWorkflow(ApprovalGate):
         self._last_decision = decision["decision"]
         if self._run_stream is not None:
             self._emit(self._run_stream.decision(decision))
-        if decision.get("raw"):
-            return decision.get("resume")  # an Agent Server resume: interrupt() gets it as sent
+        if decision.get("raw") or (decision.get("resume") is not None
+                                   and workflow.patched(RESUME_AS_SENT_PATCH)):
+            return decision.get("resume")  # interrupt() gets the resume as it was sent
         answer = {"decision": decision["decision"], "note": decision.get("note"),
                   "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
                   "decided_by": decision.get("decided_by")}

@@ -96,8 +96,10 @@ class DecisionRequest(BaseModel):
     updates: dict[str, Any] | None = Field(
         default=None, description="Edits; on approve they must validate (the pipeline's rules)."
     )
-    resume: Any = Field(default=None, description="Any JSON value handed to the graph's "
-                                                  "interrupt() under 'resume'.")
+    resume: Any = Field(default=None, description="Any JSON value: the graph's interrupt() "
+                                                  "returns it exactly as sent (without one, "
+                                                  "interrupt() gets {decision, note, updates, "
+                                                  "resume, decided_by}).")
     note: str | None = Field(default=None, max_length=2000)
     apply_proposal: bool = Field(
         default=True, description="On approve, apply the review agent's proposal first."

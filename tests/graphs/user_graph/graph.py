@@ -331,3 +331,82 @@ def _counter() -> StateGraph:
 
 
 counter = _counter()
+
+
+# -- interrupts whose resume value the graph reads (issue 26) ------------------------------------
+
+
+def _refund_model() -> Any:
+    """A scripted chat model (langchain-core's fake): ask for the refund tool, then report.
+
+    Stateless, so every run and every resume gets the same script: with no tool result yet
+    it calls ``refund``; after one it answers with the tool's words.
+    """
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class ScriptedToolModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                reply = AIMessage(content=f"Done: {last.content}")
+            else:
+                reply = AIMessage(content="", tool_calls=[{
+                    "name": "refund", "args": {"order": 7, "amount": 40}, "id": "call-refund-7"}])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return ScriptedToolModel(messages=iter([]))
+
+
+def _refund_agent() -> Any:
+    """LangGraph's prebuilt ReAct agent whose tool asks a human, as its docs show it."""
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def refund(order: int, amount: int) -> str:
+        """Refund an order, once a human approves it."""
+        response = interrupt({"action": "refund", "order": order, "amount": amount})
+        if response["approved"]:
+            return f"refund of {amount} for order {order} approved"
+        return f"refund of {amount} for order {order} refused"
+
+    return create_react_agent(_refund_model(), [refund])
+
+
+refund_agent = _refund_agent()
+
+
+class Post(TypedDict, total=False):
+    topic: str
+    draft: str
+    published: bool
+    reviewer_note: str
+
+
+def write_post(state: Post) -> dict[str, Any]:
+    return {"draft": f"post about {state['topic']}"}
+
+
+def review_post(state: Post) -> dict[str, Any]:
+    """Reads keys of the resume value, as graphs usually do."""
+    answer = interrupt({"question": "publish?", "draft": state["draft"]})
+    return {"published": bool(answer["publish"]), "reviewer_note": answer.get("note", "")}
+
+
+def _publish_review() -> StateGraph:
+    graph = StateGraph(Post)
+    graph.add_node("write_post", write_post)
+    graph.add_node("review_post", review_post)
+    graph.add_edge(START, "write_post")
+    graph.add_edge("write_post", "review_post")
+    graph.add_edge("review_post", END)
+    return graph
+
+
+publish_review = _publish_review()
