@@ -6,14 +6,13 @@ import asyncio
 import json
 import secrets
 import signal
-import subprocess
 import sys
-import time
-from typing import Any, cast
+from typing import Any
 
 import typer
 
 from overseer.settings import Settings
+from overseer.supervise import Child, Supervisor
 
 app = typer.Typer(help="Overseer: durable supervised AI-agent pipelines on Temporal.",
                   no_args_is_help=True)
@@ -21,7 +20,11 @@ app = typer.Typer(help="Overseer: durable supervised AI-agent pipelines on Tempo
 
 @app.command()
 def run() -> None:
-    """Start the whole embedded stack in the foreground: Postgres, Temporal, worker, API."""
+    """Start the whole embedded stack in the foreground: Postgres, Temporal, worker, API.
+
+    A worker or API that dies is started again with backoff (:mod:`overseer.supervise`);
+    only Ctrl-C or SIGTERM stops the stack.
+    """
     from overseer import devstack
 
     settings = Settings()
@@ -30,7 +33,7 @@ def run() -> None:
     tokens = ensure_dev_tokens(settings)
     pg = None
     temporal = None
-    children: list[subprocess.Popen[bytes]] = []
+    supervisor: Supervisor | None = None
     try:
         if settings.database_url:
             db_url = settings.database_url
@@ -47,17 +50,19 @@ def run() -> None:
                                                ui_port=settings.temporal_ui_port)
             address = f"127.0.0.1:{settings.temporal_port}"
         env = devstack.child_env(OVERSEER_DATABASE_URL=db_url, OVERSEER_TEMPORAL_ADDRESS=address)
-        children.append(subprocess.Popen([sys.executable, "-m", "services.worker.main"], env=env))
-        children.append(subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
-             "--host", settings.api_host, "--port", str(settings.api_port), "--log-level",
-             "warning"], env=env))
+        supervisor = Supervisor(
+            [Child("worker", [sys.executable, "-m", "services.worker.main"], env),
+             Child("api", [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
+                           "--host", settings.api_host, "--port", str(settings.api_port),
+                           "--log-level", "warning"], env)],
+            devstack.stop_process, say=lambda line: typer.echo(line, err=True))
+        supervisor.start()
         _banner(settings, address, tokens)
-        _wait(children)
+        _until_stopped(supervisor)
     finally:
         typer.echo("stopping …")
-        for child in children:
-            devstack.stop_process(child)
+        if supervisor is not None:
+            supervisor.stop_children()
         if temporal is not None:
             devstack.stop_process(temporal)
         if pg is not None:
@@ -141,25 +146,18 @@ def _banner(settings: Settings, address: str, tokens: dict[str, str]) -> None:
     typer.echo("\n".join(lines) + "\n")
 
 
-def _wait(children: list[subprocess.Popen[bytes]]) -> None:
-    stop = False
+def _until_stopped(supervisor: Supervisor) -> None:
+    """Keep the worker and the API running (restarted with backoff when one dies) until Ctrl-C / SIGTERM."""
 
     def _handler(*_: object) -> None:
-        nonlocal stop
-        stop = True
+        supervisor.stop()
 
     # Installed explicitly: a parent that ignores SIGINT (nohup, a background job) would
     # otherwise leave Ctrl-C without effect.
     signal.signal(signal.SIGTERM, _handler)
     signal.signal(signal.SIGINT, _handler)
     try:
-        while not stop:
-            for child in children:
-                if child.poll() is not None:
-                    name = cast(list[str], child.args)[2]
-                    typer.echo(f"a child process exited ({name}: {child.returncode})", err=True)
-                    return
-            time.sleep(0.5)
+        supervisor.run()
     except KeyboardInterrupt:
         return
 
