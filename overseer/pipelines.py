@@ -404,11 +404,7 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     Raises:
         RegistryError: unreadable file, bad entry, import error, bad name.
     """
-    path = Path(path).resolve()
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise RegistryError(f"{path}: cannot read langgraph.json ({err})") from err
+    path, config = _read_config(path)
     graphs = config.get("graphs")
     if not isinstance(graphs, dict) or not graphs:
         raise RegistryError(f"{path}: 'graphs' must be a non-empty object")
@@ -436,17 +432,24 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     return out
 
 
+def _read_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    path = Path(path).resolve()
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise RegistryError(f"{path}: cannot read langgraph.json ({err})") from err
+    if not isinstance(config, dict):
+        raise RegistryError(f"{path}: langgraph.json must be an object")
+    return path, config
+
+
 def auth_entry_of(path: str | Path) -> tuple[str, Path, str] | None:
     """A ``langgraph.json``'s ``"auth": {"path": "./auth.py:auth"}``: ``(entry, base, file)``, or None.
 
     Raises:
         RegistryError: unreadable file, or an ``auth`` without a ``path`` of the form ``file:attr``.
     """
-    path = Path(path).resolve()
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise RegistryError(f"{path}: cannot read langgraph.json ({err})") from err
+    path, config = _read_config(path)
     auth = config.get("auth")
     if auth is None:
         return None

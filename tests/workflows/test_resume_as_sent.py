@@ -10,7 +10,6 @@ gives the ``{"decision", …}`` wrapper (tests/workflows/test_graph_runtime.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -18,23 +17,17 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from overseer.pipelines import builder_of, get_registry, load_registry, set_registry
+from overseer.pipelines import builder_of, get_registry
 from services.worker.main import build_worker
-from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval, start
-from workflows import graph_run
+from tests.workflows.test_graph_runtime import (  # noqa: F401 - user_registry: autouse fixture
+    pending_approval,
+    start,
+    user_registry,
+)
 from workflows.approval import DecisionInput
 from workflows.graph_run import GraphRunWorkflow
 
 REFUND_INPUT = {"messages": [{"role": "user", "content": "please refund order 7"}]}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def user_registry() -> Iterator[None]:
-    set_registry(load_registry(str(USER_GRAPHS)))
-    graph_run._compiled.clear()
-    yield
-    set_registry(None)
-    graph_run._compiled.clear()
 
 
 async def native(graph: str, graph_input: dict[str, Any], resume: Any) -> dict[str, Any]:
