@@ -65,6 +65,10 @@ class DecisionRefusedError(OverseerError):
             self.code = code  # type: ignore[misc]  # this refusal's own code shadows the class default
 
 
+DEFAULT_HEARTBEAT_SECONDS = 10.0
+"""Heartbeat time-out of every node activity that sets none (issue 25: a killed worker costs seconds)."""
+
+
 class NodeOptions(BaseModel):
     """Per-node settings, read from node metadata ``{"overseer": {...}}``.
 
@@ -73,8 +77,10 @@ class NodeOptions(BaseModel):
             ~10 s; no task-queue round trip) or ``workflow`` (cheap, pure, deterministic steps;
             must not do I/O, read the clock or draw random numbers).
         timeout_seconds: start-to-close timeout of one attempt (default 300).
-        heartbeat_seconds: heartbeat timeout for long activities (default none); the runtime
-            heartbeats on the node's behalf while it runs.
+        heartbeat_seconds: heartbeat time-out of the node's activity (default
+            :data:`DEFAULT_HEARTBEAT_SECONDS`; 0 or None turns it off). The runtime heartbeats
+            on the node's behalf while it runs, so a dead worker's node runs again on another
+            worker within this time, not after ``timeout_seconds``.
         max_attempts: attempts for errors that may be transient (default 5); a bug
             (``TypeError``, ``KeyError``, validation errors …) always fails after one.
         non_retryable: extra exception class names or ``ApplicationError`` types never retried.
@@ -83,7 +89,7 @@ class NodeOptions(BaseModel):
 
     run_in: str = "activity"
     timeout_seconds: float = 300.0
-    heartbeat_seconds: float | None = None
+    heartbeat_seconds: float | None = DEFAULT_HEARTBEAT_SECONDS
     max_attempts: int = 5
     non_retryable: list[str] = []
     summary: str | None = None

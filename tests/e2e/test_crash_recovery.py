@@ -58,13 +58,17 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
     print(f"recovered in {recovery_seconds:.1f} s")
 
 
+@pytest.mark.parametrize("graph", ["slow", "slow_plain"])
 async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
-        stack: Stack, dev_server: WorkflowEnvironment):
+        stack: Stack, dev_server: WorkflowEnvironment, graph: str):
+    """``slow`` sets a 2 s heartbeat on its node; ``slow_plain`` sets nothing and relies on
+    the runtime's default heartbeat (10 s), so it too resumes in seconds, not after the
+    node's 300 s start-to-close time-out (issue 25)."""
     sub = stack.client("submitter")
-    res = sub.post("/v1/pipelines/slow/runs", json={"input": {"topic": "4"}})
+    res = sub.post(f"/v1/pipelines/{graph}/runs", json={"input": {"topic": "4"}})
     assert res.status_code == 202, res.text
     run_id = res.json()["run_id"]
-    handle = dev_server.client.get_workflow_handle(f"slow-{run_id}")
+    handle = dev_server.client.get_workflow_handle(f"{graph}-{run_id}")
     deadline = time.monotonic() + 60
     while True:
         desc = await handle.describe()
@@ -77,9 +81,13 @@ async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
     victim = next(w for w in reversed(stack.workers) if w.poll() is None)
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
+    killed_at = time.monotonic()
     stack.start_worker()
     run = wait_for_status(sub, run_id, {"completed", "failed"}, timeout=180)
     assert run["status"] == "completed", run.get("error")
+    # heartbeat time-out (2 s or the 10 s default) + retry + the 4 s node again, with room
+    # for a loaded machine; without a heartbeat it would take the 300 s start-to-close
+    assert time.monotonic() - killed_at < 60
     assert run["result"]["output"]["trail"] == ["first", "slow", "last"]
     events = sub.get(f"/v1/runs/{run_id}/events").json()["items"]
     ids = [e["event_id"] for e in events]

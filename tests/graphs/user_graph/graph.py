@@ -262,11 +262,10 @@ async def slow_step(state: State) -> dict[str, Any]:
     return {"trail": ["slow"], "summary": "slept"}
 
 
-def _slow() -> StateGraph:
+def _slow(metadata: dict[str, Any] | None = None) -> StateGraph:
     graph = StateGraph(State)
     graph.add_node("first", lambda state: {"trail": ["first"]})
-    graph.add_node("slow_step", slow_step,
-                   metadata={"overseer": {"heartbeat_seconds": 2, "timeout_seconds": 120}})
+    graph.add_node("slow_step", slow_step, metadata=metadata)
     graph.add_node("last", lambda state: {"trail": ["last"]})
     graph.add_edge(START, "first")
     graph.add_edge("first", "slow_step")
@@ -275,7 +274,9 @@ def _slow() -> StateGraph:
     return graph
 
 
-slow = _slow()
+slow = _slow({"overseer": {"heartbeat_seconds": 2, "timeout_seconds": 120}})
+slow_plain = _slow()
+"""The same graph as a user writes it: no Overseer metadata, so the runtime's defaults apply."""
 
 
 def _reply_model() -> Any:
