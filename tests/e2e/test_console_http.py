@@ -180,3 +180,30 @@ def test_templates_escape_stored_record_values_proposals_and_evidence():
         fields=fields, payload_kind="review", error_fields={"student_name": xss})
     assert "<script>" not in html
     assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 9
+
+
+def test_a_reviewer_answers_an_unknown_interrupt_with_json_and_the_graph_gets_it(stack: Stack):
+    """A graph's own interrupt (not a form the console knows) is answered with a JSON ``resume``
+    that ``interrupt()`` returns as written (issue 26 item 0); bad JSON is refused inline."""
+    started = stack.client("submitter").post("/v1/pipelines/publish_review/runs",
+                                             json={"input": {"topic": "console"}})
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    wait_for(stack, run_id, {"awaiting_approval"})
+    http = login(stack)
+    page = http.get(f"/console/items/{run_id}")
+    assert 'name="resume"' in page.text and "publish?" in page.text
+    token = csrf_of(http, f"/console/items/{run_id}")
+    bad = http.post(f"/console/items/{run_id}/decision",
+                    data={"csrf_token": token, "decision": "approve", "resume": "{publish: yes"})
+    assert bad.status_code == 422
+    assert "the answer is not valid JSON" in bad.text and "{publish: yes" in bad.text
+    assert wait_for(stack, run_id, {"awaiting_approval"})["status"] == "awaiting_approval"
+    ok = http.post(f"/console/items/{run_id}/decision",
+                   data={"csrf_token": token, "decision": "approve", "note": "fine",
+                         "resume": '{"publish": true, "note": "from the console"}'})
+    assert ok.status_code == 303, ok.text
+    run = wait_for(stack, run_id, {"completed", "failed"})
+    assert run["status"] == "completed", run
+    assert run["result"]["output"]["published"] is True
+    assert run["result"]["output"]["reviewer_note"] == "from the console"

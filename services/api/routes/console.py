@@ -242,6 +242,12 @@ async def decide(request: Request, run_id: str, session: sessions.ConsoleSession
         return await _item_page(request, session, run_id, status=422, form_values=values,
                                 error=InvalidRequestError("the decision is not valid",
                                                           details={"errors": errors}))
+    except json.JSONDecodeError as err:
+        return await _item_page(request, session, run_id, status=422, form_values=values,
+                                error=InvalidRequestError(
+                                    "the answer is not valid JSON",
+                                    details={"errors": {"resume": f"{err.msg} (line {err.lineno}, "
+                                                                  f"column {err.colno})"}}))
     pool, temporal = request.app.state.pool, request.app.state.temporal
     try:
         await decide_run(run_id, body, session.principal, pool, temporal)
@@ -496,7 +502,12 @@ def _decision_request(values: dict[str, str]) -> DecisionRequest:
 
     Inputs start at the proposed value (or the current one) and ``orig.<field>`` holds the
     current value, so what the reviewer sees is exactly what is applied: the proposal is sent
-    as explicit edits and ``apply_proposal`` is off.
+    as explicit edits and ``apply_proposal`` is off. ``resume`` (the generic request form's
+    JSON answer) is parsed and sent as the decision's ``resume``: ``interrupt()`` returns it.
+
+    Raises:
+        pydantic.ValidationError: a field the decision schema refuses.
+        json.JSONDecodeError: ``resume`` is not JSON.
     """
     decision = values.get("decision", "")
     updates: dict[str, str] = {}
@@ -508,10 +519,12 @@ def _decision_request(values: dict[str, str]) -> DecisionRequest:
                     updates[name] = value.strip()
     budget_usd = values.get("budget_usd", "").strip()
     budget_tokens = values.get("budget_tokens", "").strip()
+    raw_resume = values.get("resume", "").strip()
     return DecisionRequest.model_validate({
         "decision": decision, "updates": updates or None,
         "note": values.get("note", "").strip() or None, "apply_proposal": False,
         "budget_usd": budget_usd or None, "budget_tokens": budget_tokens or None,
+        "resume": json.loads(raw_resume) if raw_resume else None,
     })
 
 
