@@ -195,7 +195,9 @@ class Pipeline:
             local activity holds the run's workflow task while it runs and does not
             heartbeat, so name only nodes that finish in seconds for that input.
         workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
-            pipeline extends it through hooks).
+            pipeline extends it through hooks). ``SegmentRunWorkflow`` runs it as segments on
+            LangGraph's Postgres checkpointer (issue 25's model, first step: ``/v1`` runs
+            only; such a pipeline is not an Agent Server assistant yet).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
             "activities": [...], "plugin_graphs": {name: StateGraph}}``, what the worker
             registers for it (fresh graphs on every call).

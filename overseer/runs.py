@@ -206,7 +206,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    if pipeline.extra.get("submit_path"):
+    if pipeline.extra.get("submit_path") or pipeline.workflow != "GraphRunWorkflow":
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)
@@ -260,7 +260,12 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
     if resume_from is not None:
         resume_from = {"values": encode({**graph_input, **resume_from["values"]}),
                        "as_node": resume_from["as_node"]}
-    return GraphRunWorkflow.run, GraphRunInput(
+    run_method: Any = GraphRunWorkflow.run
+    if ctx.pipeline.workflow == "SegmentRunWorkflow":
+        from workflows.segment_run import SegmentRunWorkflow
+
+        run_method = SegmentRunWorkflow.run
+    return run_method, GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name, input=encode(graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
         search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)

@@ -23,16 +23,19 @@ from activities import runtime
 from activities.events import record_events
 from activities.graph_nodes import put_state_blob, run_node
 from activities.notify import notify_webhook
+from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from workflows.graph_run import GraphRunWorkflow, prepare_all
+from workflows.segment_run import SegmentRunWorkflow
 
 log = logging.getLogger("overseer.worker")
 
-PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob)
+PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob,
+                                      run_segment)
 
 
 def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
@@ -41,7 +44,7 @@ def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
     ``GraphRunWorkflow`` and the platform activities, plus what each pipeline with a
     workflow of its own declares (``Pipeline.worker_parts``).
     """
-    workflows: list[type] = [GraphRunWorkflow]
+    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
     graphs: dict[str, Any] = {}
     for pipeline in get_registry():

@@ -51,7 +51,8 @@ async def graph_worker(dev_server: WorkflowEnvironment, db: object,
 
 async def start(client: Client, pool: Any, task_queue: str, pipeline: str,
                 graph_input: dict[str, Any], options: dict[str, Any] | None = None,
-                search_attributes: bool = True) -> tuple[str, WorkflowHandle[Any, Any]]:
+                search_attributes: bool = True, run: Any = GraphRunWorkflow.run
+                ) -> tuple[str, WorkflowHandle[Any, Any]]:
     run_id = str(uuid.uuid4())
     async with pool.acquire() as conn:
         await append_events(conn, [NewEvent(
@@ -59,7 +60,7 @@ async def start(client: Client, pool: Any, task_queue: str, pipeline: str,
             data={"pipeline": pipeline, "workflow_id": f"{pipeline}-{run_id}",
                   "submitted_by": "tester", "input": graph_input})])
     handle = await client.start_workflow(
-        GraphRunWorkflow.run, GraphRunInput(run_id=run_id, pipeline=pipeline,
+        run, GraphRunInput(run_id=run_id, pipeline=pipeline,
                                             input=encode(graph_input),
                                             options=dict(options or {}),
                                             search_attributes=search_attributes),

@@ -1,0 +1,202 @@
+"""Runtime v2, first step: a run segment is one activity on LangGraph's own Postgres checkpointer (issue 25).
+
+A *segment* is a run's stretch from its start (or a resume) to its next interrupt or its
+end. :func:`run_segment` runs it in one heartbeating activity: LangGraph's own Pregel loop
+(``graph.astream``) with ``AsyncPostgresSaver`` on Overseer's Postgres (LangGraph's tables,
+made by its own ``setup()``), ``thread_id`` = the run's thread. LangGraph writes the
+checkpoints (one per superstep, or at the end: ``durability``), the pending writes and the
+interrupts; Overseer keeps only the run's events.
+
+What a crash can cost: a retried segment (the worker died, the heartbeat timed out) resumes
+from the thread's last checkpoint written by this run, so a finished superstep never runs
+again; at most the nodes of the superstep in flight run twice (with ``durability="exit"``,
+the whole segment, since nothing is written before it ends). Their ``node.completed`` events
+are keyed by LangGraph's task id, which is the same on the retry, so none is written twice.
+
+Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
+task (written as it finishes), a heartbeat naming the node in progress, and the segment's
+result names the nodes it ran.
+
+Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` for pipelines declared with
+``Pipeline(runtime="segments")``; every other run still takes ``GraphRunWorkflow``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.errors import as_application_error
+from activities.graph_nodes import BUG_TYPES, NODE_ERROR
+from activities.runtime import get_runtime
+from overseer.errors import OverseerError
+from overseer.graph_codec import decode, to_jsonable
+from overseer.store.events import NODE_COMPLETED, NewEvent
+
+DURABILITY_MODES = ("sync", "async", "exit")
+"""LangGraph's ``durability``: checkpoint before the next step, while it runs, or at the end."""
+RUN_ID_KEY = "overseer_run_id"
+"""Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
+
+
+@dataclass
+class SegmentCall:
+    """One segment of a run.
+
+    Attributes:
+        run_id: the Overseer run.
+        pipeline: the registry name of its graph.
+        thread_id: LangGraph's thread (the run's own id unless it belongs to a thread).
+        input: the run's graph input, :func:`overseer.graph_codec.encode`-d (first segment).
+        resume: ``{interrupt id: value}`` for a resume segment (LangGraph's resume map).
+        durability: ``sync`` | ``async`` | ``exit`` (LangGraph's).
+        recursion_limit: Pregel's step limit.
+    """
+
+    run_id: str
+    pipeline: str
+    thread_id: str
+    input: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    durability: str = "async"
+    recursion_limit: int = 100
+
+
+@dataclass
+class SegmentResult:
+    """How a segment ended.
+
+    Attributes:
+        status: ``interrupted`` (waiting on ``interrupts``) or ``done``.
+        values: the thread's values (JSON) when ``done``; None while interrupted (the
+            checkpointer holds them).
+        interrupts: ``[{"id", "value"}]`` pending, oldest first.
+        nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
+    """
+
+    status: str
+    values: dict[str, Any] | None = None
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+
+
+_saver: Any = None
+_saver_lock = asyncio.Lock()
+_compiled: dict[str, Any] = {}
+
+
+async def checkpointer() -> Any:
+    """This process's ``AsyncPostgresSaver`` on Overseer's Postgres (tables made once by ``setup()``)."""
+    global _saver
+    async with _saver_lock:
+        if _saver is None:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from psycopg.rows import dict_row
+            from psycopg_pool import AsyncConnectionPool
+
+            settings = get_runtime().settings
+            pool = AsyncConnectionPool(
+                str(settings.database_url), min_size=1,
+                max_size=max(4, settings.worker_max_concurrent_activities), open=False,
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+            await pool.open(wait=True)
+            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # dict rows, as it expects
+            await saver.setup()
+            _saver = saver
+    return _saver
+
+
+async def compiled(pipeline: str) -> Any:
+    """The pipeline's graph compiled with :func:`checkpointer` (once per process)."""
+    if pipeline not in _compiled:
+        from overseer.pipelines import get_registry
+
+        _compiled[pipeline] = get_registry().builder(pipeline).compile(
+            checkpointer=await checkpointer())
+    return _compiled[pipeline]
+
+
+@activity.defn(name="run_segment")
+async def run_segment(call: SegmentCall) -> SegmentResult:
+    """Run one segment of a run to its next interrupt or its end (see the module docstring).
+
+    Raises:
+        ApplicationError: ``invalid_durability`` (not retried); a node's own exception
+            after LangGraph's checkpoint of the supersteps before it (Temporal retries the
+            segment, which resumes from that checkpoint).
+    """
+    from langgraph.types import Command
+
+    if call.durability not in DURABILITY_MODES:
+        raise ApplicationError(f"durability must be one of {DURABILITY_MODES}",
+                               type="invalid_durability", non_retryable=True)
+    app = await compiled(call.pipeline)
+    config: dict[str, Any] = {"configurable": {"thread_id": call.thread_id},
+                              "metadata": {RUN_ID_KEY: call.run_id},
+                              "recursion_limit": call.recursion_limit}
+    graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
+                        else decode(call.input) if call.input is not None else None)
+    if activity.info().attempt > 1:
+        graph_input = await _retry_input(app, config, call, graph_input)
+    started: dict[str, tuple[str, float]] = {}
+    ran: list[str] = []
+    try:
+        async for _, chunk in app.astream(graph_input, config, stream_mode=["tasks"],
+                                          durability=call.durability):
+            task_id, name = str(chunk["id"]), str(chunk["name"])
+            if "result" not in chunk and "error" not in chunk:  # the task starts
+                started[task_id] = (name, time.perf_counter())
+                activity.heartbeat({"node": name, "ran": ran})
+                continue
+            if chunk.get("error") is None and not chunk.get("interrupts"):
+                began = started.pop(task_id, (name, time.perf_counter()))[1]
+                ran.append(name)
+                await _node_completed(call, task_id, name, (time.perf_counter() - began) * 1000)
+    except OverseerError as err:
+        raise as_application_error(err) from err
+    except BUG_TYPES as err:  # a bug fails the run once, with the node named
+        node = next(iter(started.values()), ("?", 0.0))[0]
+        raise ApplicationError(
+            f"node {node} raised {type(err).__name__}: {str(err)[:500]}",
+            {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
+            non_retryable=True) from err
+    state = await app.aget_state(config)
+    if state.interrupts:
+        return SegmentResult(status="interrupted", nodes=ran, interrupts=[
+            {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts])
+    return SegmentResult(status="done", values=to_jsonable(state.values), nodes=ran)
+
+
+async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
+                       first_input: Any) -> Any:
+    """What a retried segment runs: on from this run's last checkpoint, or the original input.
+
+    - the thread's latest checkpoint was written by this run and has steps left → ``None``
+      (LangGraph resumes there: a finished superstep never runs again);
+    - it still waits on the interrupt this resume answers → the same resume;
+    - this run wrote no checkpoint yet (died before its first) → the original input.
+    """
+    state = await app.aget_state(config)
+    mine = (state.metadata or {}).get(RUN_ID_KEY) == call.run_id
+    if call.resume is not None and state.interrupts and \
+            {i.id for i in state.interrupts} & set(call.resume):
+        return first_input
+    if mine and state.next:
+        return None
+    return first_input
+
+
+async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float) -> None:
+    """``node.completed`` for one finished task, keyed by LangGraph's task id (once per task)."""
+    from activities.events import append_from_activity
+
+    await append_from_activity([NewEvent(
+        run_id=call.run_id, key=f"node.completed:{node}:{task_id}", type=NODE_COMPLETED,
+        actor=f"activity:{node}",
+        data={"node": node, "duration_ms": round(duration_ms, 3), "task_id": task_id,
+              "attempt": activity.info().attempt, "placement": "segment"})])

@@ -1,0 +1,51 @@
+"""The user's graphs (tests/graphs/user_graph), declared to run as segments (issue 25's model).
+
+A ``Pipeline`` with ``workflow="SegmentRunWorkflow"`` is how a deployment opts a graph into
+segments today; the graphs themselves are the user's, unchanged. ``seg_retry`` adds one
+graph of its own: a node that counts its executions before a node that fails once, so a
+test can see that the retried segment resumes from the checkpoint instead of re-running it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from overseer.pipelines import Pipeline, load_langgraph_json
+
+_USER = load_langgraph_json(Path(__file__).resolve().parents[1] / "user_graph" / "langgraph.json")
+
+
+def _segments(name: str, graph: Any = None) -> Pipeline:
+    return Pipeline(name=name, graph=graph if graph is not None else _USER[name].graph,
+                    workflow="SegmentRunWorkflow", description=f"{name} as segments")
+
+
+EXECUTIONS: dict[str, int] = {}
+"""How many times ``count_me`` ran, per topic (tests read it: the worker runs in-process)."""
+
+
+def count_me(state: dict[str, Any]) -> dict[str, Any]:
+    EXECUTIONS[state["topic"]] = EXECUTIONS.get(state["topic"], 0) + 1
+    return {"trail": ["counted"]}
+
+
+def _retry() -> StateGraph:
+    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
+    graph = StateGraph(user_graph.State)
+    graph.add_node("count_me", count_me)
+    graph.add_node("sometimes", user_graph.sometimes)
+    graph.add_edge(START, "count_me")
+    graph.add_edge("count_me", "sometimes")
+    graph.add_edge("sometimes", END)
+    return graph
+
+
+seg_constructs = _segments("constructs")
+seg_approvals = _segments("approvals")
+seg_refund_agent = _segments("refund_agent")
+seg_poison = _segments("poison")
+seg_retry = _segments("retry", _retry())

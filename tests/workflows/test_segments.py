@@ -1,0 +1,148 @@
+"""Runtime v2's first step: a run as segments on LangGraph's Postgres checkpointer (issue 25).
+
+On the real dev server, Postgres and worker, with the user's graphs unchanged
+(tests/graphs/segments declares them ``workflow="SegmentRunWorkflow"``):
+
+- every construct ends as plain LangGraph ends, in one activity for the whole run, and
+  the thread's checkpoints are LangGraph's own (one per superstep) in its own tables;
+- ``node.completed`` stays per node, once each;
+- interrupts are approvals on the shared gate: two in one node, a prebuilt agent's tool
+  reading its resume;
+- a segment that fails mid-run is retried from its last checkpoint: the node before the
+  failure does not run again;
+- a bug fails the run once, with the node named.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from temporalio.client import WorkflowFailureError
+
+from overseer.pipelines import builder_of, get_registry, load_registry, set_registry
+from overseer.store.events import fetch_events
+from services.worker.main import build_worker
+from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval
+from tests.workflows.test_graph_runtime import start as start_graph_run
+from workflows.approval import DecisionInput
+from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
+
+SEGMENT_GRAPHS = Path(__file__).parents[1] / "graphs" / "segments" / "langgraph.json"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def segment_registry() -> Iterator[None]:
+    set_registry(load_registry(f"{USER_GRAPHS}:{SEGMENT_GRAPHS}"))
+    yield
+    set_registry(None)
+
+
+async def start(client: Any, pool: Any, task_queue: str, pipeline: str,
+                graph_input: dict[str, Any]) -> Any:
+    """Start a run on ``SegmentRunWorkflow``, as ``POST /v1/pipelines/{name}/runs`` does for it."""
+    return await start_graph_run(client, pool, task_queue, pipeline, graph_input,
+                                 run=SegmentRunWorkflow.run)
+
+
+async def native(name: str, graph_input: dict[str, Any]) -> dict[str, Any]:
+    app = builder_of(get_registry().get(name).graph).compile(checkpointer=InMemorySaver())
+    out: dict[str, Any] = await app.ainvoke(graph_input, {"configurable": {"thread_id": "ref"}})
+    return out
+
+
+async def node_events(pool: Any, run_id: str) -> Counter[str]:
+    events = await fetch_events(pool, run_id)
+    return Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
+
+
+async def test_a_graph_runs_in_one_segment_as_plain_langgraph_runs_it(dev_server, db, task_queue):
+    graph_input = {"topic": "alpha beta gamma"}
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_constructs",
+                                     graph_input)
+        result = await handle.result()
+        history = await handle.fetch_history()
+    want = await native("seg_constructs", graph_input)
+    got = result.output
+    assert sorted(got["results"]) == sorted(want["results"])
+    assert sorted(got["trail"]) == sorted(want["trail"])
+    assert got["summary"] == want["summary"]
+    assert [(m["type"], m["content"]) for m in got["messages"]] == [
+        (m.type, m.content) for m in want["messages"]]
+    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    types = Counter(e.activity_task_scheduled_event_attributes.activity_type.name
+                    for e in scheduled)
+    assert types["run_segment"] == 1 and types["run_node"] == 0
+    nodes = await node_events(db, run_id)
+    assert nodes and all(n >= 1 for n in nodes.values())
+    assert {"prepare", "commander", "typed"} <= set(nodes)
+    events = await fetch_events(db, run_id)
+    assert [e["type"] for e in events].count("run.completed") == 1
+    # LangGraph's own tables hold the thread: one checkpoint per superstep
+    steps = await db.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id = $1", run_id)
+    assert steps >= 3
+
+
+async def test_interrupts_are_approvals_and_the_resume_reaches_interrupt(dev_server, db,
+                                                                        task_queue):
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        _, handle = await start(dev_server.client, db, task_queue, "seg_approvals",
+                                {"topic": "launch"})
+        first = await pending_approval(handle)
+        assert first["payload"]["question"] == "publish?"
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", note="go", decided_by="rev"))
+        second = await pending_approval(handle)
+        assert second["payload"]["question"] == "really?" and second["payload"]["first"] == \
+            "approve"
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="reject", decided_by="rev"))
+        result = await handle.result()
+        assert result.output["summary"] == "approve then reject"
+        assert result.outcome == "rejected"
+
+        _, handle = await start(dev_server.client, db, task_queue, "seg_refund_agent",
+                                {"messages": [{"role": "user", "content": "refund order 7"}]})
+        asked = await pending_approval(handle)
+        assert asked["payload"]["action"] == "refund"
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", resume={"approved": True}, decided_by="rev"))
+        result = await handle.result()
+    assert result.output["messages"][-1]["content"] == \
+        "Done: refund of 40 for order 7 approved"
+
+
+async def test_a_retried_segment_resumes_from_its_last_checkpoint(dev_server, db, task_queue):
+    count_me = get_registry().builder("seg_retry").nodes["count_me"].runnable.func
+    executions = count_me.__globals__["EXECUTIONS"]  # the module the registry loaded
+    topic = f"retry-{uuid.uuid4()}"
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_retry",
+                                     {"topic": topic})
+        result = await handle.result()
+    assert result.output["summary"] == "ok after 2 attempts"
+    assert executions[topic] == 1  # the finished superstep did not run again
+    assert await node_events(db, run_id) == Counter({"count_me": 1, "sometimes": 1})
+
+
+async def test_a_bug_fails_the_run_once_with_the_node_named(dev_server, db, task_queue):
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_poison",
+                                     {"topic": "x"})
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        history = await handle.fetch_history()
+    attempts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
+    assert len(attempts) == 1
+    events = await fetch_events(db, run_id)
+    failed = next(e for e in events if e["type"] == "run.failed")
+    assert failed["data"]["error"]["code"] == "node_error"
+    assert failed["data"]["error"]["node"] == "buggy"
+    assert await node_events(db, run_id) == Counter({"fine": 1})

@@ -1,0 +1,115 @@
+"""Runtime v2, first step: a run as segments, each one activity on LangGraph's checkpointer (issue 25).
+
+``SegmentRunWorkflow`` hosts pipelines declared with ``Pipeline(runtime="segments")``. It
+never runs LangGraph itself: each segment — the run's start, or a resume, up to the next
+interrupt or the end — is one heartbeating ``run_segment`` activity
+(:mod:`activities.segments`) that runs LangGraph's own loop on ``AsyncPostgresSaver``.
+Temporal owns what happens between segments, as in ``GraphRunWorkflow``: segment retries
+(a retried segment resumes from its last checkpoint), every interrupt as an approval on
+the shared gate (ladder, console, claims, exactly-once decisions; ``interrupt()`` gets the
+decision's ``resume`` as sent), cancellation and the run's events.
+
+It reuses ``GraphRunWorkflow``'s gate, handlers and event plumbing (it subclasses it) and
+adds none of its in-workflow graph machinery. Not yet on this path (see docs/your-graph.md
+and the closing notes of issue 25): Agent Server threads (their state and streams still
+come from ``GraphRunWorkflow``), the LLM budget gate, ``run_in`` placement of single nodes,
+splits and continue-as-new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from types import SimpleNamespace
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from activities.segments import SegmentCall, SegmentResult
+    from overseer.graph_codec import encode
+    from workflows.graph_run import (
+        DEFAULT_RECURSION_LIMIT,
+        GraphRunInput,
+        GraphRunResult,
+        GraphRunWorkflow,
+        failure_cause,
+        final_status,
+    )
+
+SEGMENT_HEARTBEAT_SECONDS = 10.0
+"""A dead worker's segment runs again on another worker after this long (issue 25)."""
+SEGMENT_TIMEOUT = timedelta(hours=1)
+"""Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
+NODE_ERROR = "node_error"
+
+
+@workflow.defn(name="SegmentRunWorkflow")
+class SegmentRunWorkflow(GraphRunWorkflow):
+    """Drives one run as segments to a terminal status (see the module docstring)."""
+
+    @workflow.run
+    async def run(self, inp: GraphRunInput) -> GraphRunResult:
+        """Run segments until the graph ends; each interrupt waits on the approval gate."""
+        from overseer.pipelines import get_registry
+
+        self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
+        self._use_search_attributes = inp.search_attributes
+        self._spec = get_registry().get(inp.pipeline)
+        self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
+                                   "workflow_id": workflow.info().workflow_id})
+        await self.set_status("running")
+        call = SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
+                           thread_id=inp.thread_id or inp.run_id, input=inp.input,
+                           durability=str(inp.options.get("durability") or "async"),
+                           recursion_limit=int(inp.options.get("recursion_limit")
+                                               or DEFAULT_RECURSION_LIMIT))
+        try:
+            result = await self._segment(call, "start")
+            rounds = 0
+            while result.status == "interrupted":
+                rounds += 1
+                pending = [SimpleNamespace(id=i["id"], value=i["value"])
+                           for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
+                first = pending[0]
+                answer = await self._ask(first, pending, rounds)
+                call.input, call.resume = None, encode({first.id: answer})
+                result = await self._segment(call, f"resume {rounds}")
+        except asyncio.CancelledError:
+            await self._cancelled()
+            raise
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                await self._cancelled()
+                raise
+            cause = failure_cause(err)
+            details = cause.details[0] if cause is not None and cause.details else {}
+            await self._fail({
+                "code": cause.type if cause is not None and cause.type else "activity_failed",
+                "message": cause.message if cause is not None else str(err)[:500],
+                "node": details.get("node") if isinstance(details, dict) else None})
+        values = result.values or {}
+        status, outcome = final_status(values, self._last_decision)
+        spec_result = self._spec.result(values) if self._spec.result else {}
+        if isinstance(spec_result.get("outcome"), str):
+            outcome = spec_result["outcome"]
+        await self._finish(status, outcome, spec_result or {"output": values})
+        self._publish("end", {"status": status, "outcome": outcome})
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
+                              result=spec_result, final_event=self._final)
+
+    async def _segment(self, call: SegmentCall, label: str) -> SegmentResult:
+        """One ``run_segment`` activity, retried by Temporal (a bug fails it once)."""
+        result: SegmentResult = await workflow.execute_activity(
+            "run_segment", call, result_type=SegmentResult,
+            start_to_close_timeout=SEGMENT_TIMEOUT,
+            heartbeat_timeout=timedelta(seconds=SEGMENT_HEARTBEAT_SECONDS),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                     maximum_interval=timedelta(seconds=30), maximum_attempts=5,
+                                     non_retryable_error_types=[NODE_ERROR,
+                                                                "invalid_durability"]),
+            summary=f"segment: {label}")
+        return result
