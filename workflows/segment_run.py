@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         failure_cause,
         final_status,
     )
+    from workflows.task_queues import STATUS_ATTRIBUTE
 
 SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long (issue 25)."""
@@ -59,7 +60,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._spec = get_registry().get(inp.pipeline)
         self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                    "workflow_id": workflow.info().workflow_id})
-        await self.set_status("running")
+        if workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":
+            self._status = "running"  # the starter set the search attributes: no upsert
+        else:
+            await self.set_status("running")
         call = SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
                            thread_id=inp.thread_id or inp.run_id, input=inp.input,
                            durability=str(inp.options.get("durability") or "async"),
@@ -100,6 +104,14 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         await workflow.wait_condition(workflow.all_handlers_finished)
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
                               result=spec_result, final_event=self._final)
+
+    def events_locally(self) -> bool:
+        """Always through a local activity.
+
+        A new workflow type has no older histories to replay, so no patch marker (which
+        would cost a search-attribute upsert per run).
+        """
+        return True
 
     async def _segment(self, call: SegmentCall, label: str) -> SegmentResult:
         """One ``run_segment`` activity, retried by Temporal (a bug fails it once)."""

@@ -27,7 +27,8 @@ from overseer.bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
-         "graph_throughput", "graph_throughput_local", "scanned_throughput", "recovery",
+         "graph_throughput", "graph_throughput_local", "graph_throughput_segments",
+         "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "api_post_no_worker", "api_post")
 """Scenarios in running order: the API scenario last (it leaves runs queued behind it)."""
@@ -42,6 +43,7 @@ QUICK_SIZES: dict[str, object] = {"repeats": 2, "text_runs": 16, "latency_runs":
 
 GRAPH_FUNCS = {"graph_throughput": gs.graph_throughput,
                "graph_throughput_local": gs.graph_throughput_local,
+               "graph_throughput_segments": gs.graph_throughput_segments,
                "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
 """Scenarios of :mod:`overseer.bench.graph_scenarios`: they need the bench graph registered."""
 
