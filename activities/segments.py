@@ -34,12 +34,11 @@ from temporalio.exceptions import ApplicationError
 from activities.errors import as_application_error
 from activities.graph_nodes import BUG_TYPES, NODE_ERROR
 from activities.runtime import get_runtime
+from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
 from overseer.graph_codec import decode, to_jsonable
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
-DURABILITY_MODES = ("sync", "async", "exit")
-"""LangGraph's ``durability``: checkpoint before the next step, while it runs, or at the end."""
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
 

@@ -84,14 +84,20 @@ def get_pipeline(name: str) -> PipelineSpec:
                             details={"known": sorted(CATALOGUE)}) from None
 
 
+DURABILITY_MODES = ("sync", "async", "exit")
+"""LangGraph's checkpoint durability modes (a run segment passes its own to LangGraph)."""
+
+
 def request_options(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Per-run options a submitter may set in ``metadata``: LLM budget and model hint.
+    """Per-run options a submitter may set in ``metadata``: LLM budget, model hint, durability.
 
     Keys: ``llm_budget_usd`` (number ≥ 0), ``llm_budget_tokens`` (integer ≥ 0),
-    ``llm_model`` (a hint; used only when allowlisted, otherwise ignored with a reason).
+    ``llm_model`` (a hint; used only when allowlisted, otherwise ignored with a reason),
+    ``durability`` (LangGraph's ``sync`` | ``async`` | ``exit``, for runs as segments).
 
     Raises:
-        InvalidRequestError: a key with the wrong type or a negative value.
+        InvalidRequestError: a key with the wrong type or a negative value, or an unknown
+            durability.
     """
     out: dict[str, Any] = {}
     for key, kind in (("llm_budget_usd", (int, float)), ("llm_budget_tokens", (int,))):
@@ -101,6 +107,11 @@ def request_options(metadata: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidRequestError(f"metadata.{key} must be a non-negative number",
                                           details={"field": key})
             out[key] = value
+    if "durability" in metadata:
+        if metadata["durability"] not in DURABILITY_MODES:
+            raise InvalidRequestError(f"metadata.durability must be one of {DURABILITY_MODES}",
+                                      details={"field": "durability"})
+        out["durability"] = metadata["durability"]
     if "llm_model" in metadata:
         if not isinstance(metadata["llm_model"], str):
             raise InvalidRequestError("metadata.llm_model must be a string",

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     approval_final_action: Literal["keep_waiting", "auto_reject", "auto_approve"] = "keep_waiting"
     approval_escalation_group: str = "escalations"
     approval_webhook_url: str | None = None
+    durability: Literal["sync", "async", "exit"] = "async"
+    """``OVERSEER_DURABILITY``: LangGraph's checkpoint durability for runs as segments, unless a
+    run's ``metadata.durability`` says otherwise (``sync``: before the next step; ``async``:
+    while it runs, LangGraph's default; ``exit``: only when the segment ends)."""
     approval_final_resume: Any = None
     """``OVERSEER_APPROVAL_FINAL_RESUME`` (JSON): the value ``interrupt()`` returns when the
     ladder's final rung auto-approves or auto-rejects a graph's interrupt; None for the

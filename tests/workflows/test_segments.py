@@ -45,10 +45,10 @@ def segment_registry() -> Iterator[None]:
 
 
 async def start(client: Any, pool: Any, task_queue: str, pipeline: str,
-                graph_input: dict[str, Any]) -> Any:
+                graph_input: dict[str, Any], options: dict[str, Any] | None = None) -> Any:
     """Start a run on ``SegmentRunWorkflow``, as ``POST /v1/pipelines/{name}/runs`` does for it."""
     return await start_graph_run(client, pool, task_queue, pipeline, graph_input,
-                                 run=SegmentRunWorkflow.run)
+                                 options=options, run=SegmentRunWorkflow.run)
 
 
 async def native(name: str, graph_input: dict[str, Any]) -> dict[str, Any]:
@@ -146,3 +146,44 @@ async def test_a_bug_fails_the_run_once_with_the_node_named(dev_server, db, task
     assert failed["data"]["error"]["code"] == "node_error"
     assert failed["data"]["error"]["node"] == "buggy"
     assert await node_events(db, run_id) == Counter({"fine": 1})
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+async def test_durability_is_langgraphs(dev_server, db, task_queue, durability: str):
+    """``sync`` writes a checkpoint per superstep as ``async`` does; ``exit`` only at the end."""
+    graph_input = {"topic": "alpha beta"}
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_constructs",
+                                     graph_input, options={"durability": durability})
+        result = await handle.result()
+    assert sorted(result.output["results"]) == sorted(
+        (await native("seg_constructs", graph_input))["results"])
+    written = await db.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id = $1", run_id)
+    assert (written == 1) if durability == "exit" else (written >= 3)
+
+
+def test_a_run_may_ask_for_a_durability_and_nothing_else():
+    from overseer.catalogue import request_options
+    from overseer.errors import InvalidRequestError
+
+    assert request_options({"durability": "exit"})["durability"] == "exit"
+    with pytest.raises(InvalidRequestError):
+        request_options({"durability": "fast"})
+
+
+def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_settings):
+    """``POST /v1/pipelines/{name}/runs`` picks the workflow the pipeline names, with the
+    process's ``OVERSEER_DURABILITY`` unless the run's metadata asks for another."""
+    from overseer.runs import StartContext, _graph_run
+
+    pipeline = get_registry().get("seg_constructs")
+    ctx = StartContext(pipeline=pipeline, run_id=str(uuid.uuid4()), workflow_id="w",
+                       subject="alice", metadata={"durability": "sync"}, settings=test_settings,
+                       input={"topic": "a"})
+    method, argument = _graph_run(ctx)
+    assert method is SegmentRunWorkflow.run
+    assert argument.options["durability"] == "sync"
+    ctx.metadata = {}
+    assert _graph_run(ctx)[1].options["durability"] == test_settings.durability == "async"
+    ctx.pipeline = get_registry().get("constructs")
+    assert _graph_run(ctx)[0] is GraphRunWorkflow.run
