@@ -55,6 +55,8 @@ class SegmentCall:
         resume: ``{interrupt id: value}`` for a resume segment (LangGraph's resume map).
         durability: ``sync`` | ``async`` | ``exit`` (LangGraph's).
         recursion_limit: Pregel's step limit.
+        after_local: the same segment was first tried as a local activity that did not
+            finish in time: go on from what it checkpointed, as a retry does.
     """
 
     run_id: str
@@ -64,6 +66,7 @@ class SegmentCall:
     resume: dict[str, Any] | None = None
     durability: str = "async"
     recursion_limit: int = 100
+    after_local: bool = False
 
 
 @dataclass
@@ -140,8 +143,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                               "recursion_limit": call.recursion_limit}
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
-    if activity.info().attempt > 1:
+    if activity.info().attempt > 1 or call.after_local:
         graph_input = await _retry_input(app, config, call, graph_input)
+    local = activity.info().is_local
     started: dict[str, tuple[str, float]] = {}
     ran: list[str] = []
     try:
@@ -150,7 +154,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
                 started[task_id] = (name, time.perf_counter())
-                activity.heartbeat({"node": name, "ran": ran})
+                if not local:  # a local activity has no heartbeat: its time-out is short
+                    activity.heartbeat({"node": name, "ran": ran})
                 continue
             if chunk.get("error") is None and not chunk.get("interrupts"):
                 began = started.pop(task_id, (name, time.perf_counter()))[1]

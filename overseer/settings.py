@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     """``OVERSEER_DURABILITY``: LangGraph's checkpoint durability for runs as segments, unless a
     run's ``metadata.durability`` says otherwise (``sync``: before the next step; ``async``:
     while it runs, LangGraph's default; ``exit``: only when the segment ends)."""
+    segment_local_seconds: float = 0.0
+    """``OVERSEER_SEGMENT_LOCAL_SECONDS``: a run segment is first tried as a local activity
+    with this time-out (no activity task on the server); one that takes longer goes on as a
+    heartbeating activity from its last checkpoint. 0 turns the local try off."""
     approval_final_resume: Any = None
     """``OVERSEER_APPROVAL_FINAL_RESUME`` (JSON): the value ``interrupt()`` returns when the
     ladder's final rung auto-approves or auto-rejects a graph's interrupt; None for the

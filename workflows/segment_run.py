@@ -19,12 +19,13 @@ splits and continue-as-new.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from types import SimpleNamespace
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from activities.segments import SegmentCall, SegmentResult
@@ -83,7 +84,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         except asyncio.CancelledError:
             await self._cancelled()
             raise
-        except ActivityError as err:
+        except (ActivityError, ApplicationError) as err:  # a local try's bug is the error itself
             if is_cancelled_exception(err):
                 await self._cancelled()
                 raise
@@ -114,7 +115,29 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         return True
 
     async def _segment(self, call: SegmentCall, label: str) -> SegmentResult:
-        """One ``run_segment`` activity, retried by Temporal (a bug fails it once)."""
+        """One segment, retried by Temporal; first tried as a local activity when the run allows.
+
+        Without ``segment_local_seconds`` (or when the local try does not finish in time)
+        it is a heartbeating activity.
+
+        A bug fails the run once, on either path. A local try that times out or fails
+        otherwise hands over to the activity, which goes on from the checkpoints the local
+        try wrote (at most the superstep it was in runs again).
+        """
+        assert self._inp is not None
+        local_seconds = float(self._inp.options.get("segment_local_seconds") or 0)
+        if local_seconds > 0:
+            try:
+                local: SegmentResult = await workflow.execute_local_activity(
+                    "run_segment", call, result_type=SegmentResult,
+                    start_to_close_timeout=timedelta(seconds=local_seconds),
+                    retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
+                return local
+            except (ActivityError, ApplicationError) as err:
+                cause = failure_cause(err)
+                if cause is not None and cause.non_retryable:
+                    raise
+                call = dataclasses.replace(call, after_local=True)
         result: SegmentResult = await workflow.execute_activity(
             "run_segment", call, result_type=SegmentResult,
             start_to_close_timeout=SEGMENT_TIMEOUT,

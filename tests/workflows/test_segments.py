@@ -187,3 +187,33 @@ def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_setting
     assert _graph_run(ctx)[1].options["durability"] == test_settings.durability == "async"
     ctx.pipeline = get_registry().get("constructs")
     assert _graph_run(ctx)[0] is GraphRunWorkflow.run
+
+
+async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_server, db,
+                                                                      task_queue):
+    """``segment_local_seconds``: a short segment needs no activity task; a long one is cut
+    off and carried on by a heartbeating activity from the local try's checkpoints."""
+    count_me = get_registry().builder("seg_retry").nodes["count_me"].runnable.func
+    executions = count_me.__globals__["EXECUTIONS"]
+    fast, slow = f"fast-{uuid.uuid4()}", f"slow-{uuid.uuid4()}"
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        _, quick = await start(dev_server.client, db, task_queue, "seg_retry", {"topic": fast},
+                               options={"segment_local_seconds": 5})
+        _, long = await start(dev_server.client, db, task_queue, "seg_slow", {"topic": slow},
+                              options={"segment_local_seconds": 0.5})
+        _, short = await start(dev_server.client, db, task_queue, "seg_constructs",
+                               {"topic": "short"}, options={"segment_local_seconds": 5})
+        assert (await quick.result()).output["summary"] == "ok after 2 attempts"
+        assert (await long.result()).output["summary"] == "napped"
+        assert (await short.result()).output["summary"] == "messages kept their type"
+        quick_history, long_history = await quick.fetch_history(), await long.fetch_history()
+        short_history = await short.fetch_history()
+
+    def scheduled(history: Any) -> int:
+        return sum(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)
+
+    assert scheduled(short_history) == 0  # done inside the local try
+    # the flaky node failed inside the local try: it went on as an activity
+    assert scheduled(quick_history) == 1 and executions[fast] == 1
+    # the nap outlasted the local try: the activity went on after count_me, not before it
+    assert scheduled(long_history) == 1 and executions[slow] == 1

@@ -44,8 +44,28 @@ def _retry() -> StateGraph:
     return graph
 
 
+async def nap(state: dict[str, Any]) -> dict[str, Any]:
+    """Longer than a local try's time-out in the tests (1.5 s)."""
+    import asyncio
+
+    await asyncio.sleep(1.5)
+    return {"summary": "napped"}
+
+
+def _slow() -> StateGraph:
+    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
+    graph = StateGraph(user_graph.State)
+    graph.add_node("count_me", count_me)
+    graph.add_node("nap", nap)
+    graph.add_edge(START, "count_me")
+    graph.add_edge("count_me", "nap")
+    graph.add_edge("nap", END)
+    return graph
+
+
 seg_constructs = _segments("constructs")
 seg_approvals = _segments("approvals")
 seg_refund_agent = _segments("refund_agent")
 seg_poison = _segments("poison")
 seg_retry = _segments("retry", _retry())
+seg_slow = _segments("slow", _slow())
