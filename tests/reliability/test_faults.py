@@ -22,10 +22,12 @@ from overseer.stack import ManagedStack
 from tests.reliability.harness import (
     Clients,
     Outcome,
+    consistency,
     finish,
     last_event_seq,
     mixed_load,
     run_async,
+    settle,
     time_to_progress,
 )
 from tests.workflows.llm_support import LocalOpenAI, Scripted, completion, llm_answer
@@ -168,3 +170,62 @@ def test_api_restarts_while_clients_retry(tmp_path: Path):
         assert len(set(clients.accepted.values())) == len(clients.accepted) == len(docs)
         outcome.wall_seconds = round(time.monotonic() - started, 1)
         outcome.save()
+
+
+USER_GRAPH_FILES = ":".join(str(Path(__file__).resolve().parents[1] / "graphs" / d / "langgraph.json")
+                            for d in ("user_graph", "segments"))
+
+
+@pytest.mark.reliability
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("graph", ["three_one", "seg_three_one"])
+def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path, graph: str):
+    """Issue 25's crash: 50 in-flight runs of a 3 s + 1 s user graph that sets nothing; the
+    worker and the API are SIGKILLed and started again. All 50 finish within 60 s of the
+    API answering, none lost, no ``node.completed`` written twice. ``three_one`` runs node
+    by node (``GraphRunWorkflow``), ``seg_three_one`` as segments (``SegmentRunWorkflow``)."""
+    from collections import Counter
+
+    runs = 50
+    with ManagedStack(tmp_path, env_overrides={"OVERSEER_GRAPHS": USER_GRAPH_FILES}).start(
+            workers=1) as stack:
+        outcome = Outcome(f"user_graph_crash_{graph}", "SIGKILL the worker and the API while "
+                          f"{runs} runs of a 3 s + 1 s user graph are in flight "
+                          f"({'segments' if graph.startswith('seg_') else 'node per activity'}), "
+                          "then start both again (recovery: API answering → all done)", runs)
+        run_ids = []
+        with stack.client("submitter") as client:
+            for i in range(runs):
+                res = client.post(f"/v1/pipelines/{graph}/runs",
+                                  json={"input": {"topic": f"crash {i}"}})
+                assert res.status_code == 202, res.text
+                run_ids.append(res.json()["run_id"])
+        outcome.accepted = len(run_ids)
+        time.sleep(1.5)  # every run is inside its 3 s node
+        stack.kill_worker(0, signal.SIGKILL)
+        assert stack.api is not None
+        stack.api.send_signal(signal.SIGKILL)
+        stack.api.wait(30)
+        stack.start_worker()
+        stack.start_api()
+        answering = time.monotonic()
+        current = settle(stack, run_ids, timeout_seconds=300)
+        outcome.recovery_seconds.append(round(time.monotonic() - answering, 2))
+        outcome.settled = sum(1 for s in current.values() if s == "completed")
+        outcome.lost = sorted(r for r, s in current.items() if s != "completed")
+        outcome.statuses = dict(Counter(current.values()))
+        doubled = []
+        with stack.client("admin") as admin:
+            for run_id in run_ids:
+                events = admin.get(f"/v1/runs/{run_id}/events").json()["items"]
+                nodes = Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
+                if nodes != Counter({"think": 1, "answer": 1}):
+                    doubled.append(f"{run_id}: {dict(nodes)}")
+                run = admin.get(f"/v1/runs/{run_id}").json()
+                assert run["result"]["output"]["trail"] == ["think", "answer"], run
+        outcome.notes = doubled[:10]
+        outcome.consistency = run_async(lambda: consistency(stack))
+        outcome.save()
+        assert not outcome.lost and not doubled, (outcome.lost[:5], doubled[:5])
+        assert outcome.consistency["ok"], outcome.consistency
+        assert outcome.recovery_seconds[0] < 60, outcome.recovery_seconds

@@ -411,3 +411,32 @@ def _publish_review() -> StateGraph:
 
 
 publish_review = _publish_review()
+
+
+# -- a 3 s + 1 s graph for the crash scenario (issue 25) --------------------------------------
+
+
+async def think(state: State) -> dict[str, Any]:
+    """Three seconds of waiting on something (a model call, a tool)."""
+    await asyncio.sleep(3)
+    return {"trail": ["think"]}
+
+
+async def answer(state: State) -> dict[str, Any]:
+    """One more second, then the run's answer."""
+    await asyncio.sleep(1)
+    return {"trail": ["answer"], "summary": f"answered {state['topic']}"}
+
+
+def _three_one() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("think", think)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "think")
+    graph.add_edge("think", "answer")
+    graph.add_edge("answer", END)
+    return graph
+
+
+three_one = _three_one()
+"""No Overseer metadata: what the runtime's defaults do after a crash is what is measured."""
