@@ -147,6 +147,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         graph_input = await _retry_input(app, config, call, graph_input)
     local = activity.info().is_local
     started: dict[str, tuple[str, float]] = {}
+    wall_started: dict[str, int] = {}
     ran: list[str] = []
     try:
         async for _, chunk in app.astream(graph_input, config, stream_mode=["tasks"],
@@ -154,13 +155,16 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
                 started[task_id] = (name, time.perf_counter())
+                wall_started[task_id] = time.time_ns()
                 if not local:  # a local activity has no heartbeat: its time-out is short
                     activity.heartbeat({"node": name, "ran": ran})
                 continue
             if chunk.get("error") is None and not chunk.get("interrupts"):
                 began = started.pop(task_id, (name, time.perf_counter()))[1]
+                seconds = time.perf_counter() - began
                 ran.append(name)
-                await _node_completed(call, task_id, name, (time.perf_counter() - began) * 1000)
+                _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
+                await _node_completed(call, task_id, name, seconds * 1000)
     except OverseerError as err:
         raise as_application_error(err) from err
     except BUG_TYPES as err:  # a bug fails the run once, with the node named
@@ -193,6 +197,23 @@ async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
     if mine and state.next:
         return None
     return first_input
+
+
+def _observe(call: SegmentCall, task_id: str, node: str, seconds: float,
+             started_ns: int | None) -> None:
+    """One duration sample and, while spans are recorded, one span per node (as node activities have)."""
+    from opentelemetry import trace
+
+    from observability import metrics
+    from observability.tracing import tracer
+
+    metrics.observe_node(call.pipeline, node, seconds, outcome="ok")
+    if started_ns is not None and trace.get_current_span().is_recording():
+        span = tracer().start_span(f"node {node}", start_time=started_ns, attributes={
+            "overseer.pipeline": call.pipeline, "overseer.run_id": call.run_id,
+            "langgraph.graph": call.pipeline, "langgraph.node": node,
+            "langgraph.task_id": task_id})
+        span.end()
 
 
 async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float) -> None:

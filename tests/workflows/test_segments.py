@@ -85,6 +85,12 @@ async def test_a_graph_runs_in_one_segment_as_plain_langgraph_runs_it(dev_server
     assert {"prepare", "commander", "typed"} <= set(nodes)
     events = await fetch_events(db, run_id)
     assert [e["type"] for e in events].count("run.completed") == 1
+    # one duration sample per node, as node activities give (the worker runs in-process)
+    from prometheus_client import REGISTRY
+
+    samples = REGISTRY.get_sample_value("overseer_node_duration_seconds_count", {
+        "pipeline": "seg_constructs", "node": "prepare", "outcome": "ok"})
+    assert samples is not None and samples >= 1
     # LangGraph's own tables hold the thread: one checkpoint per superstep
     steps = await db.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id = $1", run_id)
     assert steps >= 3
