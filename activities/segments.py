@@ -18,12 +18,13 @@ task (written as it finishes), a heartbeat naming the node in progress, and the 
 result names the nodes it ran.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` for pipelines declared with
-``Pipeline(runtime="segments")``; every other run still takes ``GraphRunWorkflow``.
+``Pipeline(workflow="SegmentRunWorkflow")``; every other run still takes ``GraphRunWorkflow``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +37,13 @@ from activities.graph_nodes import BUG_TYPES, NODE_ERROR
 from activities.runtime import get_runtime
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
-from overseer.graph_codec import decode, to_jsonable
+from overseer.graph_codec import decode, encode, to_jsonable
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
+STREAM_MODES = ("values", "updates", "custom")
+"""What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
+STREAM_BUDGET_BYTES = 512 * 1024
+"""Past this many bytes of chunks, intermediate ``values`` are dropped (a result is one payload)."""
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
 
@@ -57,6 +62,9 @@ class SegmentCall:
         recursion_limit: Pregel's step limit.
         after_local: the same segment was first tried as a local activity that did not
             finish in time: go on from what it checkpointed, as a retry does.
+        stream: also return the segment's ``values``/``updates``/``custom`` chunks and the
+            thread's state (an Agent Server run: the workflow publishes them on its durable
+            stream, as ``GraphRunWorkflow`` does).
     """
 
     run_id: str
@@ -67,6 +75,7 @@ class SegmentCall:
     durability: str = "async"
     recursion_limit: int = 100
     after_local: bool = False
+    stream: bool = False
 
 
 @dataclass
@@ -79,12 +88,20 @@ class SegmentResult:
             checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
+        stream: with ``SegmentCall.stream``: ``[{"event": mode, "data": chunk}]`` in order;
+            past :data:`STREAM_BUDGET_BYTES` only the ``updates`` and ``custom`` chunks and
+            the last ``values`` are kept.
+        snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
+            ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
+            ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
     """
 
     status: str
     values: dict[str, Any] | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
+    stream: list[dict[str, Any]] = field(default_factory=list)
+    snapshot: dict[str, Any] | None = None
 
 
 _saver: Any = None
@@ -92,8 +109,12 @@ _saver_lock = asyncio.Lock()
 _compiled: dict[str, Any] = {}
 
 
-async def checkpointer() -> Any:
-    """This process's ``AsyncPostgresSaver`` on Overseer's Postgres (tables made once by ``setup()``)."""
+async def checkpointer(database_url: str | None = None) -> Any:
+    """This process's ``AsyncPostgresSaver`` on Overseer's Postgres (tables made once by ``setup()``).
+
+    Args:
+        database_url: where (default: the activity runtime's settings; the API passes its own).
+    """
     global _saver
     async with _saver_lock:
         if _saver is None:
@@ -101,10 +122,11 @@ async def checkpointer() -> Any:
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
-            settings = get_runtime().settings
+            settings = get_runtime().settings if database_url is None else None
+            url = database_url or str(settings.database_url if settings else "")
+            size = settings.worker_max_concurrent_activities if settings else 4
             pool = AsyncConnectionPool(
-                str(settings.database_url), min_size=1,
-                max_size=max(4, settings.worker_max_concurrent_activities), open=False,
+                url, min_size=1, max_size=max(4, size), open=False,
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
             await pool.open(wait=True)
             saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # dict rows, as it expects
@@ -113,13 +135,13 @@ async def checkpointer() -> Any:
     return _saver
 
 
-async def compiled(pipeline: str) -> Any:
+async def compiled(pipeline: str, database_url: str | None = None) -> Any:
     """The pipeline's graph compiled with :func:`checkpointer` (once per process)."""
     if pipeline not in _compiled:
         from overseer.pipelines import get_registry
 
         _compiled[pipeline] = get_registry().builder(pipeline).compile(
-            checkpointer=await checkpointer())
+            checkpointer=await checkpointer(database_url))
     return _compiled[pipeline]
 
 
@@ -149,9 +171,14 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
     ran: list[str] = []
+    chunks = _Chunks()
+    modes = ["tasks", *STREAM_MODES] if call.stream else ["tasks"]
     try:
-        async for _, chunk in app.astream(graph_input, config, stream_mode=["tasks"],
-                                          durability=call.durability):
+        async for mode, chunk in app.astream(graph_input, config, stream_mode=modes,
+                                             durability=call.durability):
+            if mode != "tasks":
+                chunks.add(mode, chunk)
+                continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
                 started[task_id] = (name, time.perf_counter())
@@ -174,10 +201,51 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
             non_retryable=True) from err
     state = await app.aget_state(config)
+    extra: dict[str, Any] = {"stream": chunks.items, "snapshot": snapshot_of(state)} \
+        if call.stream else {}
     if state.interrupts:
         return SegmentResult(status="interrupted", nodes=ran, interrupts=[
-            {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts])
-    return SegmentResult(status="done", values=to_jsonable(state.values), nodes=ran)
+            {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts], **extra)
+    return SegmentResult(status="done", values=to_jsonable(state.values), nodes=ran, **extra)
+
+
+class _Chunks:
+    """A segment's stream chunks as ``GraphRunWorkflow._drive`` publishes them, within a budget."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._size = 0
+
+    def add(self, mode: str, chunk: Any) -> None:
+        if isinstance(chunk, dict) and "__interrupt__" in chunk:
+            if mode == "updates":
+                return  # the interrupt is published by the workflow, as one item
+            chunk = {k: v for k, v in chunk.items() if k != "__interrupt__"}
+        data = to_jsonable(chunk)
+        self._size += len(json.dumps(data, default=str))
+        if self._size > STREAM_BUDGET_BYTES:
+            self.items = [i for i in self.items if i["event"] != "values"]
+        self.items.append({"event": mode, "data": data})
+
+
+def snapshot_of(state: Any) -> dict[str, Any]:
+    """A LangGraph ``StateSnapshot`` as ``GraphRunWorkflow.get_thread_state`` shapes it."""
+    conf = (state.config or {}).get("configurable") or {}
+    parent = (state.parent_config or {}).get("configurable") or {}
+    return {
+        "values": to_jsonable(state.values), "encoded": encode(state.values),
+        "next": list(state.next),
+        "tasks": [{"id": t.id, "name": t.name,
+                   "error": None if t.error is None else repr(t.error)[:500],
+                   "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
+                                  for i in t.interrupts],
+                   "result": to_jsonable(t.result)} for t in state.tasks],
+        "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
+        "checkpoint_id": conf.get("checkpoint_id"),
+        "parent_checkpoint_id": parent.get("checkpoint_id"),
+        "metadata": to_jsonable(dict(state.metadata or {})),
+        "created_at": state.created_at,
+    }
 
 
 async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,

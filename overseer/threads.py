@@ -72,6 +72,8 @@ UNSERVED_STREAM_MODES = {
 }
 """Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""
 MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt", "rollback")
+GRAPH_WORKFLOWS = ("GraphRunWorkflow", "SegmentRunWorkflow")
+"""The workflows that host a graph for the Agent Server API."""
 """``multitask_strategy`` values; the first is the default, as on LangGraph's Agent Server."""
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
 ACTIVE_RUN_STATUSES = ("pending", "running")
@@ -123,8 +125,33 @@ def stream_modes(value: Any) -> list[str]:
 
 
 def graph_pipelines() -> list[Pipeline]:
-    """Every registered graph an Agent Server client may run (pipelines on ``GraphRunWorkflow``)."""
-    return [p for p in get_registry() if p.workflow == "GraphRunWorkflow" and not p.takes_upload]
+    """Every registered graph an Agent Server client may run (on ``GraphRunWorkflow`` or as segments)."""
+    return [p for p in get_registry() if p.workflow in GRAPH_WORKFLOWS and not p.takes_upload]
+
+
+def on_segments(pipeline: Pipeline | str) -> bool:
+    """Whether the graph runs as segments: its thread's state lives in LangGraph's checkpointer."""
+    if isinstance(pipeline, str):
+        pipeline = get_registry().get(pipeline)
+    return pipeline.workflow == "SegmentRunWorkflow"
+
+
+class RollbackUnsupportedError(InvalidRequestError):
+    """``rollback`` on a graph that runs as segments (422): its checkpoints are not rewound yet."""
+
+    code = "rollback_unsupported"
+
+
+async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
+    """The graph compiled with LangGraph's Postgres checkpointer, in this process.
+
+    The API's view of a thread that runs as segments: its state, history and updates are
+    LangGraph's own.
+    """
+    from activities.segments import compiled
+    from overseer.settings import get_settings
+
+    return await compiled(pipeline, database_url=str((settings or get_settings()).database_url))
 
 
 def assistant_id_of(name: str) -> str:
@@ -268,6 +295,9 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     row = await get_thread(pool, thread_id)
     if row["status"] in ("busy", "interrupted"):
         raise ConflictError(f"thread {thread_id} is {row['status']}; copy it when idle")
+    if row["graph_id"] is not None and on_segments(row["graph_id"]):
+        raise InvalidRequestError(f"{row['graph_id']} runs as segments: copying its thread "
+                                  "(LangGraph's checkpoints) is not supported yet")
     new_id = uuid.uuid4()
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
@@ -306,10 +336,60 @@ def state_view(row: asyncpg.Record) -> dict[str, Any]:
                                   if cp.get("parent_checkpoint_id") else None)}
 
 
+def checkpoint_view(thread_id: str, state: Any) -> dict[str, Any]:
+    """A LangGraph ``StateSnapshot`` as the SDK reads a ``ThreadState``."""
+    from activities.segments import snapshot_of
+
+    snap = snapshot_of(state)
+    created = snap["created_at"]
+    return {"values": snap["values"], "next": snap["next"], "tasks": snap["tasks"],
+            "interrupts": snap["interrupts"], "metadata": snap["metadata"],
+            "created_at": created.isoformat() if hasattr(created, "isoformat") else created,
+            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
+                           "checkpoint_id": snap["checkpoint_id"], "checkpoint_map": None},
+            "parent_checkpoint": ({"thread_id": thread_id, "checkpoint_ns": "",
+                                   "checkpoint_id": snap["parent_checkpoint_id"],
+                                   "checkpoint_map": None}
+                                  if snap["parent_checkpoint_id"] else None)}
+
+
+async def state_at(pool: asyncpg.Pool, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+    """The thread's state at a saved checkpoint.
+
+    Raises:
+        NotFoundError: no such checkpoint on the thread (404).
+    """
+    row = await get_thread(pool, thread_id)
+    if row["graph_id"] is not None and on_segments(row["graph_id"]):
+        app = await segments_app(row["graph_id"])
+        state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"]),
+                                                       "checkpoint_id": checkpoint_id}})
+        if not state.config or not state.values and not state.next:
+            raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+        return checkpoint_view(str(row["thread_id"]), state)
+    state_json = await pool.fetchval("SELECT state FROM agent_checkpoints WHERE thread_id = $1 "
+                                     "AND checkpoint_id = $2", row["thread_id"], checkpoint_id)
+    if state_json is None:
+        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+    values: dict[str, Any] = json.loads(state_json)
+    return values
+
+
 async def history(pool: asyncpg.Pool, thread_id: str, limit: int,
                   before: str | None = None) -> list[dict[str, Any]]:
-    """The thread's saved states, newest first (one per pause, end or state update)."""
+    """The thread's saved states, newest first.
+
+    As segments, LangGraph's own: one per superstep (and per state update). Otherwise one
+    per pause, end or state update.
+    """
     row = await get_thread(pool, thread_id)
+    if row["graph_id"] is not None and on_segments(row["graph_id"]):
+        app = await segments_app(row["graph_id"])
+        tid = str(row["thread_id"])
+        before_config = {"configurable": {"thread_id": tid, "checkpoint_id": before}} \
+            if before else None
+        return [checkpoint_view(tid, s) async for s in app.aget_state_history(
+            {"configurable": {"thread_id": tid}}, limit=limit, before=before_config)]
     rows = await pool.fetch(
         """SELECT state FROM agent_checkpoints WHERE thread_id = $1
              AND ($3::text IS NULL OR created_at < (SELECT created_at FROM agent_checkpoints
@@ -539,6 +619,9 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if strategy not in MULTITASK_STRATEGIES:
         raise InvalidRequestError(f"multitask_strategy must be one of {MULTITASK_STRATEGIES}",
                                   details={"field": "multitask_strategy"})
+    if strategy == "rollback" and on_segments(pipeline):
+        raise RollbackUnsupportedError(f"{pipeline.name} runs as segments: rollback is not "
+                                       "supported yet (use interrupt)")
     row = await sync_thread(pool, temporal, thread_id, settings)
     run_id = str(uuid.uuid4())
     graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
@@ -671,6 +754,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     :func:`advance_queue` starts it.
     """
     from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+    from workflows.segment_run import SegmentRunWorkflow
     from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
@@ -701,7 +785,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
         search_attributes=settings.search_attributes_enabled, thread_id=thread_id,
-        thread_values=_json(row["state"]))
+        # as segments, the thread's state is already LangGraph's, in its checkpointer
+        thread_values=None if on_segments(pipeline) else _json(row["state"]))
     extra: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         extra["search_attributes"] = TypedSearchAttributes([
@@ -709,7 +794,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
             SearchAttributePair(STATUS_ATTRIBUTE, "running")])
     try:
         await temporal.start_workflow(
-            GraphRunWorkflow.run, argument, id=wid, task_queue=settings.task_queue,
+            SegmentRunWorkflow.run if on_segments(pipeline) else GraphRunWorkflow.run, argument,
+            id=wid, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             static_summary=f"{pipeline.name}: thread {thread_id}", **extra)
@@ -924,8 +1010,15 @@ async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, 
 
 async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_id: str,
                      subject: str, action: str) -> asyncpg.Record:
-    """``POST .../cancel``: stop the run's workflow if the run is still active."""
+    """``POST .../cancel``: stop the run's workflow if the run is still active.
+
+    Raises:
+        RollbackUnsupportedError: ``rollback`` of a run of a graph that runs as segments (422).
+    """
     run = await get_run(pool, temporal, thread_id, run_id)
+    if action == "rollback" and on_segments(run["graph_id"]):
+        raise RollbackUnsupportedError("this graph runs as segments: rollback is not supported "
+                                       "yet (use interrupt)")
     row = await _sync(pool, temporal, thread_id)
     # a run paused on an interrupt still has its workflow waiting: cancelling drops the interrupt
     if row["status"] in ("busy", "interrupted") and row["last_run_id"] == run["workflow_run_id"]:
@@ -1167,6 +1260,31 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     return values
 
 
+async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: Any,
+                               as_node: str | None) -> dict[str, Any]:
+    """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint."""
+    from langgraph.errors import InvalidUpdateError
+
+    from activities.segments import snapshot_of
+
+    app = await segments_app(row["graph_id"])
+    config: dict[str, Any] = {"configurable": {"thread_id": str(row["thread_id"])}}
+    try:
+        written = await app.aupdate_state(config, values, as_node=as_node)
+    except InvalidUpdateError as err:
+        raise InvalidRequestError(f"LangGraph refused the update: {err}",
+                                  details={"field": "as_node"}) from err
+    snap = snapshot_of(await app.aget_state(config))
+    await pool.execute(
+        """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
+               checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1""",
+        row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]),
+        json.dumps({k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
+                                              "parent_checkpoint_id", "metadata",
+                                              "created_at")}))
+    return {"checkpoint": {**written.get("configurable", {}), "checkpoint_map": None}}
+
+
 async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
                        as_node: str | None) -> dict[str, Any]:
     """``POST /threads/{id}/state`` on an idle thread: LangGraph's own ``aupdate_state`` (reducers apply).
@@ -1183,6 +1301,8 @@ async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
         raise ConflictError(f"thread {thread_id} is {row['status']}; update its state when idle")
     if row["graph_id"] is None:
         raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
+    if on_segments(row["graph_id"]):
+        return await _update_checkpointed(pool, row, values, as_node)
     app = get_registry().builder(row["graph_id"]).compile(checkpointer=InMemorySaver())
     config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
     if row["state"] is not None:

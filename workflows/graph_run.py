@@ -82,6 +82,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
+    from activities.segments import snapshot_of
     from observability.metrics import WORKFLOW_NODE_DURATION
     from overseer.budget import check_budget_decision, over_budget
     from overseer.graph_codec import (
@@ -465,23 +466,7 @@ class GraphRunWorkflow(ApprovalGate):
 
     async def _snap(self, app: Any, config: dict[str, Any]) -> None:
         """Keep the graph's state (values, next, tasks, interrupts) for :meth:`get_thread_state`."""
-        state = await app.aget_state(config)
-        conf = (state.config or {}).get("configurable") or {}
-        parent = ((state.parent_config or {}).get("configurable") or {})
-        self._snapshot = {
-            "values": to_jsonable(state.values), "encoded": encode(state.values),
-            "next": list(state.next),
-            "tasks": [{"id": t.id, "name": t.name,
-                       "error": None if t.error is None else repr(t.error)[:500],
-                       "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
-                                      for i in t.interrupts],
-                       "result": to_jsonable(t.result)} for t in state.tasks],
-            "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
-            "checkpoint_id": conf.get("checkpoint_id"),
-            "parent_checkpoint_id": parent.get("checkpoint_id"),
-            "metadata": to_jsonable(dict(state.metadata or {})),
-            "created_at": state.created_at,
-        }
+        self._snapshot = snapshot_of(await app.aget_state(config))
 
     @workflow.query
     def get_thread_state(self) -> dict[str, Any]:

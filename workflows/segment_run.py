@@ -1,6 +1,6 @@
 """Runtime v2, first step: a run as segments, each one activity on LangGraph's checkpointer (issue 25).
 
-``SegmentRunWorkflow`` hosts pipelines declared with ``Pipeline(runtime="segments")``. It
+``SegmentRunWorkflow`` hosts pipelines declared with ``Pipeline(workflow="SegmentRunWorkflow")``. It
 never runs LangGraph itself: each segment — the run's start, or a resume, up to the next
 interrupt or the end — is one heartbeating ``run_segment`` activity
 (:mod:`activities.segments`) that runs LangGraph's own loop on ``AsyncPostgresSaver``.
@@ -69,7 +69,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            thread_id=inp.thread_id or inp.run_id, input=inp.input,
                            durability=str(inp.options.get("durability") or "async"),
                            recursion_limit=int(inp.options.get("recursion_limit")
-                                               or DEFAULT_RECURSION_LIMIT))
+                                               or DEFAULT_RECURSION_LIMIT),
+                           stream=inp.thread_id is not None)
         try:
             result = await self._segment(call, "start")
             rounds = 0
@@ -77,6 +78,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 rounds += 1
                 pending = [SimpleNamespace(id=i["id"], value=i["value"])
                            for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
+                if call.stream:
+                    self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
                 first = pending[0]
                 answer = await self._ask(first, pending, rounds)
                 call.input, call.resume = None, encode({first.id: answer})
@@ -115,6 +118,19 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         return True
 
     async def _segment(self, call: SegmentCall, label: str) -> SegmentResult:
+        """Run a segment and publish what it returned.
+
+        An Agent Server run's chunks go on the durable stream and its state to
+        :meth:`get_thread_state`, as ``GraphRunWorkflow`` publishes them (per segment here).
+        """
+        result = await self._run_segment(call, label)
+        for item in result.stream:
+            self._publish(item["event"], item["data"])
+        if result.snapshot is not None:
+            self._snapshot = result.snapshot
+        return result
+
+    async def _run_segment(self, call: SegmentCall, label: str) -> SegmentResult:
         """One segment, retried by Temporal; first tried as a local activity when the run allows.
 
         Without ``segment_local_seconds`` (or when the local try does not finish in time)

@@ -18,6 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 
 USER_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "user_graph" / "langgraph.json"
 """A user's langgraph.json, hosted next to the reference pipelines (``OVERSEER_GRAPHS``)."""
+SEGMENT_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "segments" / "langgraph.json"
+"""The same user's graphs declared to run as segments (issue 25)."""
 
 
 @dataclass
@@ -82,7 +84,8 @@ def _stop(stack: Stack, api: subprocess.Popen[bytes]) -> None:
 
 
 def _base_env(dev_server: WorkflowEnvironment, pg_url: str, data_dir: Path,
-              grants: dict[str, dict[str, str]], task_queue: str, graphs: Path) -> dict[str, str]:
+              grants: dict[str, dict[str, str]], task_queue: str,
+              graphs: Path | str) -> dict[str, str]:
     target = dev_server.client.service_client.config.target_host
     return dict(os.environ, OVERSEER_DATABASE_URL=pg_url, OVERSEER_TEMPORAL_ADDRESS=target,
                 OVERSEER_DATA_DIR=str(data_dir), OVERSEER_API_TOKENS=json.dumps(grants),
@@ -108,7 +111,7 @@ def stack(dev_server: WorkflowEnvironment, pg_url: str, pool: object,
     tokens["expired"] = "e2e-expired-token-00000000000001"
     tokens["other"] = "e2e-other-submitter-token-00001"
     tokens["reviewer2"] = "e2e-second-reviewer-token-000001"
-    env = _base_env(dev_server, pg_url, data_dir, grants, "e2e", USER_GRAPHS)
+    env = _base_env(dev_server, pg_url, data_dir, grants, "e2e", f"{USER_GRAPHS}:{SEGMENT_GRAPHS}")
     stack, api = _launch(env, tokens)
     yield stack
     _stop(stack, api)

@@ -284,13 +284,7 @@ async def write_state(thread_id: str, _: ThreadUpdater, pool: PoolDep, temporal:
 async def read_state_at(thread_id: str, checkpoint_id: str, _: ThreadReader,
                         pool: PoolDep) -> dict[str, Any]:
     """The thread's state at a saved checkpoint."""
-    row = await threads.get_thread(pool, thread_id)
-    state = await pool.fetchval("SELECT state FROM agent_checkpoints WHERE thread_id = $1 "
-                                "AND checkpoint_id = $2", row["thread_id"], checkpoint_id)
-    if state is None:
-        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
-    values: dict[str, Any] = json.loads(state)
-    return values
+    return await threads.state_at(pool, thread_id, checkpoint_id)
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")

@@ -1,0 +1,109 @@
+"""The official client on graphs that run as segments (issue 25): LangGraph's own checkpoints.
+
+The user's graphs, declared ``workflow="SegmentRunWorkflow"`` (tests/graphs/segments), are
+assistants like any other; a thread's state lives in LangGraph's Postgres checkpointer.
+Through ``langgraph-sdk`` with only the URL and the key changed:
+
+- two runs on one thread end as plain LangGraph's do on one thread (reducers over the
+  thread's state), and ``runs.stream`` gives ``values`` and ``updates`` chunks;
+- interrupts pause the run and ``Command(resume=...)`` answers them;
+- ``threads.get_history`` is LangGraph's own: one state per superstep, as many as plain
+  LangGraph keeps for the same inputs, each with its ``checkpoint_id``; a past checkpoint
+  reads back; ``threads.update_state`` writes a checkpoint as LangGraph does;
+- ``rollback`` is refused until checkpoints can be rewound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import APIStatusError
+
+from tests.e2e.conftest import SEGMENT_GRAPHS, Stack
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def sdk(stack: Stack, role: str = "submitter") -> Any:
+    return get_client(url=stack.base_url, api_key=stack.tokens[role])
+
+
+def reference_app(graph: str) -> Any:
+    from overseer.pipelines import builder_of, load_langgraph_json
+
+    return builder_of(load_langgraph_json(SEGMENT_GRAPHS)[graph].graph).compile(
+        checkpointer=InMemorySaver())
+
+
+async def test_runs_on_a_thread_end_as_plain_langgraph_and_history_is_langgraphs(stack: Stack):
+    client = sdk(stack)
+    thread = await client.threads.create(metadata={"model": "segments"})
+    tid = thread["thread_id"]
+    first = await client.runs.wait(tid, "seg_constructs", input={"topic": "one two"})
+    second = await client.runs.wait(tid, "seg_constructs", input={"topic": "three"})
+
+    app = reference_app("seg_constructs")
+    config = {"configurable": {"thread_id": "reference"}}
+    want = [await app.ainvoke(i, config) for i in ({"topic": "one two"}, {"topic": "three"})]
+    for got, ref in zip([first, second], want, strict=True):
+        assert sorted(got["results"]) == sorted(ref["results"])
+        assert sorted(got["trail"]) == sorted(ref["trail"])
+        assert [m["content"] for m in got["messages"]] == [m.content for m in ref["messages"]]
+    assert "ONE" in second["results"] and "THREE" in second["results"]
+    run_id = (await client.runs.list(tid))[0]["run_id"]
+    with stack.client("admin") as admin:  # each run was one segment, its nodes recorded
+        events = admin.get(f"/v1/runs/{run_id}/events").json()["items"]
+    placements = {e["data"].get("placement") for e in events if e["type"] == "node.completed"}
+    assert placements == {"segment"}
+
+    history = await client.threads.get_history(tid, limit=100)
+    reference = [s async for s in app.aget_state_history(config)]
+    assert len(history) == len(reference) > 6  # one per superstep, as LangGraph keeps
+    ids = [h["checkpoint"]["checkpoint_id"] for h in history]
+    assert len(set(ids)) == len(ids) and all(ids)
+    assert history[0]["values"]["results"] == second["results"]
+    older = history[len(history) // 2]
+    at = await client.threads.get_state(tid, checkpoint_id=older["checkpoint"]["checkpoint_id"])
+    assert at["values"] == older["values"]
+    state = await client.threads.get_state(tid)
+    assert state["values"]["results"] == second["results"] and state["next"] == []
+
+    updated = await client.threads.update_state(tid, {"summary": "edited"}, as_node="typed")
+    assert updated["checkpoint"]["checkpoint_id"] not in ids
+    assert (await client.threads.get_state(tid))["values"]["summary"] == "edited"
+    assert len(await client.threads.get_history(tid, limit=100)) == len(history) + 1
+
+
+async def test_interrupts_resume_and_stream(stack: Stack):
+    client, reviewer = sdk(stack), sdk(stack, "reviewer")
+    tid = (await client.threads.create())["thread_id"]
+    paused = await client.runs.wait(tid, "seg_approvals", input={"topic": "launch"})
+    assert paused["__interrupt__"][0]["value"]["question"] == "publish?"
+    state = await client.threads.get_state(tid)
+    assert state["next"] and state["interrupts"]
+    again = await reviewer.runs.wait(tid, "seg_approvals", command={"resume": {"decision": "a"}})
+    assert again["__interrupt__"][0]["value"]["question"] == "really?"
+    done = await reviewer.runs.wait(tid, "seg_approvals", command={"resume": {"decision": "b"}})
+    assert done["summary"] == "a then b"
+
+    parts = [p async for p in client.runs.stream(None, "seg_constructs", input={"topic": "x y"},
+                                                 stream_mode=["values", "updates"])]
+    events = [p.event for p in parts]
+    assert events[0] == "metadata" and "values" in events and "updates" in events
+    updates = [p.data for p in parts if p.event == "updates"]
+    assert any("prepare" in u for u in updates)
+    assert parts[-1].event in ("values", "end") or events.count("values") >= 1
+
+
+async def test_rollback_is_refused_until_checkpoints_can_be_rewound(stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "seg_approvals", input={"topic": "hold"})
+    with pytest.raises(APIStatusError) as refused:
+        await client.runs.create(tid, "seg_constructs", input={"topic": "new"},
+                                 multitask_strategy="rollback")
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json()["code"] == "rollback_unsupported"
