@@ -17,7 +17,8 @@ Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per
 task (written as it finishes), a heartbeat naming the node in progress, and the segment's
 result names the nodes it ran.
 
-Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` for pipelines declared with
+Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` (``/v1`` runs and Agent Server
+runs alike) for pipelines declared with
 ``Pipeline(workflow="SegmentRunWorkflow")``; every other run still takes ``GraphRunWorkflow``.
 """
 

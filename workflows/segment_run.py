@@ -9,11 +9,11 @@ Temporal owns what happens between segments, as in ``GraphRunWorkflow``: segment
 the shared gate (ladder, console, claims, exactly-once decisions; ``interrupt()`` gets the
 decision's ``resume`` as sent), cancellation and the run's events.
 
-It reuses ``GraphRunWorkflow``'s gate, handlers and event plumbing (it subclasses it) and
-adds none of its in-workflow graph machinery. Not yet on this path (see docs/your-graph.md
-and the closing notes of issue 25): Agent Server threads (their state and streams still
-come from ``GraphRunWorkflow``), the LLM budget gate, ``run_in`` placement of single nodes,
-splits and continue-as-new.
+It reuses ``GraphRunWorkflow``'s gate, handlers, durable stream and event plumbing (it
+subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks
+and state are published per segment from what the activity returns. Not yet on this path
+(docs/your-graph.md, "Runs as segments"): the LLM budget gate, ``run_in`` placement of
+single nodes, splits, continue-as-new.
 """
 
 from __future__ import annotations
