@@ -28,6 +28,7 @@ from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
          "graph_throughput", "graph_throughput_local", "graph_throughput_segments",
+         "agent_server_wait",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "api_post_no_worker", "api_post")
@@ -44,6 +45,7 @@ QUICK_SIZES: dict[str, object] = {"repeats": 2, "text_runs": 16, "latency_runs":
 GRAPH_FUNCS = {"graph_throughput": gs.graph_throughput,
                "graph_throughput_local": gs.graph_throughput_local,
                "graph_throughput_segments": gs.graph_throughput_segments,
+               "agent_server_wait": gs.agent_server_wait,
                "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
 """Scenarios of :mod:`overseer.bench.graph_scenarios`: they need the bench graph registered."""
 
@@ -59,7 +61,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
         gs.use_bench_graphs(gcfg.graph_io_ms)  # before the stack starts: its children inherit it
     stack = ManagedStack(data_dir)
     t0 = time.perf_counter()
-    stack.start(workers=1, api=bool({"api_post", "api_post_no_worker"} & only))
+    stack.start(workers=1, api=bool({"api_post", "api_post_no_worker", "agent_server_wait"} & only))
     results: list[ScenarioResult] = []
     h = await Harness.connect(stack)
     try:

@@ -199,6 +199,49 @@ async def graph_throughput_segments(h: Harness, cfg: sc.BenchConfig, gcfg: Graph
     return res
 
 
+async def agent_server_wait(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig
+                            ) -> ScenarioResult:
+    """``runs.wait`` through the API with the official ``langgraph-sdk``, 100 in flight.
+
+    The bench graph as segments against the same graph node by node (issue 25's Agent
+    Server path).
+
+    Each side sends ``gcfg.graph_runs`` × 2 stateless ``runs.wait`` calls, at most 100 at a
+    time; a run counts when its answer has ``published: true``. The baseline here is
+    Overseer's own node-per-activity model (the Agent Server peer, ``langhost``, is not set
+    up by the bench yet).
+    """
+    from langgraph_sdk import get_client
+
+    runs = gcfg.graph_runs * 2
+    res = ScenarioResult(
+        "agent_server_wait", "runs/s, runs.wait over HTTP, 100 in flight", higher_is_better=True,
+        baseline_name="the same graph node by node (GraphRunWorkflow)",
+        target="(issue 25: ≥ 1.0 × the Agent Server peer; peer not in the bench yet)",
+        extra={"runs_per_trial": runs, "io_ms_per_node": gcfg.graph_io_ms})
+    client = get_client(url=h.stack.api_url, api_key=h.stack.tokens["admin"])
+
+    def waiter(graph: str) -> Any:
+        async def one(topic: str) -> Any:
+            return await client.runs.wait(None, graph, input={"topic": topic})
+        return one
+
+    for graph in (GRAPH_NAME, SEGMENTS_GRAPH_NAME):  # warm both paths
+        await run_bounded(_topics(2), waiter(graph), concurrency=2)
+    for i in range(cfg.repeats):
+        for side in _order(i):
+            graph = SEGMENTS_GRAPH_NAME if side == "overseer" else GRAPH_NAME
+            load, cpu0 = load_average(), h.cpu_seconds()
+            elapsed, lat, out = await run_bounded(_topics(runs), waiter(graph), concurrency=100)
+            done = sum(1 for r in out if isinstance(r, dict) and r.get("published"))
+            trial = Trial(done / elapsed, load, {
+                "elapsed_s": round(elapsed, 3), "answered": done, "sent": runs,
+                "latency": latency_summary(lat),
+                "cpu_ms_per_run": cpu_per_run_ms(cpu0, h.cpu_seconds(), runs)})
+            (res.overseer if side == "overseer" else res.baseline).append(trial)
+    return res
+
+
 async def graph_latency(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -> ScenarioResult:
     """p50 of one run of the 4-I/O-node graph at a time: Overseer vs the peer (reference)."""
     res = ScenarioResult(
@@ -355,5 +398,6 @@ def _order(i: int) -> tuple[str, str]:
 
 
 __all__ = ["GRAPHS_JSON", "GRAPH_NAME", "LOCAL_GRAPH_NAME", "GraphBenchConfig", "PlainGraphPeer",
-           "count_history", "graph_latency", "graph_throughput", "graph_throughput_local",
-           "round_trips", "start_graph_run", "use_bench_graphs"]
+           "agent_server_wait", "count_history", "graph_latency", "graph_throughput",
+           "graph_throughput_local", "graph_throughput_segments", "round_trips",
+           "start_graph_run", "use_bench_graphs"]
