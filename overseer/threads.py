@@ -406,17 +406,34 @@ def workflow_id(graph_id: str, run_id: str) -> str:
     return get_registry().get(graph_id).workflow_id(run_id)
 
 
+QUERY_TRIES = 5
+"""A query that times out or finds Temporal unavailable is asked again this many times in all
+(backoff 0.2 s doubling): with a hundred runs in flight on one worker a query can wait past
+its deadline for the run's workflow task, which is no reason to fail a ``runs.wait``."""
+TRANSIENT_RPC = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE,
+                           RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.CANCELLED})
+
+
 async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str, Any] | None:
-    """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer."""
+    """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer.
+
+    Raises:
+        DependencyUnavailableError: Temporal failed the query :data:`QUERY_TRIES` times, or
+            with an error that is not transient (503).
+    """
     handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
-    try:
-        snap: dict[str, Any] = await handle.query("get_thread_state")
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
+    for attempt in range(1, QUERY_TRIES + 1):
+        try:
+            snap: dict[str, Any] = await handle.query("get_thread_state")
+            break
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            if err.status not in TRANSIENT_RPC or attempt == QUERY_TRIES:
+                raise DependencyUnavailableError("Temporal did not answer") from err
+            await asyncio.sleep(0.2 * 2 ** (attempt - 1))
+        except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
             return None
-        raise DependencyUnavailableError("Temporal did not answer") from err
-    except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
-        return None
     try:
         desc = await handle.describe()
         snap["closed"] = desc.status is not None and desc.status.name != "RUNNING"
