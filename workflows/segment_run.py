@@ -28,6 +28,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import encode
     from workflows.graph_run import (
@@ -44,7 +45,6 @@ SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long (issue 25)."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
-NODE_ERROR = "node_error"
 
 
 @workflow.defn(name="SegmentRunWorkflow")
