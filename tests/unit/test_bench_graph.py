@@ -88,7 +88,11 @@ async def test_bench_graph_is_a_plain_langgraph_project(monkeypatch):
     """The bench's langgraph.json loads like a user's and runs its four nodes in order."""
     monkeypatch.setenv(gs.IO_ENV, "0")
     pipelines = load_langgraph_json(gs.GRAPHS_JSON)
-    assert list(pipelines) == [gs.GRAPH_NAME, gs.LOCAL_GRAPH_NAME]
+    assert list(pipelines) == [gs.GRAPH_NAME, gs.LOCAL_GRAPH_NAME, gs.SEGMENTS_GRAPH_NAME]
+    segments = pipelines[gs.SEGMENTS_GRAPH_NAME]  # the same graph, declared to run as segments
+    assert segments.workflow == "SegmentRunWorkflow"
+    assert list(builder_of(segments.graph).nodes) == list(
+        builder_of(pipelines[gs.GRAPH_NAME].graph).nodes)
     app = builder_of(pipelines[gs.GRAPH_NAME].graph).compile()
     out = await app.ainvoke({"topic": "durable agents"})
     assert out["trail"] == ["fetch", "enrich", "score", "publish"] and out["published"] is True
