@@ -4,7 +4,8 @@ A simple ask ("What is the optimal price for ASTR 4?") needs one tool: the agent
 calls ``optimize_price`` for the items the ask names (a forced tool choice: no model round
 trip to decide it) and then answers. Offline the answer is a fixed sentence built from the
 tool's result (``strategy: rules``); with a model configured the model phrases the answer
-from the tool's result, streamed through ``astream_events(version="v1")`` (seed 003 AC2),
+from the tool's result, streamed token by token through the chat model's own ``astream``
+(seed 003 AC2; it replaced the deprecated ``astream_events(version="v1")``, issue 28),
 and the rules sentence is the fallback when the model says nothing **or fails**.
 
 A model failure (429, 5xx, time-out, refusal, …) never fails the ask: the deterministic
@@ -80,14 +81,12 @@ async def single_agent(message: str, catalog: Catalog, options: dict[str, Any], 
             usage: dict[str, int] = {}
             started = time.monotonic()
             try:
-                async for event in model.astream_events(prompt, version="v1"):
-                    if event["event"] == "on_chat_model_stream":
-                        chunk = event["data"].get("chunk")
-                        usage.update(_chunk_usage(chunk))
-                        piece = getattr(chunk, "content", "")
-                        if isinstance(piece, str) and piece:
-                            parts.append(piece)
-                            yield token(piece)
+                async for chunk in model.astream(prompt):
+                    usage.update(_chunk_usage(chunk))
+                    piece = getattr(chunk, "content", "")
+                    if isinstance(piece, str) and piece:
+                        parts.append(piece)
+                        yield token(piece)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001 — any model failure falls back to the rules
