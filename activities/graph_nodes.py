@@ -64,7 +64,7 @@ from overseer.graph_codec import (
 )
 from overseer.pipelines import get_registry
 from overseer.store.artifacts import load_artifact, store_artifact
-from overseer.store.events import NODE_COMPLETED, NewEvent
+from overseer.store.events import LLM_CALLED, NODE_COMPLETED, NewEvent
 
 BUG_TYPES: tuple[type[BaseException], ...] = (
     TypeError, LookupError, ValueError, AttributeError, NameError, ArithmeticError,
@@ -121,6 +121,28 @@ class NodeResult:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
+_LEDGER_TAG = "overseer:ledgered"
+"""Tag of the chat-model calls :mod:`activities.llm` makes (``activities.llm.LEDGER_TAG``, not
+imported: the worker loads the LLM layer on first use)."""
+
+
+async def record_ledger(run_id: str, node: str, task: str, meter: UsageMeter) -> None:
+    """One ``llm.called`` event per chat-model call the meter saw outside Overseer's LLM layer.
+
+    Keyed by the run, node, task and call index and the activity attempt (a retried
+    attempt's calls are new calls, as the layer counts them), so a replayed write adds none.
+    """
+    if not meter.ledger:
+        return
+    attempt = activity.info().attempt if activity.in_activity() else 1
+    await append_from_activity([NewEvent(
+        run_id=run_id, key=f"llm.called:{node}:{task}:{i}:{attempt}", type=LLM_CALLED,
+        actor=f"activity:{entry.get('node') or node}",
+        data={"task": "graph_node", "source": "callback", "attempt": attempt,
+              **entry, "node": entry.get("node") or node})
+        for i, entry in enumerate(meter.ledger)])
+
+
 class UsageMeter(AsyncCallbackHandler):
     """Counts every chat-model call a node makes, whatever LangChain model it uses.
 
@@ -129,6 +151,11 @@ class UsageMeter(AsyncCallbackHandler):
     ``usage_metadata`` and prices it with the project's price table
     (:func:`activities.llm.price_usd`; an unknown model costs 0 and is named in
     ``unpriced``). The runtime's LLM budget gate sums these per run.
+
+    Calls Overseer's own LLM layer did not make (a user's graph calling a chat model
+    directly) are also kept in :attr:`ledger`, one entry per call, so the run's ``llm.called``
+    ledger — what ``GET /v1/runs/{id}`` shows as ``llm_usage`` — counts them too (issue 28):
+    the layer tags its calls :data:`activities.llm.LEDGER_TAG` and writes its own events.
     """
 
     def __init__(self) -> None:
@@ -137,12 +164,34 @@ class UsageMeter(AsyncCallbackHandler):
         self.output_tokens = 0
         self.cost_usd = 0.0
         self.unpriced: set[str] = set()
+        self.ledger: list[dict[str, Any]] = []
+        self._started: dict[Any, tuple[float, str | None]] = {}
 
-    async def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+    async def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
+                                  metadata: dict[str, Any] | None = None,
+                                  **kwargs: Any) -> None:
+        """Note when a call starts and which graph node makes it (LangGraph's metadata)."""
+        self._started[run_id] = (time.monotonic(),
+                                 (metadata or {}).get("langgraph_node"))
+
+    async def on_llm_error(self, error: BaseException, *, run_id: Any,
+                           tags: list[str] | None = None, **kwargs: Any) -> None:
+        """A failed call is one ledger entry too (outcome ``error``, no tokens)."""
+        started, node = self._started.pop(run_id, (time.monotonic(), None))
+        if _LEDGER_TAG not in (tags or []):
+            self.ledger.append({"node": node, "model": "", "outcome": "error",
+                                "error_code": type(error).__name__, "input_tokens": 0,
+                                "output_tokens": 0, "cost_usd": 0.0,
+                                "latency_ms": int((time.monotonic() - started) * 1000)})
+
+    async def on_llm_end(self, response: Any, *, run_id: Any = None,
+                         tags: list[str] | None = None, **kwargs: Any) -> None:
         """Add one call's tokens and cost."""
         from activities.llm import price_usd
 
         self.calls += 1
+        started, node = self._started.pop(run_id, (time.monotonic(), None))
+        call_in, call_out, call_cost, call_model, priced = 0, 0, 0.0, "", True
         for generation in [g for gens in response.generations for g in gens]:
             message = getattr(generation, "message", None)
             usage = getattr(message, "usage_metadata", None) or {}
@@ -155,6 +204,14 @@ class UsageMeter(AsyncCallbackHandler):
             if cost is None and (tokens_in or tokens_out):
                 self.unpriced.add(model or "unknown")
             self.cost_usd += cost or 0.0
+            call_in, call_out = call_in + tokens_in, call_out + tokens_out
+            call_cost, call_model = call_cost + (cost or 0.0), model or call_model
+            priced = priced and cost is not None
+        if _LEDGER_TAG not in (tags or []):
+            self.ledger.append({"input_tokens": call_in, "output_tokens": call_out,
+                                "cost_usd": round(call_cost, 8), "model": call_model,
+                                "price_known": priced, "node": node, "outcome": "ok",
+                                "latency_ms": int((time.monotonic() - started) * 1000)})
 
     def totals(self) -> dict[str, Any]:
         """``{calls, input_tokens, output_tokens, cost_usd, unpriced}``, or ``{}`` without calls."""
@@ -197,6 +254,7 @@ async def run_node(call: NodeCall) -> NodeResult:
             non_retryable=True) from err
     finally:
         var_child_runnable_config.reset(token)
+        await record_ledger(call.run_id, call.node, call.task, meter)  # failed calls count too
     duration_ms = (time.perf_counter() - started) * 1000
     encoded = await claim_check(output)
     snapshot = pipeline.node_snapshot({**state, **output}) \

@@ -46,6 +46,11 @@ from overseer.errors import (
 from overseer.settings import Settings
 from overseer.store.events import LLM_CALLED, NewEvent
 
+LEDGER_TAG = "overseer:ledgered"
+"""Tag of every chat model :func:`chat_model` hands out: Overseer's own code writes the
+``llm.called`` events of those calls, so the graph runtime's meter
+(:class:`activities.graph_nodes.UsageMeter`) does not write them again."""
+
 log = logging.getLogger("overseer.llm")
 
 TASKS = ("extraction", "routing", "drafting", "reporting")
@@ -166,10 +171,18 @@ def set_chat_model_factory(factory: ChatModelFactory | None) -> None:
 
 
 def chat_model(settings: Settings, model: str | None = None) -> BaseChatModel | None:
-    """A chat model for ``model`` (default: the global default), or None when offline."""
+    """A chat model for ``model`` (default: the global default), or None when offline.
+
+    The model carries :data:`LEDGER_TAG`: whoever calls it here writes the ``llm.called``
+    ledger itself, so the graph runtime's meter leaves those calls out of its own entries.
+    """
     if not llm_enabled(settings):
         return None
-    return _factory(settings, model or settings.llm_model)
+    made = _factory(settings, model or settings.llm_model)
+    tags = list(getattr(made, "tags", None) or [])
+    if made is not None and LEDGER_TAG not in tags:
+        made.tags = [*tags, LEDGER_TAG]
+    return made
 
 
 # --- calls, ledger and budget ---------------------------------------------------------------

@@ -34,7 +34,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import as_application_error
-from activities.graph_nodes import BUG_TYPES, NODE_ERROR
+from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
 from activities.runtime import get_runtime
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
@@ -66,6 +66,8 @@ class SegmentCall:
         stream: also return the segment's ``values``/``updates``/``custom`` chunks and the
             thread's state (an Agent Server run: the workflow publishes them on its durable
             stream, as ``GraphRunWorkflow`` does).
+        segment: the segment's number in its run (0 = the start; each resume adds one): keys
+            the ledger entries of the chat-model calls made in it.
     """
 
     run_id: str
@@ -77,6 +79,7 @@ class SegmentCall:
     recursion_limit: int = 100
     after_local: bool = False
     stream: bool = False
+    segment: int = 0
 
 
 @dataclass
@@ -161,9 +164,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         raise ApplicationError(f"durability must be one of {DURABILITY_MODES}",
                                type="invalid_durability", non_retryable=True)
     app = await compiled(call.pipeline)
+    meter = UsageMeter()
     config: dict[str, Any] = {"configurable": {"thread_id": call.thread_id},
                               "metadata": {RUN_ID_KEY: call.run_id},
-                              "recursion_limit": call.recursion_limit}
+                              "recursion_limit": call.recursion_limit, "callbacks": [meter]}
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
     if activity.info().attempt > 1 or call.after_local:
@@ -201,6 +205,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             f"node {node} raised {type(err).__name__}: {str(err)[:500]}",
             {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
             non_retryable=True) from err
+    finally:  # every chat-model call a node made is in the run's ledger, failed ones too
+        await record_ledger(call.run_id, "segment", f"segment{call.segment}", meter)
     state = await app.aget_state(config)
     extra: dict[str, Any] = {"stream": chunks.items, "snapshot": snapshot_of(state)} \
         if call.stream else {}

@@ -83,6 +83,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 first = pending[0]
                 answer = await self._ask(first, pending, rounds)
                 call.input, call.resume = None, encode({first.id: answer})
+                call.segment = rounds
                 result = await self._segment(call, f"resume {rounds}")
         except asyncio.CancelledError:
             await self._cancelled()

@@ -287,6 +287,14 @@ async def test_llm_spend_over_the_budget_stops_for_an_approval(dev_server, graph
     assert result.output["summary"] == "drafted:a draft / drafted:a draft"
     events = await fetch_events(db, run_id)
     assert [e["type"] for e in events].count("approval.requested") == 1
+    # the run view counts the same calls the budget gate counted (issue 28 item 6): one
+    # ledger entry per call the user's nodes made to their own chat model
+    from services.api.readmodels import llm_usage
+
+    usage = await llm_usage(db, uuid.UUID(run_id))
+    assert usage["total"]["calls"] == 2
+    assert usage["total"]["input_tokens"] + usage["total"]["output_tokens"] == 1200
+    assert set(usage["by_node"]) == {"first_draft", "second_draft"}
 
 
 async def test_a_rejected_budget_stop_ends_the_run_with_its_state(dev_server, graph_worker, db,

@@ -223,3 +223,17 @@ async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_serv
     assert scheduled(quick_history) == 1 and executions[fast] == 1
     # the nap outlasted the local try: the activity went on after count_me, not before it
     assert scheduled(long_history) == 1 and executions[slow] == 1
+
+
+async def test_chat_model_calls_are_in_the_runs_ledger(dev_server, db, task_queue):
+    """Every call a node makes to its own chat model is one ``llm.called`` event (issue 28)."""
+    from services.api.readmodels import llm_usage
+
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_spender",
+                                     {"topic": "t"})
+        await handle.result()
+    usage = await llm_usage(db, uuid.UUID(run_id))
+    assert usage["total"]["calls"] == 2
+    assert usage["total"]["input_tokens"] + usage["total"]["output_tokens"] == 1200
+    assert set(usage["by_node"]) == {"first_draft", "second_draft"}
