@@ -63,7 +63,25 @@ _GOVERNED_BY = re.compile(
 # "governed by the laws the State of California" (sic: no "of").
 _LAWS_THE_STATE = re.compile(rf"\blaws?\s+the\s+State\s+of\s+(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
-_PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+law\b)")
+# "California law", and the consumer-licence shape "Washington state law governs …" (issue 28).
+_PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+(?:[Ss]tate\s+)?law\b)")
+# "If you acquired the software in the United States, …": the law that follows holds only
+# under that condition (a split jurisdiction, issue 28).
+_ACQUIRED_IN = re.compile(
+    r"\bif\s+(?:you\s+(?:acquired|obtained|purchased|bought|received|licensed|downloaded)\s+"
+    r"(?:the|this|these|our|your)\s+(?:[A-Za-z-]+\s+){0,3}?|"
+    r"(?:the|this|these)\s+(?:[A-Za-z-]+\s+){0,2}?(?:was|were|is|are)\s+"
+    r"(?:acquired|obtained|purchased|bought|licensed|downloaded)\s+)"
+    r"(?P<prep>in|within|outside(?:\s+of)?)\s+"
+    rf"(?P<where>(?:the\s+)?(?:{_PLACE})(?:\s+or\s+(?:the\s+)?(?:{_PLACE}))?|any\s+other\s+"
+    r"country|(?:another|a\s+different)\s+country)(?![A-Za-z])", re.IGNORECASE)
+# A law the sentence names without naming its place: the reader's own, never guessed.
+_UNNAMED_LAW = re.compile(
+    r"\b(?:the\s+)?laws?\s+of\s+(?:the\s+)?(?:state|province|country|jurisdiction)"
+    r"(?:\s+or\s+(?:state|province|country))?\s+"
+    r"(?:where|in\s+which)\s+you\s+(?:live|reside|are\s+located)\b|"
+    r"\b(?:the\s+)?laws?\s+of\s+that\s+(?:country|state|jurisdiction)\b|\bits\s+laws\b|"
+    r"\blocal\s+laws?\b", re.IGNORECASE)
 STATE_CODES = {
     "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California",
     "CO": "Colorado", "CT": "Connecticut", "DE": "Delaware", "FL": "Florida", "GA": "Georgia",
@@ -161,9 +179,58 @@ def span(text: str, start: int, end: int) -> dict[str, Any]:
 def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     """The governing-law jurisdiction named in ``text[start:end]``, if any.
 
+    A consumer licence often splits it by where the licence was acquired ("If you acquired
+    the software in the United States, Washington state law governs …; the laws of the state
+    where you live govern all other claims. If you acquired the software in any other
+    country, the laws of that country apply."). Then ``split`` lists each condition with the
+    laws it names, and a law given without its place ("the laws of the state where you
+    live") has ``name`` None: a place the sentence does not name is never filled in.
+
     Returns:
-        ``{"name": "California", "country": "US"|None, "text", "start", "end"}`` or None.
+        ``{"name": "California" | None, "country": "US" | None, "text", "start", "end"}``
+        plus, for a split, ``"split": [{"condition", "where", "laws": [{"name", "text",
+        "start", "end"}]}]``; None when the window names no law at all. ``name`` is the
+        first named place (a split's first condition's, usually the licensor's home).
     """
+    named = _named_jurisdiction(text, start, end)
+    split = _split_jurisdiction(text, start, end)
+    if not split:
+        return named
+    if named is None:
+        first = split[0]["laws"][0]
+        return {"name": None, "country": None, "text": first["text"], "start": first["start"],
+                "end": first["end"], "split": split}
+    return {**named, "split": split}
+
+
+def _split_jurisdiction(text: str, start: int, end: int) -> list[dict[str, Any]]:
+    """Each ``If you acquired … in <place>`` condition in the window with the laws after it."""
+    conditions = list(_ACQUIRED_IN.finditer(text, start, end))
+    out: list[dict[str, Any]] = []
+    for i, cond in enumerate(conditions):
+        stop = conditions[i + 1].start() if i + 1 < len(conditions) else end
+        laws: list[dict[str, Any]] = []
+        for m in _UNNAMED_LAW.finditer(text, cond.end(), stop):
+            laws.append({"name": None, **span(text, m.start(), m.end())})
+        pos = cond.end()
+        while (hit := _named_jurisdiction(text, pos, stop)) is not None:
+            laws.append({"name": hit["name"], **span(text, hit["start"], hit["end"])})
+            pos = hit["end"]
+        if not laws:
+            continue
+        laws.sort(key=lambda law: law["start"])
+        where = cond.group("where")
+        where = " ".join(where.split()) if where.lower().startswith(("any", "another", "a ")) \
+            else " or ".join(_canonical_place(re.sub(r"^the\s+", "", part, flags=re.IGNORECASE))
+                             for part in re.split(r"\s+or\s+", where))
+        if cond.group("prep").lower().startswith("outside"):
+            where = f"outside {where}"
+        out.append({"condition": " ".join(cond.group(0).split()), "where": where, "laws": laws})
+    return out
+
+
+def _named_jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
+    """The first place a law is named for in ``text[start:end]`` (see :func:`jurisdiction`)."""
     window = text[start:end]
     hits: list[tuple[int, int, str]] = []
     for m in _LAWS_OF.finditer(window):

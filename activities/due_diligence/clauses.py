@@ -362,8 +362,10 @@ def clause_attributes(name: str, text: str, cands: Sequence[Mapping[str, Any]]) 
         paras = [p for p in paragraphs(text) if any(p.start <= s < p.end for s, _ in windows)]
         windows = windows + [(p.start, p.end) for p in paras]
     if name == "governing_law":
-        found = next((j for s, e in windows if (j := attrs.jurisdiction(text, s, e))), None)
-        return {"jurisdiction": found}
+        read = [j for s, e in windows if (j := attrs.jurisdiction(text, s, e))]
+        # a window naming a place wins over one whose law names none ("its laws apply")
+        return {"jurisdiction": next((j for j in read if j.get("name")),
+                                     read[0] if read else None)}
     if name == "limitation_of_liability":
         cap = next((c for s, e in windows if (c := attrs.liability_cap(text, s, e))), None)
         return {"cap": cap, "cap_stated": cap is not None}

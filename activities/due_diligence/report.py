@@ -98,12 +98,24 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _split(jurisdiction: Mapping[str, Any]) -> str:
+    """A split governing law, each condition with its laws as written (issue 28)."""
+    parts = []
+    for cond in jurisdiction["split"]:
+        laws = ", ".join(law["name"] or f"“{law['text']}” (no place named)"
+                         for law in cond["laws"])
+        parts.append(f"if acquired in {cond['where']}: {laws}")
+    return "split by where the licence was acquired — " + "; ".join(parts)
+
+
 def _attributes(attrs: Mapping[str, Any]) -> str:
     parts = []
     for key, value in attrs.items():
         if value in (None, False, [], {}):
             continue
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value.get("split"):
+            value = _split(value)
+        elif isinstance(value, dict):
             value = value.get("name") or value.get("text")
         parts.append(f"{key.replace('_', ' ')}: {value}")
     return "; ".join(parts)

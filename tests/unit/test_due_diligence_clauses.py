@@ -337,3 +337,70 @@ def test_pass8_a_refused_defence_duty_is_not_an_indemnity(text: str) -> None:
     cand = {"start": 0, "end": len(text), "quote": text, "strength": 1.0}
     valid, _ = validate(text, {"indemnification": [cand]}, ["indemnification"])
     assert valid["indemnification"] == []
+
+
+# --- issue 28 item 1: "<Place> state law governs", and laws split by where you acquired ---------
+
+
+def _sentence_span(text: str, needle: str) -> tuple[int, int]:
+    at = text.index(needle)
+    return text.rfind(".", 0, at) + 1, text.index(".", at + len(needle)) + 1
+
+
+def test_place_state_law_governs_names_the_place() -> None:
+    """Real sentences of the class (ms-visual-2008-runtime, ms-visual-studio-2017), not the one
+    the issue quotes: "Washington state law governs" / "Washington State law applies"."""
+    for key, needle in (("ms-visual-2008-runtime", "Washington state law governs"),
+                        ("ms-visual-studio-2017", "Washington State law applies")):
+        text = license_text(key)
+        start, end = _sentence_span(text, needle)
+        found = attrs.jurisdiction(text, start, end)
+        assert found is not None and found["name"] == "Washington" and found["country"] == "US"
+        assert text[found["start"]:found["end"]] == "Washington"
+
+
+def test_a_split_jurisdiction_is_reported_with_each_condition_and_no_invented_place() -> None:
+    text = license_text("ms-visual-2008-runtime")
+    at = text.index("If you acquired the software in the United States")
+    end = text.index("laws of that country apply", at) + len("laws of that country apply.")
+    found = attrs.jurisdiction(text, at, end)
+    assert found is not None and found["name"] == "Washington"
+    split = found["split"]
+    assert [c["where"] for c in split] == ["United States", "any other country"]
+    us, other = split
+    assert [law["name"] for law in us["laws"]] == ["Washington", None]
+    assert us["laws"][1]["text"].lower() == "the laws of the state where you live"
+    assert [law["name"] for law in other["laws"]] == [None]  # "the laws of that country"
+    for cond in split:  # every law is a verbatim slice; a place is given only when named
+        for law in cond["laws"]:
+            assert text[law["start"]:law["end"]] == law["text"]
+            assert law["name"] is None or law["name"] in law["text"]
+
+
+def test_a_law_without_its_place_is_not_given_one() -> None:
+    """autoit-eula: "If you acquired this product in the United Kingdom, this EULA is governed
+    by the laws of the United Kingdom. If this product was acquired outside the United
+    Kingdom, then local law may apply." """
+    text = license_text("autoit-eula")
+    start = text.index("If you acquired this product in the United Kingdom")
+    end = _sentence_span(text, "then local law may apply")[1]
+    found = attrs.jurisdiction(text, start, end)
+    assert found is not None and found["name"] == "United Kingdom"
+    assert [c["where"] for c in found["split"]] == ["United Kingdom", "outside United Kingdom"]
+    assert [(law["name"], law["text"]) for law in found["split"][1]["laws"]] == [
+        (None, "local law")]
+    alone = attrs.jurisdiction(text, *_sentence_span(text, "then local law may apply"))
+    assert alone is not None and alone["name"] is None and alone["country"] is None
+
+
+def test_the_report_states_a_split_as_such() -> None:
+    from activities.due_diligence.report import _attributes
+
+    text = license_text("ms-visual-2008-runtime")
+    at = text.index("If you acquired the software in the United States")
+    end = text.index("laws of that country apply", at) + len("laws of that country apply.")
+    line = _attributes({"jurisdiction": attrs.jurisdiction(text, at, end)})
+    assert line.startswith("jurisdiction: split by where the licence was acquired")
+    assert "if acquired in United States: Washington, “The laws of the state where you live” " \
+           "(no place named)" in line
+    assert "if acquired in any other country: “the laws of that country” (no place named)" in line
