@@ -9,8 +9,11 @@ one, so the offline answer and the online answer route the same way for the seed
 * A **composite ask** — anything else, or ``plan=true`` — goes to the orchestrator with a plan:
   ``optimizer`` (when a proposal or price is asked for) → ``policy`` (always after a
   proposal, and when asked) → ``explainer`` → ``sensitivity`` → ``reporter`` (always last) →
-  ``approval`` (only when the ask is a proposal or report of new prices, or ``plan=true``;
-  a question such as "what's the best price for X and why?" is answered, not signed off).
+  ``approval`` (only when the ask is a proposal or report of new prices, an instruction to
+  change prices however it is phrased — "set every History price to its optimum", "make
+  TB001-campus cost what it should" (:func:`asks_for_changes`, issue 28) — or
+  ``plan=true``; a question such as "what's the best price for X and why?" or "should I
+  raise the History prices?" is answered, not signed off).
 
 Keywords match whole words (see :data:`KEYWORDS`), never substrings.
 
@@ -70,6 +73,20 @@ def _keyword_pattern(keyword: str) -> re.Pattern[str]:
 
 _PATTERNS = {intent: tuple(_keyword_pattern(k) for k in kws) for intent, kws in KEYWORDS.items()}
 _CHANGE_PATTERNS = tuple(_keyword_pattern(k) for k in CHANGE_KEYWORDS)
+# An instruction to change prices, however it is phrased (issue 28): a clause that starts,
+# after a courtesy ("please", "can you", "go ahead and", "I want you to" …), with a verb that
+# changes something, and names a price, a cost or an item. A question ("should I raise …?",
+# "what if I lowered …") does not start with the verb, so it is answered, not signed off.
+_COURTESY = (r"(?:(?:please|kindly|now|then|and|so|ok(?:ay)?|just)[\s,]+)*"
+             r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|go\s+ahead\s+and\s+|"
+             r"i\s+(?:want|need|would\s+like)\s+(?:you\s+)?to\s+|let'?s\s+)?(?:please\s+)?")
+_CHANGE_VERB = (r"(?:set|change|apply|move|raise|lower|cut|increase|decrease|adjust|update|"
+                r"reprice|correct|fix|bump|drop|push|make|bring|put|reduce|hike|"
+                r"mark\s+(?:up|down))")
+_INSTRUCTION = re.compile(
+    rf"(?:^|[.;!?:]\s*|,\s*|\b(?:and|then)\s+)\s*{_COURTESY}(?P<verb>{_CHANGE_VERB})\b"
+    r"(?P<rest>[^.;!?]*)", re.IGNORECASE)
+_PRICED = re.compile(r"\b(?:prices?|priced|pricing|costs?)\b|\bTB\d+", re.IGNORECASE)
 
 
 @dataclass
@@ -103,8 +120,15 @@ def rule_intents(message: str) -> list[str]:
 
 
 def asks_for_changes(message: str) -> bool:
-    """Whether ``message`` asks for new prices (a proposal), not only for an answer or a summary."""
-    return any(p.search(message) for p in _CHANGE_PATTERNS)
+    """Whether ``message`` asks for new prices (a proposal or an instruction to change them).
+
+    Not only for an answer or a summary: a proposal keyword (:data:`CHANGE_KEYWORDS`), or
+    an instruction whose verb changes something and that names a price, a cost or an item
+    ("set every History price to its optimum", "make TB001-campus cost what it should").
+    """
+    if any(p.search(message) for p in _CHANGE_PATTERNS):
+        return True
+    return any(_PRICED.search(m.group(0)) for m in _INSTRUCTION.finditer(message))
 
 
 def decide_route(message: str, *, plan: bool = False,
@@ -118,6 +142,9 @@ def decide_route(message: str, *, plan: bool = False,
         strategy: recorded with the decision.
     """
     intents = [i for i in INTENTS if i in set(rule_intents(message)) | set(extra_intents)]
+    change = asks_for_changes(message)
+    if change and "report" not in intents:  # new prices are proposed, reported, signed off
+        intents = [i for i in INTENTS if i in {*intents, "report"}]
     if plan:
         return RouteDecision("orchestrator", intents,
                              build_plan(intents or ["report"], sign_off=True), "plan_param",
@@ -127,8 +154,7 @@ def decide_route(message: str, *, plan: bool = False,
     if intents == ["optimizer"]:
         return RouteDecision("single_agent", intents, [], "single_intent", strategy)
     reason = "composite" if len(intents) > 1 else "worker_intent"
-    return RouteDecision("orchestrator", intents,
-                         build_plan(intents, sign_off=asks_for_changes(message)), reason,
+    return RouteDecision("orchestrator", intents, build_plan(intents, sign_off=change), reason,
                          strategy)
 
 
