@@ -9,7 +9,7 @@ interrupts; Overseer keeps only the run's events.
 
 What a crash can cost: a retried segment (the worker died, the heartbeat timed out) resumes
 from the thread's last checkpoint written by this run, so a finished superstep never runs
-again; at most the nodes of the superstep in flight run twice (with ``durability="exit"``,
+again (and a segment that had already ended, or reached its interrupt, only ends again); at most the nodes of the superstep in flight run twice (with ``durability="exit"``,
 the whole segment, since nothing is written before it ends). Their ``node.completed`` events
 are keyed by LangGraph's task id, which is the same on the retry, so none is written twice.
 
@@ -68,6 +68,8 @@ class SegmentCall:
             stream, as ``GraphRunWorkflow`` does).
         segment: the segment's number in its run (0 = the start; each resume adds one): keys
             the ledger entries of the chat-model calls made in it.
+        checkpoint_id: start from this past checkpoint of the thread (an Agent Server run
+            with ``checkpoint_id``: LangGraph forks there); the first segment only.
     """
 
     run_id: str
@@ -80,6 +82,7 @@ class SegmentCall:
     after_local: bool = False
     stream: bool = False
     segment: int = 0
+    checkpoint_id: str | None = None
 
 
 @dataclass
@@ -170,8 +173,12 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                               "recursion_limit": call.recursion_limit, "callbacks": [meter]}
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
+    start = config if not call.checkpoint_id else {  # a run from a past checkpoint forks there
+        **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
     if activity.info().attempt > 1 or call.after_local:
-        graph_input = await _retry_input(app, config, call, graph_input)
+        graph_input, resumed = await _retry_input(app, config, call, graph_input)
+        if resumed:
+            start = config  # on from this run's own latest checkpoint
     local = activity.info().is_local
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
@@ -179,7 +186,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     chunks = _Chunks()
     modes = ["tasks", *STREAM_MODES] if call.stream else ["tasks"]
     try:
-        async for mode, chunk in app.astream(graph_input, config, stream_mode=modes,
+        async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
                                              durability=call.durability):
             if mode != "tasks":
                 chunks.add(mode, chunk)
@@ -256,22 +263,24 @@ def snapshot_of(state: Any) -> dict[str, Any]:
 
 
 async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
-                       first_input: Any) -> Any:
-    """What a retried segment runs: on from this run's last checkpoint, or the original input.
+                       first_input: Any) -> tuple[Any, bool]:
+    """What a retried segment runs, and whether from the thread's latest checkpoint.
 
-    - the thread's latest checkpoint was written by this run and has steps left → ``None``
-      (LangGraph resumes there: a finished superstep never runs again);
     - it still waits on the interrupt this resume answers → the same resume;
-    - this run wrote no checkpoint yet (died before its first) → the original input.
+    - the thread's latest checkpoint was written by this run → ``None`` from there (LangGraph
+      goes on where it stopped: a finished superstep never runs again; a segment that had
+      ended, or reached its interrupt, ends again without running anything);
+    - this run wrote no checkpoint yet (died before its first) → the original input, from
+      where the first attempt started.
     """
     state = await app.aget_state(config)
     mine = (state.metadata or {}).get(RUN_ID_KEY) == call.run_id
     if call.resume is not None and state.interrupts and \
             {i.id for i in state.interrupts} & set(call.resume):
-        return first_input
-    if mine and state.next:
-        return None
-    return first_input
+        return first_input, True
+    if mine:
+        return None, True
+    return first_input, False
 
 
 def _observe(call: SegmentCall, task_id: str, node: str, seconds: float,

@@ -639,6 +639,17 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if strategy == "rollback" and on_segments(pipeline):
         raise RollbackUnsupportedError(f"{pipeline.name} runs as segments: rollback is not "
                                        "supported yet (use interrupt)")
+    given = body.get("checkpoint")
+    checkpoint: dict[str, Any] = given if isinstance(given, dict) else {}
+    if body.get("checkpoint_id") is None and checkpoint.get("checkpoint_id"):
+        body = {**body, "checkpoint_id": checkpoint["checkpoint_id"]}
+    if body.get("checkpoint_id") and not on_segments(pipeline):
+        raise InvalidRequestError(
+            f"{pipeline.name} runs node by node: a run from a checkpoint_id needs a graph "
+            "that runs as segments (docs/your-graph.md)", details={"field": "checkpoint_id"})
+    if body.get("durability") is not None and body["durability"] not in ("sync", "async", "exit"):
+        raise InvalidRequestError("durability must be sync, async or exit",
+                                  details={"field": "durability"})
     row = await sync_thread(pool, temporal, thread_id, settings)
     run_id = str(uuid.uuid4())
     graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
@@ -796,8 +807,12 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                   "submitted_by": run["created_by"], "idempotency_key": None,
                   "input": {"input": to_jsonable(recorded), "metadata": metadata,
                             "thread_id": thread_id, "agent_server": True}})])
-    options = {**pipeline.options(), **request_options(metadata),
-               "approval": approval_ladder_options(settings)}
+    options = {"durability": settings.durability, **pipeline.options(),
+               **request_options(metadata), "approval": approval_ladder_options(settings),
+               "segment_local_seconds": settings.segment_local_seconds}
+    for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
+        if kwargs.get(key):
+            options[key] = kwargs[key]
     argument = GraphRunInput(
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
@@ -851,7 +866,7 @@ def _goto(goto: Any) -> Any:
 
 def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
     keep = ("input", "command", "config", "stream_mode", "stream_resumable", "on_completion",
-            "if_not_exists")
+            "if_not_exists", "checkpoint_id", "durability")
     kwargs: dict[str, Any] = to_jsonable({k: body[k] for k in keep if k in body})
     return kwargs
 

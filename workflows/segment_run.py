@@ -70,7 +70,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            durability=str(inp.options.get("durability") or "async"),
                            recursion_limit=int(inp.options.get("recursion_limit")
                                                or DEFAULT_RECURSION_LIMIT),
-                           stream=inp.thread_id is not None)
+                           stream=inp.thread_id is not None,
+                           checkpoint_id=inp.options.get("checkpoint_id"))
         try:
             result = await self._segment(call, "start")
             rounds = 0
@@ -83,7 +84,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 first = pending[0]
                 answer = await self._ask(first, pending, rounds)
                 call.input, call.resume = None, encode({first.id: answer})
-                call.segment = rounds
+                call.segment, call.checkpoint_id = rounds, None
                 result = await self._segment(call, f"resume {rounds}")
         except asyncio.CancelledError:
             await self._cancelled()

@@ -107,3 +107,34 @@ async def test_rollback_is_refused_until_checkpoints_can_be_rewound(stack: Stack
                                  multitask_strategy="rollback")
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["code"] == "rollback_unsupported"
+
+
+async def test_a_run_from_a_past_checkpoint_forks_as_langgraph_does(stack: Stack):
+    """Time travel: ``runs.wait(..., checkpoint_id=...)`` starts from that checkpoint."""
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    first = await client.runs.wait(tid, "seg_constructs", input={"topic": "one two"})
+    await client.runs.wait(tid, "seg_constructs", input={"topic": "three"})
+    history = await client.threads.get_history(tid, limit=100)
+    end_of_first = next(h for h in history
+                        if h["values"].get("results") == first["results"] and not h["next"])
+    forked = await client.runs.wait(tid, "seg_constructs", input={"topic": "four"},
+                                    checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
+
+    app = reference_app("seg_constructs")
+    config = {"configurable": {"thread_id": "reference"}}
+    ref_first = await app.ainvoke({"topic": "one two"}, config)
+    await app.ainvoke({"topic": "three"}, config)
+    ref_cp = [s async for s in app.aget_state_history(config)
+              if s.values.get("results") == ref_first["results"] and not s.next][0]
+    want = await app.ainvoke({"topic": "four"}, ref_cp.config)
+    assert sorted(forked["results"]) == sorted(want["results"])
+    assert "FOUR" in forked["results"] and "THREE" not in forked["results"]
+    assert (await client.threads.get_state(tid))["values"]["results"] == forked["results"]
+
+    # a graph that runs node by node cannot start from a checkpoint: refused, not ignored
+    other = (await client.threads.create())["thread_id"]
+    with pytest.raises(APIStatusError) as refused:
+        await client.runs.create(other, "constructs", input={"topic": "x"},
+                                 checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
+    assert refused.value.response.status_code == 422
