@@ -9,8 +9,9 @@ interrupts; Overseer keeps only the run's events.
 
 What a crash can cost: a retried segment (the worker died, the heartbeat timed out) resumes
 from the thread's last checkpoint written by this run, so a finished superstep never runs
-again (and a segment that had already ended, or reached its interrupt, only ends again); at most the nodes of the superstep in flight run twice (with ``durability="exit"``,
-the whole segment, since nothing is written before it ends). Their ``node.completed`` events
+again (and a segment that had already ended, or reached its interrupt, only ends again);
+at most the nodes of the superstep in flight run twice (with ``durability="exit"``, the
+whole segment, since nothing is written before it ends). Their ``node.completed`` events
 are keyed by LangGraph's task id, which is the same on the retry, so none is written twice.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished

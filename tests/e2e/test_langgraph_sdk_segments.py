@@ -138,3 +138,13 @@ async def test_a_run_from_a_past_checkpoint_forks_as_langgraph_does(stack: Stack
         await client.runs.create(other, "constructs", input={"topic": "x"},
                                  checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
     assert refused.value.response.status_code == 422
+
+
+async def test_subgraphs_are_listed_with_their_schemas(stack: Stack):
+    client = sdk(stack)
+    subgraphs = await client.assistants.get_subgraphs("constructs")
+    assert set(subgraphs) == {"sub"}  # the compiled subgraph node of the user's graph
+    assert subgraphs["sub"]["graph_id"] == "constructs"
+    assert subgraphs["sub"]["input_schema"] is not None
+    assert await client.assistants.get_subgraphs("constructs", namespace="sub") == subgraphs
+    assert await client.assistants.get_subgraphs("approvals") == {}

@@ -171,7 +171,11 @@ async def read_assistant_graph(assistant_id: str, _: AgentPrincipal,
 async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
     """Input, output, state, config and context JSON schemas."""
     pipeline = threads.resolve_assistant(assistant_id)
-    app = get_registry().builder(pipeline.name).compile()
+    return _schemas(pipeline.name, get_registry().builder(pipeline.name).compile())
+
+
+def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
+    """A compiled graph's ``GraphSchema`` (LangGraph's JSON schemas; one it cannot render is None)."""
 
     def schema(fn: Any) -> Any:
         try:
@@ -179,7 +183,7 @@ async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal) -> dict[s
         except Exception:  # noqa: BLE001 - a schema LangGraph cannot render is left out
             return None
 
-    return {"graph_id": pipeline.name,
+    return {"graph_id": graph_id,
             "input_schema": schema(lambda: app.get_input_jsonschema()),
             "output_schema": schema(lambda: app.get_output_jsonschema()),
             "state_schema": schema(lambda: app.builder.state_schema and
@@ -189,10 +193,19 @@ async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal) -> dict[s
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
-async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
-    """Subgraph schemas (none are listed yet)."""
-    threads.resolve_assistant(assistant_id)
-    return {}
+@router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
+async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal,
+                                   namespace: str | None = None,
+                                   recurse: bool = False) -> dict[str, Any]:
+    """The graph's compiled subgraphs by namespace, each with its schemas.
+
+    LangGraph's ``get_subgraphs``: ``recurse`` walks into subgraphs of subgraphs,
+    ``namespace`` picks one.
+    """
+    pipeline = threads.resolve_assistant(assistant_id)
+    app = get_registry().builder(pipeline.name).compile()
+    return {ns: _schemas(pipeline.name, sub)
+            for ns, sub in app.get_subgraphs(namespace=namespace, recurse=recurse)}
 
 
 # --- threads -------------------------------------------------------------------------------------
