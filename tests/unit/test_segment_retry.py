@@ -1,0 +1,60 @@
+"""What a retried segment runs (activities.segments._retry_input), on a real LangGraph graph.
+
+The checkpointer here is LangGraph's in-memory one; the decision reads only LangGraph's
+state (its latest checkpoint's metadata, ``next`` and interrupts), the same on Postgres.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from activities.segments import RUN_ID_KEY, SegmentCall, _retry_input
+from overseer.pipelines import builder_of, load_langgraph_json
+
+USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
+
+
+def app_of(name: str) -> Any:
+    return builder_of(load_langgraph_json(USER_GRAPHS)[name].graph).compile(
+        checkpointer=InMemorySaver())
+
+
+def config(run_id: str, thread: str = "t") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}, "metadata": {RUN_ID_KEY: run_id}}
+
+
+async def test_a_run_that_wrote_nothing_starts_again_from_its_input():
+    app = app_of("constructs")
+    call = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t")
+    assert await _retry_input(app, config("r1"), call, {"topic": "a"}) == ({"topic": "a"}, False)
+
+
+async def test_a_run_that_had_ended_only_ends_again():
+    app = app_of("constructs")
+    await app.ainvoke({"topic": "a"}, config("r1"))
+    call = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t")
+    assert await _retry_input(app, config("r1"), call, {"topic": "a"}) == (None, True)
+    # and running None from there runs no node again
+    steps = [c async for c in app.astream(None, config("r1"), stream_mode="tasks")]
+    assert steps == []
+    # another run on the same thread did not write it: its input is applied
+    other = SegmentCall(run_id="r2", pipeline="constructs", thread_id="t")
+    assert await _retry_input(app, config("r2"), other, {"topic": "b"}) == ({"topic": "b"},
+                                                                             False)
+
+
+async def test_a_resume_still_waiting_is_sent_again_and_a_consumed_one_is_not():
+    app = app_of("approvals")
+    await app.ainvoke({"topic": "x"}, config("r1"))
+    first = (await app.aget_state(config("r1"))).interrupts[0]
+    call = SegmentCall(run_id="r1", pipeline="approvals", thread_id="t",
+                       resume={first.id: {"decision": "yes"}})
+    answer = Command(resume={first.id: {"decision": "yes"}})
+    got, from_latest = await _retry_input(app, config("r1"), call, answer)
+    assert got is answer and from_latest
+    await app.ainvoke(answer, config("r1"))  # consumed: the graph now waits on the next one
+    assert await _retry_input(app, config("r1"), call, answer) == (None, True)
