@@ -8,11 +8,13 @@ checkpoints (one per superstep, or at the end: ``durability``), the pending writ
 interrupts; Overseer keeps only the run's events.
 
 What a crash can cost: a retried segment (the worker died, the heartbeat timed out) resumes
-from the thread's last checkpoint written by this run, so a finished superstep never runs
-again (and a segment that had already ended, or reached its interrupt, only ends again);
-at most the nodes of the superstep in flight run twice (with ``durability="exit"``, the
-whole segment, since nothing is written before it ends). Their ``node.completed`` events
-are keyed by LangGraph's task id, which is the same on the retry, so none is written twice.
+from the thread's last checkpoint this run wrote to Postgres, so a superstep whose
+checkpoint is stored never runs again (and a segment that had already ended, or reached its
+interrupt, only ends again). With ``durability="sync"`` at most the nodes of the superstep in
+flight run twice; with ``async`` (the default) also the superstep before, when its
+checkpoint was still being written; with ``exit`` the whole segment. ``node.completed`` is
+keyed by LangGraph's task id, the same on the retry for a task computed from the same
+stored checkpoint (docs/your-graph.md says when it is not).
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
 task (written as it finishes), a heartbeat naming the node in progress, and the segment's
