@@ -82,8 +82,11 @@ def main() -> None:
     lines += [
         "",
         "Recovery is the time from the fault ending (a new worker started, the server back) "
-        "to the next event appended; for a killed worker it is bounded by the activity "
-        "heartbeat time-out (20 s) and the sticky-queue time-out (3 s).",
+        "to the next event appended (for the user-graph rows: from the API answering again "
+        "to the last of the runs done); for a killed worker it is bounded by the activity "
+        "heartbeat time-out (4 s for document_intake's nodes and every split, 20 s for "
+        "due_diligence's clause nodes, 10 s by default for every other node and for a "
+        "segment) and the sticky-queue time-out (3 s).",
         "",
         "## Bad input and abuse",
         "",
