@@ -184,6 +184,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX agent_checkpoints_time ON agent_checkpoints (thread_id, created_at DESC);
         """,
     ),
+    (
+        # issue 29: a submitter's thread search filters by owner in SQL, newest first
+        "agent_threads_owner",
+        """
+        CREATE INDEX agent_threads_owner ON agent_threads (created_by, updated_at DESC);
+        """,
+    ),
 ]
 
 
