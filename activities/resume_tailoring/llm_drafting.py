@@ -20,9 +20,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from temporalio import activity
 
 from activities.llm import LLMContext, call_json, llm_enabled
+from overseer.errors import LLMResponseError
 from overseer.settings import Settings
 
 NODE = "resume_drafting_agent"
+
+
+REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
+         '{{"resume": {{...}}}} in JSON Resume format, and nothing else.')
+"""The one re-ask after a reply that is not a JSON object (the parse error is named)."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,14 @@ async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: 
                            directives: list[dict[str, Any]]) -> ModelDraft:
     """Ask the model for a tailored JSON Resume.
 
+    A reply that is not a JSON object is asked for once more, with what was wrong (as
+    structured-output libraries re-ask); both calls are in the ``llm.called`` ledger
+    (issue 28 item 5).
+
     Raises:
         LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the node.
-        LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step.
+        LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step (the
+            node then drafts with the rules).
     """
     current = settings()
     assert current is not None
@@ -71,11 +82,18 @@ async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: 
                      budget_tokens=options.get("llm_budget_tokens"),
                      hint=options.get("llm_model_hint"))
     in_activity = activity.in_activity()
-    result = await call_json(
-        drafting_messages(base, job, directives), task="drafting", ctx=ctx, settings=current,
-        record=None if in_activity else _discard,
-        spend=None if in_activity else {"cost_usd": 0.0, "tokens": 0.0},
-    )
+    messages = drafting_messages(base, job, directives)
+    for reask in (False, True):
+        try:
+            result = await call_json(
+                messages, task="drafting", ctx=ctx, settings=current,
+                record=None if in_activity else _discard,
+                spend=None if in_activity else {"cost_usd": 0.0, "tokens": 0.0})
+            break
+        except LLMResponseError as err:
+            if reask:
+                raise
+            messages = [*messages, HumanMessage(REASK.format(error=err.message))]
     resume = result.data.get("resume", result.data)
     if not isinstance(resume, dict):
         resume = {}

@@ -259,7 +259,21 @@ async def finalization_agent(state: ResumeState) -> dict[str, Any]:
 
 async def _model_draft(state: ResumeState, base: dict[str, Any], job: dict[str, Any],
                        directives: list[dict[str, Any]], revision: int) -> dict[str, Any]:
-    result = await llm_drafting.draft_with_model(state, base, job, directives)
+    from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError
+
+    try:
+        result = await llm_drafting.draft_with_model(state, base, job, directives)
+    except (LLMResponseError, LLMRefusedError, LLMClientError) as err:
+        # the model could not give a usable draft (prose after a re-ask, a refusal, a
+        # request it rejects): the evidence-only rules draft this pipeline has offline
+        log.warning("model draft unusable; rules draft used",
+                    extra={"run_id": state.get("run_id"), "code": err.code})
+        return {"current_draft": _rules_draft(base, job, state), "draft_sections_pending": [],
+                "draft_complete": True, "honesty_violations": [], "strategy": "rules",
+                "change_log": [{"revision": revision, "section": "resume",
+                                "action": "drafted_by_rules",
+                                "detail": f"the model's draft was unusable ({err.code}); "
+                                          "rules draft used"}]}
     draft = result.resume
     violations = [{"kind": "schema", "value": e, "where": "resume"} for e in schema_errors(draft)]
     violations += find_violations(draft, base)

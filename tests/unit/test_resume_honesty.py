@@ -192,3 +192,50 @@ async def test_model_that_keeps_inventing_is_replaced_by_the_rules_draft(lying_t
     assert out["strategy"] == "rules"
     assert "React" not in json.dumps(out["finalization_report"]["resume"])
     assert any(c["action"] == "replaced" for c in out["change_log"])
+
+
+@pytest.fixture
+def scripted_model(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """A fake chat model answering the given replies in order (then the last one again)."""
+    replies: list[str] = request.param
+    prompts: list[str] = []
+    queue = iter([*replies, *[replies[-1]] * 10])
+
+    class Scripted(GenericFakeChatModel):
+        async def ainvoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+            prompts.append(str(input[-1].content))
+            return await super().ainvoke(input, *args, **kwargs)
+
+    messages = (AIMessage(content=r, usage_metadata={
+        "input_tokens": 100, "output_tokens": 50, "total_tokens": 150}) for r in queue)
+    previous = runtime._runtime
+    runtime.configure(None, Settings(environment="test", llm_model="fake"))  # type: ignore[arg-type]
+    llm.set_chat_model_factory(lambda settings, model: Scripted(messages=messages))
+    try:
+        yield prompts
+    finally:
+        llm.set_chat_model_factory(None)
+        runtime._runtime = previous
+
+
+PROSE = "Sure! Here is a tailored resume that highlights your web experience."
+
+
+@pytest.mark.parametrize("scripted_model", [[PROSE, PROSE]], indirect=True)
+async def test_a_model_that_answers_in_prose_is_asked_again_then_the_rules_draft(
+        scripted_model):
+    """Issue 28 item 5: prose instead of JSON costs the user nothing: one re-ask naming what
+    was wrong, then the evidence-only rules draft; the run completes."""
+    out = await _tailor(sample_resume(), sample_job(), target_ats_objective=0.0)
+    report = out["finalization_report"]
+    assert report["strategy"] == "rules"
+    assert schema_errors(report["resume"]) == []
+    assert len(scripted_model) >= 2 and "could not be used" in scripted_model[1]
+    _assert_nothing_invented(report["resume"], normalise_resume(sample_resume()))
+
+
+@pytest.mark.parametrize("scripted_model", [[PROSE, _model_resume(None)]], indirect=True)
+async def test_a_re_ask_that_gets_json_keeps_the_models_draft(scripted_model):
+    out = await _tailor(sample_resume(), sample_job(), target_ats_objective=0.0)
+    assert out["finalization_report"]["strategy"] == "llm:fake"
+    assert "could not be used" in scripted_model[1]
