@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackHandler
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -64,8 +65,9 @@ class SegmentCall:
         resume: ``{interrupt id: value}`` for a resume segment (LangGraph's resume map).
         durability: ``sync`` | ``async`` | ``exit`` (LangGraph's).
         recursion_limit: Pregel's step limit.
-        after_local: the same segment was first tried as a local activity that did not
-            finish in time: go on from what it checkpointed, as a retry does.
+        go_on: the same segment already ran in part (a local try that did not finish in
+            time, or a stop at the run's LLM budget that a reviewer raised): go on from
+            what it checkpointed, as a retry does.
         stream: also return the segment's ``values``/``updates``/``custom`` chunks and the
             thread's state (an Agent Server run: the workflow publishes them on its durable
             stream, as ``GraphRunWorkflow`` does).
@@ -73,6 +75,14 @@ class SegmentCall:
             the ledger entries of the chat-model calls made in it.
         checkpoint_id: start from this past checkpoint of the thread (an Agent Server run
             with ``checkpoint_id``: LangGraph forks there); the first segment only.
+        budget: the run's LLM budget ``{"usd", "tokens"}`` (None = not limited); a chat-model
+            call that would start once ``spent`` plus this segment's calls have passed it
+            is not made: the segment stops there (status ``budget``).
+        spent: the run's LLM spend before this segment ``{"usd", "tokens", "calls"}``.
+        heartbeat_seconds: the activity's heartbeat time-out; the segment heartbeats three
+            times per time-out while a node runs, so a long node is not taken for a dead worker.
+        leg: how many times this segment went on (``go_on``) before: keys its ledger entries
+            apart from the earlier legs' (each leg's first attempt is attempt 1).
     """
 
     run_id: str
@@ -82,10 +92,14 @@ class SegmentCall:
     resume: dict[str, Any] | None = None
     durability: str = "async"
     recursion_limit: int = 100
-    after_local: bool = False
+    go_on: bool = False
     stream: bool = False
     segment: int = 0
     checkpoint_id: str | None = None
+    budget: dict[str, Any] | None = None
+    spent: dict[str, Any] = field(default_factory=dict)
+    heartbeat_seconds: float = 10.0
+    leg: int = 0
 
 
 @dataclass
@@ -93,9 +107,10 @@ class SegmentResult:
     """How a segment ended.
 
     Attributes:
-        status: ``interrupted`` (waiting on ``interrupts``) or ``done``.
-        values: the thread's values (JSON) when ``done``; None while interrupted (the
-            checkpointer holds them).
+        status: ``interrupted`` (waiting on ``interrupts``), ``budget`` (stopped before a
+            chat-model call past the run's LLM budget, at ``stopped_at``) or ``done``.
+        values: the thread's values (JSON) when ``done`` or ``budget``; None while
+            interrupted (the checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
         stream: with ``SegmentCall.stream``: ``[{"event": mode, "data": chunk}]`` in order;
@@ -104,6 +119,9 @@ class SegmentResult:
         snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
             ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
             ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
+        usage: this attempt's chat-model spend ``{"cost_usd", "input_tokens",
+            "output_tokens", "calls"}`` (a node activity's ``usage`` shape).
+        stopped_at: with status ``budget``, the node whose call was not made.
     """
 
     status: str
@@ -112,6 +130,56 @@ class SegmentResult:
     nodes: list[str] = field(default_factory=list)
     stream: list[dict[str, Any]] = field(default_factory=list)
     snapshot: dict[str, Any] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    stopped_at: str | None = None
+
+
+class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
+    """Raised in a node by :class:`BudgetGuard` instead of a chat-model call past the budget.
+
+    A ``RuntimeError``, so LangGraph's default retry policy does not retry it.
+    """
+
+    def __init__(self, node: str | None) -> None:
+        self.node = node
+        super().__init__(f"LLM budget reached before a chat-model call in {node or 'a node'}")
+
+
+class BudgetGuard(AsyncCallbackHandler):
+    """Stops a chat-model call before it starts once the run's spend has passed its budget.
+
+    ``raise_error`` makes LangChain raise :class:`BudgetStop` from the call in the node, so
+    the call (and its cost) never happens; LangGraph keeps the writes of the superstep's
+    finished tasks, and the next segment (after a reviewer raised the budget) runs the
+    stopped node again from its start. A node that catches every exception of its model
+    call and goes on gets no answer from the model and is not stopped.
+
+    Args:
+        meter: this segment's :class:`UsageMeter` (its calls count on top of ``spent``).
+        spent: the run's spend before the segment ``{"usd", "tokens"}``.
+        budget: ``{"usd", "tokens"}``; None entries are not limited.
+    """
+
+    raise_error = True  # not run_inline: an inline raise leaves the other handlers' calls unawaited
+
+    def __init__(self, meter: UsageMeter, spent: dict[str, Any], budget: dict[str, Any]) -> None:
+        self.meter, self.spent, self.budget = meter, spent, budget
+
+    def total(self) -> dict[str, Any]:
+        """The run's spend so far ``{"usd", "tokens", "calls"}`` (before plus this segment)."""
+        return {"usd": float(self.spent.get("usd") or 0) + self.meter.cost_usd,
+                "tokens": int(self.spent.get("tokens") or 0) + self.meter.input_tokens
+                + self.meter.output_tokens,
+                "calls": int(self.spent.get("calls") or 0) + self.meter.calls}
+
+    async def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
+                                  metadata: dict[str, Any] | None = None,
+                                  **kwargs: Any) -> None:
+        """Raise :class:`BudgetStop` when the spend so far has passed the budget."""
+        from overseer.budget import over_budget
+
+        if over_budget(self.total(), self.budget):
+            raise BudgetStop((metadata or {}).get("langgraph_node"))
 
 
 _saver: Any = None
@@ -171,14 +239,19 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                                type="invalid_durability", non_retryable=True)
     app = await compiled(call.pipeline)
     meter = UsageMeter()
+    callbacks: list[Any] = [meter]
+    guard = None
+    if call.budget and any(v is not None for v in call.budget.values()):
+        guard = BudgetGuard(meter, call.spent, call.budget)
+        callbacks.append(guard)
     config: dict[str, Any] = {"configurable": {"thread_id": call.thread_id},
                               "metadata": {RUN_ID_KEY: call.run_id},
-                              "recursion_limit": call.recursion_limit, "callbacks": [meter]}
+                              "recursion_limit": call.recursion_limit, "callbacks": callbacks}
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
     start = config if not call.checkpoint_id else {  # a run from a past checkpoint forks there
         **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
-    if activity.info().attempt > 1 or call.after_local:
+    if activity.info().attempt > 1 or call.go_on:
         graph_input, resumed = await _retry_input(app, config, call, graph_input)
         if resumed:
             start = config  # on from this run's own latest checkpoint
@@ -188,6 +261,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     ran: list[str] = []
     chunks = _Chunks()
     modes = ["tasks", *STREAM_MODES] if call.stream else ["tasks"]
+    beats = None if local else asyncio.create_task(_heartbeats(call, started, ran))
+    stopped: BudgetStop | None = None
     try:
         async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
                                              durability=call.durability):
@@ -207,6 +282,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 ran.append(name)
                 _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
                 await _node_completed(call, task_id, name, seconds * 1000)
+    except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
+        stopped = err
     except OverseerError as err:
         raise as_application_error(err) from err
     except BUG_TYPES as err:  # a bug fails the run once, with the node named
@@ -216,14 +293,36 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
             non_retryable=True) from err
     finally:  # every chat-model call a node made is in the run's ledger, failed ones too
-        await record_ledger(call.run_id, "segment", f"segment{call.segment}", meter)
+        if beats is not None:
+            beats.cancel()
+        await record_ledger(call.run_id, "segment", f"segment{call.segment}"
+                            + (f".{call.leg}" if call.leg else ""), meter)
     state = await app.aget_state(config)
     extra: dict[str, Any] = {"stream": chunks.items, "snapshot": snapshot_of(state)} \
         if call.stream else {}
+    extra["usage"] = {"cost_usd": meter.cost_usd, "input_tokens": meter.input_tokens,
+                      "output_tokens": meter.output_tokens, "calls": meter.calls}
+    if stopped is not None:
+        return SegmentResult(status="budget", values=to_jsonable(state.values), nodes=ran,
+                             stopped_at=stopped.node, **extra)
     if state.interrupts:
         return SegmentResult(status="interrupted", nodes=ran, interrupts=[
             {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts], **extra)
     return SegmentResult(status="done", values=to_jsonable(state.values), nodes=ran, **extra)
+
+
+async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
+                      ran: list[str]) -> None:
+    """Heartbeat three times per heartbeat time-out, naming the nodes in progress.
+
+    Runs beside the segment's loop, so a node that runs longer than the time-out (a slow
+    model call, a long computation) is not taken for a dead worker.
+    """
+    every = max(0.2, call.heartbeat_seconds / 3)
+    while True:
+        await asyncio.sleep(every)
+        activity.heartbeat({"node": ", ".join(sorted({n for n, _ in started.values()})),
+                            "ran": ran})
 
 
 class _Chunks:

@@ -257,7 +257,8 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
     extras = {"run_id": ctx.run_id, "options": run_options, "metadata": ctx.metadata}
     graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
     options = {"durability": ctx.settings.durability,
-               "segment_local_seconds": ctx.settings.segment_local_seconds, **run_options,
+               "segment_local_seconds": ctx.settings.segment_local_seconds,
+               "segment_heartbeat_seconds": ctx.settings.segment_heartbeat_seconds, **run_options,
                "approval": approval_ladder_options(ctx.settings)}
     if resume_from is not None:
         resume_from = {"values": encode({**graph_input, **resume_from["values"]}),

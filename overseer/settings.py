@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     """``OVERSEER_SEGMENT_LOCAL_SECONDS``: a run segment is first tried as a local activity
     with this time-out (no activity task on the server); one that takes longer goes on as a
     heartbeating activity from its last checkpoint. 0 turns the local try off."""
+    segment_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    """``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``: heartbeat time-out of a run segment's activity
+    (it heartbeats three times per time-out while its nodes run): a killed worker's segment
+    goes on on another worker after about this long."""
     approval_final_resume: Any = None
     """``OVERSEER_APPROVAL_FINAL_RESUME`` (JSON): the value ``interrupt()`` returns when the
     ladder's final rung auto-approves or auto-rejects a graph's interrupt; None for the

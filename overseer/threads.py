@@ -809,7 +809,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                             "thread_id": thread_id, "agent_server": True}})])
     options = {"durability": settings.durability, **pipeline.options(),
                **request_options(metadata), "approval": approval_ladder_options(settings),
-               "segment_local_seconds": settings.segment_local_seconds}
+               "segment_local_seconds": settings.segment_local_seconds,
+               "segment_heartbeat_seconds": settings.segment_heartbeat_seconds}
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
             options[key] = kwargs[key]

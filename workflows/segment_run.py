@@ -19,13 +19,13 @@ single nodes, splits, continue-as-new.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from datetime import timedelta
 from types import SimpleNamespace
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from overseer.graph_codec import encode
     from workflows.graph_run import (
         DEFAULT_RECURSION_LIMIT,
+        BudgetDeniedError,
         GraphRunInput,
         GraphRunResult,
         GraphRunWorkflow,
@@ -42,7 +43,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.task_queues import STATUS_ATTRIBUTE
 
 SEGMENT_HEARTBEAT_SECONDS = 10.0
-"""A dead worker's segment runs again on another worker after this long (issue 25)."""
+"""A dead worker's segment runs again on another worker after this long (issue 25); the run
+option ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
@@ -59,6 +61,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
         self._spec = get_registry().get(inp.pipeline)
+        self._budget = {"usd": inp.options.get("llm_budget_usd"),
+                        "tokens": inp.options.get("llm_budget_tokens")}
         self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                    "workflow_id": workflow.info().workflow_id})
         if workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":
@@ -71,11 +75,18 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            recursion_limit=int(inp.options.get("recursion_limit")
                                                or DEFAULT_RECURSION_LIMIT),
                            stream=inp.thread_id is not None,
-                           checkpoint_id=inp.options.get("checkpoint_id"))
+                           checkpoint_id=inp.options.get("checkpoint_id"),
+                           heartbeat_seconds=float(inp.options.get("segment_heartbeat_seconds")
+                                                   or SEGMENT_HEARTBEAT_SECONDS))
         try:
             result = await self._segment(call, "start")
             rounds = 0
-            while result.status == "interrupted":
+            while result.status != "done":
+                if result.status == "budget":  # stopped before a chat-model call past the budget
+                    await self._within_budget(result.stopped_at or "a node")
+                    call.go_on, call.leg = True, call.leg + 1
+                    result = await self._segment(call, f"after budget stop {self._budget_stops}")
+                    continue
                 rounds += 1
                 pending = [SimpleNamespace(id=i["id"], value=i["value"])
                            for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
@@ -84,8 +95,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 first = pending[0]
                 answer = await self._ask(first, pending, rounds)
                 call.input, call.resume = None, encode({first.id: answer})
-                call.segment, call.checkpoint_id = rounds, None
+                call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
                 result = await self._segment(call, f"resume {rounds}")
+        except BudgetDeniedError:
+            self._denied = True  # a reviewer ended the run at its LLM budget, state so far kept
         except asyncio.CancelledError:
             await self._cancelled()
             raise
@@ -100,7 +113,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 "message": cause.message if cause is not None else str(err)[:500],
                 "node": details.get("node") if isinstance(details, dict) else None})
         values = result.values or {}
-        status, outcome = final_status(values, self._last_decision)
+        status, outcome = (("rejected", "budget_denied") if self._denied
+                           else final_status(values, self._last_decision))
         spec_result = self._spec.result(values) if self._spec.result else {}
         if isinstance(spec_result.get("outcome"), str):
             outcome = spec_result["outcome"]
@@ -125,7 +139,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         An Agent Server run's chunks go on the durable stream and its state to
         :meth:`get_thread_state`, as ``GraphRunWorkflow`` publishes them (per segment here).
         """
+        if any(v is not None for v in self._budget.values()):
+            call.budget, call.spent = dict(self._budget), dict(self._spent)
         result = await self._run_segment(call, label)
+        self._count_usage(result.usage)
         for item in result.stream:
             self._publish(item["event"], item["data"])
         if result.snapshot is not None:
@@ -155,11 +172,12 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 cause = failure_cause(err)
                 if cause is not None and cause.non_retryable:
                     raise
-                call = dataclasses.replace(call, after_local=True)
+                call.go_on, call.leg = True, call.leg + 1  # the caller goes on from here too
         result: SegmentResult = await workflow.execute_activity(
             "run_segment", call, result_type=SegmentResult,
             start_to_close_timeout=SEGMENT_TIMEOUT,
-            heartbeat_timeout=timedelta(seconds=SEGMENT_HEARTBEAT_SECONDS),
+            heartbeat_timeout=timedelta(seconds=call.heartbeat_seconds),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
                                      maximum_interval=timedelta(seconds=30), maximum_attempts=5,
                                      non_retryable_error_types=[NODE_ERROR,

@@ -237,3 +237,65 @@ async def test_chat_model_calls_are_in_the_runs_ledger(dev_server, db, task_queu
     assert usage["total"]["calls"] == 2
     assert usage["total"]["input_tokens"] + usage["total"]["output_tokens"] == 1200
     assert set(usage["by_node"]) == {"first_draft", "second_draft"}
+
+
+async def test_a_node_longer_than_the_heartbeat_time_out_is_not_taken_for_a_dead_worker(
+        dev_server, db, task_queue):
+    """The segment heartbeats while a node runs: a 4.5 s node under a 1.5 s heartbeat
+    time-out finishes in the first attempt (before, it timed out and ran again each retry)."""
+    topic = f"long-{uuid.uuid4()}"
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "seg_long",
+                                     {"topic": topic}, options={"segment_heartbeat_seconds": 1.5})
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.output["summary"] == "slept long"
+    started = [e.activity_task_started_event_attributes for e in history.events
+               if e.HasField("activity_task_started_event_attributes")]
+    assert [a.attempt for a in started] == [1]
+    assert await node_events(db, run_id) == Counter({"count_me": 1, "long_nap": 1})
+
+
+async def _spender_over_budget(client: Any, db: Any, task_queue: str) -> tuple[str, Any, Any]:
+    """``seg_spender`` with a 500-token budget: its first model call (600 tokens) passes it."""
+    run_id, handle = await start(client, db, task_queue, "seg_spender", {"topic": "t"},
+                                 options={"llm_budget_tokens": 500})
+    return run_id, handle, await pending_approval(handle)
+
+
+async def test_a_segment_stops_before_a_model_call_past_the_budget(dev_server, db, task_queue):
+    """The stop comes before the call (nothing is spent past it); a raised budget goes on from
+    the checkpoint: the finished node does not run again, the stopped one runs from its start."""
+    from services.api.readmodels import llm_usage
+
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle, approval = await _spender_over_budget(dev_server.client, db, task_queue)
+        payload = approval["payload"]
+        assert payload["kind"] == "llm_budget" and payload["node"] == "second_draft"
+        assert payload["budget"]["spent_tokens"] == 600 and payload["budget"]["calls"] == 1
+        assert (await llm_usage(db, uuid.UUID(run_id)))["total"]["calls"] == 1  # not made
+        with pytest.raises(Exception) as refused:  # noqa: PT011 - the update's failure
+            await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+                decision="approve", budget_tokens=550, decided_by="ops"))
+        assert refused.value.cause.type == "invalid_budget"
+        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", budget_tokens=5000, decided_by="ops"))
+        assert done.status == "completed"
+        result = await handle.result()
+    assert result.output["summary"] == "drafted:a draft / drafted:a draft"
+    assert await node_events(db, run_id) == Counter(
+        {"first_draft": 1, "second_draft": 1, "publish": 1})
+    usage = await llm_usage(db, uuid.UUID(run_id))
+    assert usage["total"]["calls"] == 2
+    assert set(usage["by_node"]) == {"first_draft", "second_draft"}
+
+
+async def test_a_rejected_budget_stop_on_segments_ends_the_run_with_its_state(dev_server, db,
+                                                                             task_queue):
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        _, handle, _ = await _spender_over_budget(dev_server.client, db, task_queue)
+        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="reject", decided_by="ops"))
+        result = await handle.result()
+    assert (done.status, done.outcome) == ("rejected", "budget_denied")
+    assert result.output["trail"] == ["drafted:a draft"]

@@ -63,11 +63,31 @@ def _slow() -> StateGraph:
     return graph
 
 
+async def long_nap(state: dict[str, Any]) -> dict[str, Any]:
+    """Longer than three of the heartbeat time-outs the tests give a segment (1.5 s)."""
+    import asyncio
+
+    await asyncio.sleep(4.5)
+    return {"summary": "slept long"}
+
+
+def _long() -> StateGraph:
+    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
+    graph = StateGraph(user_graph.State)
+    graph.add_node("count_me", count_me)
+    graph.add_node("long_nap", long_nap)
+    graph.add_edge(START, "count_me")
+    graph.add_edge("count_me", "long_nap")
+    graph.add_edge("long_nap", END)
+    return graph
+
+
 seg_constructs = _segments("constructs")
 seg_approvals = _segments("approvals")
 seg_refund_agent = _segments("refund_agent")
 seg_poison = _segments("poison")
 seg_retry = _segments("retry", _retry())
 seg_slow = _segments("slow", _slow())
+seg_long = _segments("long", _long())
 seg_three_one = _segments("three_one")
 seg_spender = _segments("spender")
