@@ -26,6 +26,7 @@ workflow has ended it is detached and Postgres alone holds the thread's state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -134,12 +135,6 @@ def on_segments(pipeline: Pipeline | str) -> bool:
     if isinstance(pipeline, str):
         pipeline = get_registry().get(pipeline)
     return pipeline.workflow == "SegmentRunWorkflow"
-
-
-class RollbackUnsupportedError(InvalidRequestError):
-    """``rollback`` on a graph that runs as segments (422): its checkpoints are not rewound yet."""
-
-    code = "rollback_unsupported"
 
 
 async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
@@ -295,11 +290,13 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     row = await get_thread(pool, thread_id)
     if row["status"] in ("busy", "interrupted"):
         raise ConflictError(f"thread {thread_id} is {row['status']}; copy it when idle")
-    if row["graph_id"] is not None and on_segments(row["graph_id"]):
-        raise InvalidRequestError(f"{row['graph_id']} runs as segments: copying its thread "
-                                  "(LangGraph's checkpoints) is not supported yet")
+    segments = row["graph_id"] is not None and on_segments(row["graph_id"])
+    if segments:
+        await segments_app(row["graph_id"])  # LangGraph's tables exist
     new_id = uuid.uuid4()
     async with pool.acquire() as conn, conn.transaction():
+        if segments:
+            await copy_checkpoints(conn, str(row["thread_id"]), str(new_id))
         await conn.execute(
             """INSERT INTO agent_threads (thread_id, metadata, status, graph_id, "values", state,
                                           checkpoint, created_by)
@@ -319,6 +316,81 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
                FROM agent_checkpoints WHERE thread_id = $1""",
             row["thread_id"], new_id, str(new_id))
     return await get_thread(pool, str(new_id))
+
+
+async def copy_checkpoints(conn: Any, source: str, target: str) -> None:
+    """Copy a thread's LangGraph checkpoints, channel blobs and pending writes to ``target``.
+
+    What ``BaseCheckpointSaver.acopy_thread`` promises (the whole parent chain), which
+    ``AsyncPostgresSaver`` does not implement: rows are copied in SQL with the thread id
+    (and a ``thread_id`` in a checkpoint's metadata) changed, in the caller's transaction.
+
+    Args:
+        conn: an asyncpg connection on Overseer's Postgres (LangGraph's tables live there).
+        source: the thread copied.
+        target: the new thread's id (no rows yet).
+    """
+    await conn.execute(
+        """INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+                                    type, checkpoint, metadata)
+           SELECT $2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint,
+                  CASE WHEN metadata ? 'thread_id'
+                       THEN jsonb_set(metadata, '{thread_id}', to_jsonb($2::text))
+                       ELSE metadata END
+           FROM checkpoints WHERE thread_id = $1""", source, target)
+    await conn.execute(
+        """INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+           SELECT $2, checkpoint_ns, channel, version, type, blob
+           FROM checkpoint_blobs WHERE thread_id = $1""", source, target)
+    await conn.execute(
+        """INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id,
+                                          task_path, idx, channel, type, blob)
+           SELECT $2, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob
+           FROM checkpoint_writes WHERE thread_id = $1""", source, target)
+
+
+async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
+    """Rewind a thread to before a run: delete the checkpoints the run wrote, and their writes.
+
+    LangGraph marks each checkpoint with the run that wrote it (metadata
+    :data:`activities.segments.RUN_ID_KEY`), so what is left is the thread as the run found
+    it. The run's channel blobs stay (unreferenced: LangGraph's versions never repeat).
+
+    Returns:
+        How many checkpoints were deleted.
+    """
+    from activities.segments import RUN_ID_KEY
+
+    ids = [r["checkpoint_id"] for r in await conn.fetch(
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = $1 AND metadata->>$2 = $3",
+        thread_id, RUN_ID_KEY, run_id)]
+    if ids:
+        await conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = $1 "
+                           "AND checkpoint_id = ANY($2::text[])", thread_id, ids)
+        await conn.execute("DELETE FROM checkpoints WHERE thread_id = $1 "
+                           "AND checkpoint_id = ANY($2::text[])", thread_id, ids)
+    return len(ids)
+
+
+async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str) -> None:
+    """Write the thread's latest LangGraph checkpoint into its ``agent_threads`` row.
+
+    The row's ``values``/``state``/``checkpoint`` are what thread search and ``GET
+    /threads/{id}`` show; for a graph that runs as segments they follow the checkpointer.
+    """
+    from activities.segments import snapshot_of
+
+    app = await segments_app(graph_id)
+    snap = snapshot_of(await app.aget_state({"configurable": {"thread_id": str(thread_id)}}))
+    empty = snap["checkpoint_id"] is None
+    await pool.execute(
+        """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
+               checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1""",
+        thread_id, None if empty else json.dumps(snap["values"]),
+        None if empty else json.dumps(snap["encoded"]),
+        None if empty else json.dumps({k: snap.get(k) for k in (
+            "next", "tasks", "interrupts", "checkpoint_id", "parent_checkpoint_id", "metadata",
+            "created_at")}, default=str))
 
 
 def state_view(row: asyncpg.Record) -> dict[str, Any]:
@@ -636,9 +708,6 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if strategy not in MULTITASK_STRATEGIES:
         raise InvalidRequestError(f"multitask_strategy must be one of {MULTITASK_STRATEGIES}",
                                   details={"field": "multitask_strategy"})
-    if strategy == "rollback" and on_segments(pipeline):
-        raise RollbackUnsupportedError(f"{pipeline.name} runs as segments: rollback is not "
-                                       "supported yet (use interrupt)")
     given = body.get("checkpoint")
     checkpoint: dict[str, Any] = given if isinstance(given, dict) else {}
     if body.get("checkpoint_id") is None and checkpoint.get("checkpoint_id"):
@@ -1001,13 +1070,22 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
     """Cancel the workflow attached to a thread; its runs become ``interrupted``.
 
     With ``rollback`` the thread's state stays what it was before that workflow; otherwise
-    it keeps the workflow's last saved state.
+    it keeps the workflow's last saved state. For a graph that runs as segments, rollback
+    waits (at most :data:`CLOSE_WAIT_SECONDS`) for the run's segment to stop, then deletes
+    the checkpoints the run wrote (:func:`drop_run_checkpoints`).
     """
     if row["last_run_id"] is None or row["graph_id"] is None:
         return
     wrid = str(row["last_run_id"])
-    snap = await query_state(temporal, row["graph_id"], wrid)
+    segments = on_segments(row["graph_id"])
+    snap = None if segments else await query_state(temporal, row["graph_id"], wrid)
     await _cancel_workflow(pool, temporal, row["graph_id"], wrid, subject)
+    if segments and rollback:  # once its segment has stopped writing, drop what it wrote
+        await _closed(temporal, row["graph_id"], wrid)
+        async with pool.acquire() as conn:
+            await drop_run_checkpoints(conn, str(row["thread_id"]), wrid)
+    if segments:
+        await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
                            "WHERE workflow_run_id = $1 AND status = ANY($2)",
@@ -1021,6 +1099,18 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
             """UPDATE agent_threads SET status = 'idle', last_run_id = NULL,
                    interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
             row["thread_id"])
+
+
+CLOSE_WAIT_SECONDS = 30.0
+"""How long a rollback waits for a cancelled run's workflow to close (its segment activity
+is cancelled at its next heartbeat, a third of the heartbeat time-out at most)."""
+
+
+async def _closed(temporal: Client, graph_id: str, run_id: str) -> None:
+    """Wait until the run's workflow has closed (or :data:`CLOSE_WAIT_SECONDS` passed)."""
+    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
+    with contextlib.suppress(Exception):  # cancelled, failed, gone, or still closing: go on
+        await asyncio.wait_for(handle.result(), CLOSE_WAIT_SECONDS)
 
 
 async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, run_id: str,
@@ -1045,13 +1135,9 @@ async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_i
                      subject: str, action: str) -> asyncpg.Record:
     """``POST .../cancel``: stop the run's workflow if the run is still active.
 
-    Raises:
-        RollbackUnsupportedError: ``rollback`` of a run of a graph that runs as segments (422).
+    With ``action="rollback"`` the thread is also put back as the run found it.
     """
     run = await get_run(pool, temporal, thread_id, run_id)
-    if action == "rollback" and on_segments(run["graph_id"]):
-        raise RollbackUnsupportedError("this graph runs as segments: rollback is not supported "
-                                       "yet (use interrupt)")
     row = await _sync(pool, temporal, thread_id)
     # a run paused on an interrupt still has its workflow waiting: cancelling drops the interrupt
     if row["status"] in ("busy", "interrupted") and row["last_run_id"] == run["workflow_run_id"]:
@@ -1298,8 +1384,6 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
     """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint."""
     from langgraph.errors import InvalidUpdateError
 
-    from activities.segments import snapshot_of
-
     app = await segments_app(row["graph_id"])
     config: dict[str, Any] = {"configurable": {"thread_id": str(row["thread_id"])}}
     try:
@@ -1307,14 +1391,7 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
     except InvalidUpdateError as err:
         raise InvalidRequestError(f"LangGraph refused the update: {err}",
                                   details={"field": "as_node"}) from err
-    snap = snapshot_of(await app.aget_state(config))
-    await pool.execute(
-        """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
-               checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1""",
-        row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]),
-        json.dumps({k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
-                                              "parent_checkpoint_id", "metadata",
-                                              "created_at")}))
+    await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
     return {"checkpoint": {**written.get("configurable", {}), "checkpoint_map": None}}
 
 

@@ -10,11 +10,14 @@ Through ``langgraph-sdk`` with only the URL and the key changed:
 - ``threads.get_history`` is LangGraph's own: one state per superstep, as many as plain
   LangGraph keeps for the same inputs, each with its ``checkpoint_id``; a past checkpoint
   reads back; ``threads.update_state`` writes a checkpoint as LangGraph does;
-- ``rollback`` is refused until checkpoints can be rewound.
+- ``rollback`` (a new run's multitask strategy, or ``runs.cancel(action="rollback")``)
+  deletes the checkpoints the rolled-back run wrote, so the thread is as the run found it;
+  ``threads.copy`` copies LangGraph's checkpoints, and the copy goes its own way.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -98,15 +101,60 @@ async def test_interrupts_resume_and_stream(stack: Stack):
     assert parts[-1].event in ("values", "end") or events.count("values") >= 1
 
 
-async def test_rollback_is_refused_until_checkpoints_can_be_rewound(stack: Stack):
+async def _written(client: Any, tid: str, topic: str) -> list[dict[str, Any]]:
+    """The thread's history once a checkpoint of the run on ``topic`` is in it (the run is busy)."""
+    for _ in range(100):
+        history = await client.threads.get_history(tid, limit=100)
+        if any(h["values"].get("topic") == topic for h in history):
+            return list(history)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no checkpoint of the run on {topic!r}")
+
+
+async def test_rollback_puts_the_thread_back_as_the_run_found_it(stack: Stack):
+    """``seg_long`` naps 4.5 s in its second node: a run is busy long enough to roll back."""
     client = sdk(stack)
     tid = (await client.threads.create())["thread_id"]
-    await client.runs.wait(tid, "seg_approvals", input={"topic": "hold"})
-    with pytest.raises(APIStatusError) as refused:
-        await client.runs.create(tid, "seg_constructs", input={"topic": "new"},
-                                 multitask_strategy="rollback")
-    assert refused.value.response.status_code == 422
-    assert refused.value.response.json()["code"] == "rollback_unsupported"
+    await client.runs.wait(tid, "seg_long", input={"topic": "first"})
+    before = await client.threads.get_history(tid, limit=100)
+
+    await client.runs.create(tid, "seg_long", input={"topic": "second"})
+    await _written(client, tid, "second")
+    third = await client.runs.create(tid, "seg_long", input={"topic": "third"},
+                                     multitask_strategy="rollback")
+    await client.runs.join(tid, third["run_id"])
+    after = await client.threads.get_history(tid, limit=100)
+    assert not any(h["values"].get("topic") == "second" for h in after)  # all of it is gone
+    assert {h["checkpoint"]["checkpoint_id"] for h in before} < {
+        h["checkpoint"]["checkpoint_id"] for h in after}
+    state = await client.threads.get_state(tid)
+    assert state["values"]["topic"] == "third" and state["values"]["summary"] == "slept long"
+
+    # runs.cancel(action="rollback") of a busy run: the thread is as it was after "third"
+    fourth = await client.runs.create(tid, "seg_long", input={"topic": "fourth"})
+    await _written(client, tid, "fourth")
+    await client.runs.cancel(tid, fourth["run_id"], action="rollback", wait=True)
+    back = await client.threads.get_state(tid)
+    assert back["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]
+    assert back["values"] == state["values"]
+    assert len(await client.threads.get_history(tid, limit=100)) == len(after)
+
+
+async def test_a_copied_thread_has_langgraphs_checkpoints_and_goes_its_own_way(stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    first = await client.runs.wait(tid, "seg_constructs", input={"topic": "one two"})
+    history = await client.threads.get_history(tid, limit=100)
+    copy = (await client.threads.copy(tid))["thread_id"]
+    copied = await client.threads.get_history(copy, limit=100)
+    assert [h["checkpoint"]["checkpoint_id"] for h in copied] == [
+        h["checkpoint"]["checkpoint_id"] for h in history]
+    assert [h["values"] for h in copied] == [h["values"] for h in history]
+    assert (await client.threads.get_state(copy))["values"]["results"] == first["results"]
+    # a run on the copy goes on from the copied state; the original does not move
+    more = await client.runs.wait(copy, "seg_constructs", input={"topic": "three"})
+    assert set(first["results"]) < set(more["results"])
+    assert len(await client.threads.get_history(tid, limit=100)) == len(history)
 
 
 async def test_a_run_from_a_past_checkpoint_forks_as_langgraph_does(stack: Stack):
