@@ -42,7 +42,14 @@ from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_led
 from activities.runtime import get_runtime
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
-from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.graph_codec import (
+    CLAIM_CHECK_BYTES,
+    decode,
+    encode,
+    encoded_size,
+    ref_marker,
+    to_jsonable,
+)
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
 STREAM_MODES = ("values", "updates", "custom")
@@ -267,7 +274,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
                                              durability=call.durability):
             if mode != "tasks":
-                chunks.add(mode, chunk)
+                await chunks.add(mode, chunk)
                 continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
@@ -298,17 +305,22 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         await record_ledger(call.run_id, "segment", f"segment{call.segment}"
                             + (f".{call.leg}" if call.leg else ""), meter)
     state = await app.aget_state(config)
-    extra: dict[str, Any] = {"stream": chunks.items, "snapshot": snapshot_of(state)} \
-        if call.stream else {}
+    values = await claim_checked(state.values)
+    extra: dict[str, Any] = {}
+    if call.stream:
+        snapshot = snapshot_of(state)
+        if values != snapshot["values"]:  # a value was claim-checked: the state refers to it
+            snapshot.update(values=values, encoded=encode(values))
+        extra = {"stream": chunks.items, "snapshot": snapshot}
     extra["usage"] = {"cost_usd": meter.cost_usd, "input_tokens": meter.input_tokens,
                       "output_tokens": meter.output_tokens, "calls": meter.calls}
     if stopped is not None:
-        return SegmentResult(status="budget", values=to_jsonable(state.values), nodes=ran,
+        return SegmentResult(status="budget", values=values, nodes=ran,
                              stopped_at=stopped.node, **extra)
     if state.interrupts:
         return SegmentResult(status="interrupted", nodes=ran, interrupts=[
             {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts], **extra)
-    return SegmentResult(status="done", values=to_jsonable(state.values), nodes=ran, **extra)
+    return SegmentResult(status="done", values=values, nodes=ran, **extra)
 
 
 async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
@@ -332,16 +344,40 @@ class _Chunks:
         self.items: list[dict[str, Any]] = []
         self._size = 0
 
-    def add(self, mode: str, chunk: Any) -> None:
+    async def add(self, mode: str, chunk: Any) -> None:
         if isinstance(chunk, dict) and "__interrupt__" in chunk:
             if mode == "updates":
                 return  # the interrupt is published by the workflow, as one item
             chunk = {k: v for k, v in chunk.items() if k != "__interrupt__"}
-        data = to_jsonable(chunk)
+        if mode == "updates" and isinstance(chunk, dict):  # {node: update}
+            data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
+        else:
+            data = await claim_checked(chunk)
         self._size += len(json.dumps(data, default=str))
         if self._size > STREAM_BUDGET_BYTES:
             self.items = [i for i in self.items if i["event"] != "values"]
         self.items.append({"event": mode, "data": data})
+
+
+async def claim_checked(values: Any) -> Any:
+    """``values`` as JSON, each top-level value over the claim-check size stored and referenced.
+
+    What crosses Temporal from a segment (its result, stream chunks, the thread's state)
+    stays under the payload limit however large the graph's state grows; the API resolves
+    the references (:func:`services.api.readmodels.resolve_output_refs`), as for node
+    activities (:func:`activities.graph_nodes.claim_check`).
+    """
+    from activities.graph_nodes import put_state_blob
+
+    if not isinstance(values, dict):
+        return to_jsonable(values)
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        encoded = encode(value)
+        size = encoded_size(encoded)
+        out[key] = ref_marker(await put_state_blob(encoded), size) \
+            if size > CLAIM_CHECK_BYTES else to_jsonable(value)
+    return out
 
 
 def snapshot_of(state: Any) -> dict[str, Any]:

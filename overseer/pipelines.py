@@ -194,10 +194,10 @@ class Pipeline:
             than a scan). Saves a workflow task and a task-queue round trip per node; a
             local activity holds the run's workflow task while it runs and does not
             heartbeat, so name only nodes that finish in seconds for that input.
-        workflow: the Temporal workflow type that runs it (``GraphRunWorkflow`` unless a
-            pipeline extends it through hooks). ``SegmentRunWorkflow`` runs it as segments on
-            LangGraph's Postgres checkpointer (issue 25's model, first step: ``/v1`` runs
-            only; such a pipeline is not an Agent Server assistant yet).
+        workflow: the Temporal workflow type that runs it: ``GraphRunWorkflow`` (node by
+            node, each node its own activity; the default for a ``Pipeline``) or
+            ``SegmentRunWorkflow`` (segments on LangGraph's Postgres checkpointer; what a
+            plain graph in a ``langgraph.json`` gets, see :func:`runtime_for`).
         worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
             "activities": [...], "plugin_graphs": {name: StateGraph}}``, what the worker
             registers for it (fresh graphs on every call).
@@ -435,9 +435,23 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
         if isinstance(target, Pipeline):
             out[name] = dataclasses.replace(target, name=name, source=source)
         else:
-            out[name] = Pipeline(name=name, graph=target, source=source,
+            builder = builder_of(target, name)
+            out[name] = Pipeline(name=name, graph=builder, source=source,
+                                 workflow=runtime_for(builder),
                                  description=f"graph {entry} from {path.name}")
     return out
+
+
+def runtime_for(builder: Any) -> str:
+    """The workflow a plain graph from a ``langgraph.json`` runs on.
+
+    Segments (``SegmentRunWorkflow``: LangGraph's loop in one activity per segment, on its
+    Postgres checkpointer) unless a node carries ``{"overseer": {...}}`` metadata — a
+    placement, time-out, heartbeat or retry per node, which only the node-by-node
+    ``GraphRunWorkflow`` honours today (docs/your-graph.md, "Runs as segments").
+    """
+    per_node = any((spec.metadata or {}).get("overseer") for spec in builder.nodes.values())
+    return "GraphRunWorkflow" if per_node else "SegmentRunWorkflow"
 
 
 def _read_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
