@@ -7,7 +7,9 @@
   default > global default; the choice and its reason are recorded with every call.
 - **Retries** (seed 002 R5.6): calls run inside activities, so Temporal retries them. A
   429 (honouring Retry-After), a 5xx, a time-out or a lost connection is transient; any
-  other 4xx, a refusal or a reply that is not the JSON asked for is permanent.
+  other 4xx, a refusal, a reply that is not the JSON asked for or one the client cannot read
+  (a ``ValueError`` while parsing it) is permanent (issue 28 item 5: the steps that handle
+  it re-ask once with what was wrong, then use their offline strategy).
 - **Ledger** (seed 002 R8): every attempt appends one ``llm.called`` event with model,
   tokens, latency and cost, keyed by run, node, step, call and attempt, so retries show
   but the same attempt never counts twice.
@@ -333,7 +335,15 @@ def _check_budget(messages: Sequence[BaseMessage], model: str, ctx: LLMContext,
 
 
 def classify_error(err: BaseException) -> LLMCallError:
-    """Map a client exception to a transient or permanent :class:`LLMCallError`."""
+    """Map a client exception to a transient or permanent :class:`LLMCallError`.
+
+    Transient (Temporal retries): a 429 (:class:`LLMRateLimitedError`, with Retry-After),
+    a 5xx, a time-out, a lost connection and anything unrecognised
+    (:class:`LLMUnavailableError`). Permanent for the step: a content filter or a refusal
+    (:class:`LLMRefusedError`), another 4xx (:class:`LLMClientError`) and a ``ValueError``
+    raised while reading the reply (:class:`LLMResponseError`: the endpoint answered, but
+    not in a form the client can read; retrying the same request ten times does not help).
+    """
     import openai
 
     status = getattr(err, "status_code", None)
@@ -347,9 +357,19 @@ def classify_error(err: BaseException) -> LLMCallError:
         return LLMUnavailableError(f"the model endpoint failed ({status})", details={"status": status})
     if isinstance(err, openai.ContentFilterFinishReasonError) or "content_filter" in str(err):
         return LLMRefusedError("the model refused the request (content policy)")
+    from langchain_core import exceptions as lc_errors
+
+    if isinstance(err, getattr(lc_errors, "ModelRefusalError", ())):
+        return LLMRefusedError("the model refused the request")
     if isinstance(status, int) and 400 <= status < 500:
         return LLMClientError(f"the model endpoint refused the request ({status})",
                               details={"status": status})
+    if isinstance(err, ValueError):
+        # the client could not read what the endpoint answered (langchain's output parsers,
+        # pydantic and json all raise ValueError subclasses): another attempt of the same
+        # request is no cure, the caller's re-ask and offline strategy are (issue 28 item 5)
+        return LLMResponseError(f"the model's reply could not be read ({type(err).__name__})",
+                                details={"exception": type(err).__name__})
     return LLMUnavailableError(f"model call failed ({type(err).__name__})")
 
 
@@ -365,12 +385,13 @@ def parse_reply(reply: BaseMessage) -> dict[str, Any]:
         raise LLMRefusedError("the model refused the request")
     content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
     start, end = content.find("{"), content.rfind("}")
+    reason = "no JSON object in it"
     try:
         parsed = json.loads(content[start : end + 1]) if 0 <= start < end else None
-    except json.JSONDecodeError:
-        parsed = None
+    except json.JSONDecodeError as err:
+        parsed, reason = None, f"invalid JSON: {err.msg} at character {err.pos}"
     if not isinstance(parsed, dict):
-        raise LLMResponseError("the model's reply is not a JSON object",
+        raise LLMResponseError(f"the model's reply is not a JSON object ({reason})",
                                details={"reply_chars": len(content)})
     return parsed
 

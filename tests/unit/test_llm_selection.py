@@ -73,6 +73,28 @@ def test_classification_of_client_errors():
     assert isinstance(classify_error(TimeoutError()), LLMUnavailableError)
 
 
+def test_a_reply_the_client_cannot_read_is_malformed_not_transient():
+    """Issue 28 item 5: a ``ValueError`` from the client (langchain-openai raises one when an
+    endpoint answers an error body with status 200; output parsers raise subclasses) was
+    ``llm_unavailable`` and retried by Temporal; a refusal the same."""
+    from langchain_core.exceptions import ModelRefusalError, OutputParserException
+
+    for err in (ValueError("{'message': 'model failed to answer'}"),
+                OutputParserException("not a tool call")):
+        failure = classify_error(err)
+        assert isinstance(failure, LLMResponseError) and not failure.retryable
+    assert classify_error(ModelRefusalError("no")).code == "llm_refused"
+    assert classify_error(TimeoutError()).retryable
+    assert classify_error(RuntimeError("socket closed")).retryable  # unknown: still transient
+
+
+def test_a_parse_error_names_what_was_wrong():
+    with pytest.raises(LLMResponseError, match="no JSON object"):
+        parse_reply(AIMessage(content="Sure! Here are the codes: taste, delivery."))
+    with pytest.raises(LLMResponseError, match="invalid JSON: Expecting"):
+        parse_reply(AIMessage(content='{"codes": [{"label": "taste",}]}'))
+
+
 def test_reply_parsing():
     assert parse_reply(AIMessage(content='Sure: {"grade": {"value": "8"}}')) == {
         "grade": {"value": "8"}}
