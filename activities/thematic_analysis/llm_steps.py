@@ -7,6 +7,10 @@ quotes is dropped. A theme coder sees the codebook (ids, labels, definitions) an
 group existing code ids. Calls go through :func:`activities.llm.call_json`: one
 ``llm.called`` ledger event per attempt, transient failures re-raised before the last
 attempt so Temporal retries them with backoff (3 attempts), token usage returned per call.
+
+A reply that is not a JSON object (a small model answering in prose) is asked for once
+more, with the parse error (as structured-output libraries re-ask); a second unusable reply
+raises, and the node codes that step with the rules instead (issue 28 item 5).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ THEME_INSTRUCTIONS = (
     '"code_ids": ["<ids of codes listed below>"]}]}. Use only code ids listed below. Give at '
     "most {max_themes} themes."
 )
+REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
+         "in the format asked for above, and nothing else.")
+"""The one re-ask after a reply that is not a JSON object (the parse error is named)."""
 
 
 @dataclass
@@ -49,11 +56,14 @@ class ModelOutput:
             cost_usd, strategy}``.
         dropped_quote_ids: cited ids that do not exist in the window (coders) or unknown code
             ids (theme coders).
+        failed_calls: usage of replies that could not be used before the re-ask got a good
+            one (``outcome: "error"``); their tokens were billed, so they count (R8.1).
     """
 
     items: list[dict[str, Any]] = field(default_factory=list)
     call: dict[str, Any] = field(default_factory=dict)
     dropped_quote_ids: int = 0
+    failed_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def settings() -> Any:
@@ -112,15 +122,20 @@ async def model_coder(identity: Identity, corpus: Corpus, options: ThematicOptio
                       run_id: str, node: str) -> ModelOutput:
     """Codes from the model for one identity; cited quote ids verified against the window.
 
+    A reply that is not a JSON object is asked for once more with the parse error.
+
     Raises:
-        LLMCallError: the call failed (transient ones are retried by Temporal; the node
-            decides when to stop).
+        LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the node
+            (the node decides when to stop).
+        LLMResponseError: the re-ask's reply was unusable too; LLMRefusedError,
+            LLMClientError: refused. Permanent: the node codes with the rules instead.
+            The spent tokens of every unusable reply are on the error (:func:`failed_calls`).
         BudgetExceededError: the call would pass the run's budget.
     """
     ids = sample_sentences(corpus, options.llm_sentences)
-    result, call = await _call(coder_messages(identity, corpus, ids, options), options,
-                               run_id=run_id, node=node, identity=identity)
-    out = ModelOutput(call=call)
+    result, call, failed = await _call(coder_messages(identity, corpus, ids, options), options,
+                                       run_id=run_id, node=node, identity=identity)
+    out = ModelOutput(call=call, failed_calls=failed)
     raw_codes = result.data.get("codes")
     for raw in raw_codes if isinstance(raw_codes, list) else []:
         if not isinstance(raw, dict) or not str(raw.get("label") or "").strip():
@@ -151,12 +166,13 @@ async def model_theme_coder(identity: Identity, codebook: Sequence[Mapping[str, 
     """Theme proposals from the model for one identity; unknown code ids dropped.
 
     Raises:
-        LLMCallError, BudgetExceededError: as :func:`model_coder`.
+        LLMCallError, BudgetExceededError: as :func:`model_coder` (the node proposes themes
+            with the rules after a permanent one).
     """
-    result, call = await _call(theme_messages(identity, codebook, options), options,
-                               run_id=run_id, node=node, identity=identity)
+    result, call, failed = await _call(theme_messages(identity, codebook, options), options,
+                                       run_id=run_id, node=node, identity=identity)
     known = {str(c["code_id"]) for c in codebook}
-    out = ModelOutput(call=call)
+    out = ModelOutput(call=call, failed_calls=failed)
     raw_themes = result.data.get("themes")
     for raw in raw_themes if isinstance(raw_themes, list) else []:
         if not isinstance(raw, dict):
@@ -173,13 +189,25 @@ async def model_theme_coder(identity: Identity, codebook: Sequence[Mapping[str, 
 
 
 async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id: str, node: str,
-                identity: Identity) -> tuple[Any, dict[str, Any]]:
+                identity: Identity) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """One model step: the call, and one re-ask when the reply is not a JSON object.
+
+    Returns:
+        ``(result, call, failed)``: the usable reply, its ``llm_calls`` entry, and the
+        entries of the unusable replies before it (``[]`` or one).
+
+    Raises:
+        LLMCallError, BudgetExceededError: as :func:`model_coder`; the error carries the
+            ``llm_calls`` entries of every reply that came back (``err.llm_calls``).
+    """
     from activities.llm import LLMContext, call_json
+    from overseer.errors import LLMResponseError
 
     ctx = LLMContext(run_id=run_id, node=node, step=0, budget_usd=options.llm_budget_usd,
                      budget_tokens=options.llm_budget_tokens, hint=options.llm_model_hint)
     record, spend = _ledger()
     recorded: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
 
     async def record_and_keep(events: list[Any]) -> None:
         recorded.extend(dict(e.data) for e in events)
@@ -190,38 +218,48 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
 
             await append_from_activity(events)
 
-    try:
-        result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
-                                 record=record_and_keep, spend=spend)
-    except Exception as err:
-        if recorded:  # a reply came back but was unusable: its tokens were spent (R8.1)
-            # the caller reads the spent tokens off the exception
-            err.llm_call = _usage_entry(recorded[-1], node=node,  # type: ignore[attr-defined]
-                                        identity=identity, outcome="error")
-        raise
+    for reask in (False, True):
+        recorded.clear()
+        try:
+            result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
+                                     record=record_and_keep, spend=spend)
+            break
+        except Exception as err:
+            if recorded:  # the ledger has this call: so does llm_calls (R8.1)
+                failed.append(_usage_entry(recorded[-1], node=node, identity=identity,
+                                           outcome="error"))
+            if reask or not isinstance(err, LLMResponseError):
+                err.llm_calls = list(failed)  # type: ignore[attr-defined]
+                raise
+            log.warning("model reply unusable; asking once more", extra={
+                "analysis_id": run_id, "identity_id": identity.id, "node": node,
+                "code": err.code})
+            messages = [*messages, HumanMessage(REASK.format(error=err.message))]
     call = {"node": node, "identity_id": identity.id, "model": result.model,
             "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
             "cost_usd": result.cost_usd or 0.0, "price_known": result.cost_usd is not None,
             "strategy": result.strategy, "outcome": "ok"}
-    return result, call
+    return result, call, failed
 
 
-def failed_call(err: BaseException) -> dict[str, Any] | None:
-    """Usage of the model call behind ``err``, when the call got a reply it could not use.
+def failed_calls(err: BaseException) -> list[dict[str, Any]]:
+    """Usage of the failed model calls behind ``err``, as ``llm_calls`` entries.
 
     A reply that is not the JSON asked for, or a refusal, is a permanent failure of the step,
     but the endpoint billed its tokens and the ledger counts them; a coder that records the
-    failure adds this entry to ``llm_calls`` so ``token_usage`` still equals the ledger.
-    Calls that got no reply (time-outs, 5xx, a budget refusal) spent no tokens: None.
+    failure (or falls back to the rules) adds these entries to ``llm_calls`` so
+    ``token_usage`` still equals the ledger. One entry per ledgered call of the step: none
+    (a budget refusal sends nothing), one, or two (the reply and the re-ask's); a call that
+    got no reply is listed with 0 tokens.
 
     Returns:
-        ``{node, identity_id, model, input_tokens, output_tokens, cost_usd, price_known,
-        strategy, outcome: "error", error_code}`` or None.
+        ``[{node, identity_id, model, input_tokens, output_tokens, cost_usd, price_known,
+        strategy, outcome: "error", error_code}]``.
     """
-    entry = getattr(err, "llm_call", None)
-    if entry is None and err.__cause__ is not None:
-        entry = getattr(err.__cause__, "llm_call", None)
-    return dict(entry) if isinstance(entry, dict) else None
+    entries = getattr(err, "llm_calls", None)
+    if entries is None and err.__cause__ is not None:
+        entries = getattr(err.__cause__, "llm_calls", None)
+    return [dict(e) for e in entries or [] if isinstance(e, dict)]
 
 
 def _usage_entry(event: dict[str, Any], *, node: str, identity: Identity,

@@ -6,7 +6,10 @@ and ``finish``. The human gate ``codebook_review`` runs in the workflow (see gra
 
 Error policy (seed R5): a coder or theme coder never fails the run — its error is caught
 and recorded in ``errors`` (after the last attempt when a model call is transient, so
-Temporal's backoff applies first); ``load_dataset``, the aggregators and the reviewer
+Temporal's backoff applies first). A model that answers but not usably (prose after the
+re-ask, a refusal, a request it rejects) costs nothing either: that step runs the rules
+coder (or rules theme coder) instead, recorded in ``fallbacks`` and as ``strategy: rules``
+(issue 28 item 5). ``load_dataset``, the aggregators and the reviewer
 raise, which fails the run, after logging ``status=failed`` and trying to record a failed
 checkpoint. Logs carry the seed's fields (analysis_id, account_id, tenant_id, stage,
 duration_ms, timestamp) and never interaction text (R10.5).
@@ -33,14 +36,15 @@ from activities.thematic_analysis import coding, themes
 from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
 from activities.thematic_analysis.identities import Identity, load_identities
 from activities.thematic_analysis.llm_steps import (
+    ModelOutput,
     estimate_cost_usd,
-    failed_call,
+    failed_calls,
     model_coder,
     model_enabled,
     model_theme_coder,
 )
 from activities.thematic_analysis.options import ThematicOptions, run_options
-from overseer.errors import OverseerError
+from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError, OverseerError
 
 log = logging.getLogger("overseer.thematic_analysis")
 
@@ -52,6 +56,10 @@ COST_OVERRUN_RATIO = 1.2
 
 DRY_RUN_MODEL = "dry-run"
 """``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio)."""
+
+UNUSABLE_MODEL = (LLMResponseError, LLMRefusedError, LLMClientError)
+"""Permanent model failures a step answers with its rules strategy: the reply was not the JSON
+asked for even after the re-ask, the model refused, or the endpoint rejected the request."""
 
 STATE_WARNING_BYTES = 10 * 1024 * 1024
 """Seed R2.3: warn when the serialised state passes 10 MB."""
@@ -142,7 +150,10 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         ``coder_results`` + one entry, or ``errors`` + one entry when it failed (R5.1);
-        ``llm_calls`` when a model was called; a stage duration.
+        ``llm_calls`` when a model was called; a stage duration. A model reply that stays
+        unusable after the re-ask (or a refusal, a rejected request) gives the rules coder's
+        codes (``strategy: rules`` with ``fallback: {code, message}``) and a ``fallbacks``
+        entry instead of an error (issue 28 item 5).
 
     Raises:
         ApplicationError: only a transient model failure before the last attempt.
@@ -155,15 +166,27 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         corpus = await load_corpus(payload["dataset"])
         if model_enabled():
-            out = await model_coder(identity, corpus, options, run_id=payload.get("run_id", ""),
-                                    node=f"coder:{identity.id}")
+            try:
+                out = await model_coder(identity, corpus, options,
+                                        run_id=payload.get("run_id", ""),
+                                        node=f"coder:{identity.id}")
+            except UNUSABLE_MODEL as err:
+                codes = await off_loop(coding.rules_coder, identity, corpus, options)
+                fallback = _fell_back(err, stage="coding", node="coder", identity=identity,
+                                      fields=fields)
+                result = {"identity_id": identity.id, "codes": codes, "strategy": "rules",
+                          "dropped_quote_ids": 0, "fallback": {
+                              "code": fallback["code"], "message": fallback["message"]}}
+                update.update(coder_results=[result], fallbacks=[fallback])
+                _keep_spent_tokens(err, update)
+                return _coder_done(update, fields, identity, started)
             codes = out.items
             if out.call.get("model") == DRY_RUN_MODEL:  # seed R9.5: DRY_RUN returns mock codes
                 codes = [{**c, "strategy": "llm:dry-run", "mock": True}
                          for c in await off_loop(coding.rules_coder, identity, corpus, options)]
             result = {"identity_id": identity.id, "codes": codes, "strategy": "llm",
                       "dropped_quote_ids": out.dropped_quote_ids}
-            update["llm_calls"] = [out.call]
+            update["llm_calls"] = [*out.failed_calls, out.call]
         else:
             codes = await off_loop(coding.rules_coder, identity, corpus, options)
             result = {"identity_id": identity.id, "codes": codes, "strategy": "rules",
@@ -174,6 +197,12 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
         update["errors"] = [_tolerated(err, stage="coding", node="coder", identity=identity,
                                        fields=fields)]
         _keep_spent_tokens(err, update)
+    return _coder_done(update, fields, identity, started)
+
+
+def _coder_done(update: dict[str, Any], fields: dict[str, Any], identity: Identity,
+                started: float) -> dict[str, Any]:
+    """Log the coder's completion and add its stage duration to ``update``."""
     duration = _ms(started)
     log.info("stage completed", extra={**fields, "stage": "coder", "duration_ms": duration,
                                        "codes": len((update.get("coder_results") or [{}])[0]
@@ -188,7 +217,9 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         ``theme_proposals`` + its proposals, or ``errors`` + one entry when it failed (R5.4);
-        ``llm_calls`` when a model was called; a stage duration.
+        ``llm_calls`` when a model was called; a stage duration. A model reply that stays
+        unusable after the re-ask (or a refusal, a rejected request) gives the rules theme
+        coder's proposals (``strategy: rules``) and a ``fallbacks`` entry instead of an error.
 
     Raises:
         ApplicationError: only a transient model failure before the last attempt.
@@ -201,16 +232,26 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
     codebook = payload.get("codebook") or []
     try:
         if model_enabled():
-            out = await model_theme_coder(identity, codebook, options,
-                                          run_id=payload.get("run_id", ""),
-                                          node=f"theme_coder:{identity.id}")
-            proposals = out.items
-            if out.call.get("model") == DRY_RUN_MODEL:  # mock proposals, end to end
+            out: ModelOutput | None = None
+            try:
+                out = await model_theme_coder(identity, codebook, options,
+                                              run_id=payload.get("run_id", ""),
+                                              node=f"theme_coder:{identity.id}")
+            except UNUSABLE_MODEL as err:
                 corpus = await load_corpus(payload["dataset"])
-                proposals = await off_loop(themes.rules_theme_coder, identity, codebook, corpus,
-                                           options)
-            update["theme_proposals"] = proposals
-            update["llm_calls"] = [out.call]
+                update["theme_proposals"] = await off_loop(
+                    themes.rules_theme_coder, identity, codebook, corpus, options)
+                update["fallbacks"] = [_fell_back(err, stage="themes", node="theme_coder",
+                                                  identity=identity, fields=fields)]
+                _keep_spent_tokens(err, update)
+            if out is not None:
+                proposals = out.items
+                if out.call.get("model") == DRY_RUN_MODEL:  # mock proposals, end to end
+                    corpus = await load_corpus(payload["dataset"])
+                    proposals = await off_loop(themes.rules_theme_coder, identity, codebook,
+                                               corpus, options)
+                update["theme_proposals"] = proposals
+                update["llm_calls"] = [*out.failed_calls, out.call]
         else:
             corpus = await load_corpus(payload["dataset"])
             update["theme_proposals"] = await off_loop(themes.rules_theme_coder, identity,
@@ -276,9 +317,11 @@ async def code_aggregator(state: dict[str, Any]) -> dict[str, Any]:
     results = sorted(state.get("coder_results") or [], key=lambda r: r["identity_id"])
     dataset = state.get("dataset") or {}
     if not results and state.get("identities") and dataset.get("sentences"):
+        codes = sorted({str(e.get("code")) for e in state.get("errors") or []})
         raise coding.CodingFailedError(
-            "every coder failed", details={"errors": [e.get("code") for e in
-                                                       state.get("errors") or []]})
+            f"every coder failed ({', '.join(codes) or 'no error recorded'}): there are no "
+            "codes to aggregate", details={"errors": [
+                e.get("code") for e in state.get("errors") or []]})
     if not dataset.get("sentences"):
         return {"codebook": []}
     corpus = await load_corpus(dataset)
@@ -335,8 +378,9 @@ async def finish(state: dict[str, Any]) -> dict[str, Any]:
     """Node ``finish``: token usage (R8), durations, the cost-overrun check, the completion log (R10.3).
 
     Returns:
-        ``token_usage``, ``durations_ms``, ``warnings``, ``status``, ``outcome``; ``themes``
-        is set to ``[]`` when the theme stage was skipped (0 codes, R7.2).
+        ``token_usage``, ``durations_ms``, ``warnings``, ``status``, ``outcome``,
+        ``strategies`` (see :func:`strategies_used`); ``themes`` is set to ``[]`` when the
+        theme stage was skipped (0 codes, R7.2).
     """
     fields = _log_fields(state)
     usage = token_usage(state.get("llm_calls") or [])
@@ -359,6 +403,7 @@ async def finish(state: dict[str, Any]) -> dict[str, Any]:
     update: dict[str, Any] = {
         "token_usage": usage, "durations_ms": durations, "warnings": warnings,
         "status": "rejected" if rejected else "completed", "outcome": outcome,
+        "strategies": strategies_used(state),
     }
     if outcome != "themes":
         update["themes"] = []
@@ -371,6 +416,28 @@ async def finish(state: dict[str, Any]) -> dict[str, Any]:
         "codes_generated": len(codebook), "themes_generated": len(state.get("themes") or []),
         "errors": len(state.get("errors") or []), "total_tokens": usage["total_tokens"]})
     return update
+
+
+def strategies_used(state: dict[str, Any]) -> list[str]:
+    """Every strategy that produced part of the result.
+
+    ``llm:<model>`` for each model that gave a usable reply, ``rules`` when a coder or theme
+    coder ran the rules (offline, or as the fallback after an unusable reply). ``strategy``
+    alone names only what was configured.
+
+    Returns:
+        Names in first-use order, e.g. ``["llm:gpt-4o-mini", "rules"]``; ``["rules"]``
+        offline.
+    """
+    ran = [c.get("strategy") for c in state.get("llm_calls") or [] if c.get("outcome") == "ok"]
+    if state.get("strategy") == "rules" or state.get("fallbacks") or \
+            any(r.get("strategy") == "rules" for r in state.get("coder_results") or []):
+        ran.append("rules")
+    out: list[str] = []
+    for name in ran:
+        if isinstance(name, str) and name and name not in out:
+            out.append(name)
+    return out
 
 
 def token_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -466,9 +533,19 @@ def last_attempt(options: ThematicOptions, retry_policy: Any) -> int:
 
 def _keep_spent_tokens(err: Exception, update: dict[str, Any]) -> None:
     """A failed model call that got a reply still cost tokens: count them (R8.1)."""
-    spent = failed_call(err)
-    if spent is not None:
-        update["llm_calls"] = [spent]
+    spent = failed_calls(err)
+    if spent:
+        update["llm_calls"] = spent
+
+
+def _fell_back(err: OverseerError, *, stage: str, node: str, identity: Identity,
+               fields: dict[str, Any]) -> dict[str, Any]:
+    """A ``fallbacks`` entry for a model step that ran its rules strategy instead; logged."""
+    entry = {"stage": stage, "node": node, "identity_id": identity.id, "strategy": "rules",
+             **_error_dict(err)}
+    log.warning("model reply unusable; the step used the rules", extra={
+        **fields, "stage": node, "error_code": entry["code"]})
+    return entry
 
 
 def _tolerated(err: Exception, *, stage: str, node: str, identity: Identity,

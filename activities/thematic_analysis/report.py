@@ -18,7 +18,7 @@ def render_report(state: Mapping[str, Any], quotes: Mapping[str, str], *,
 
     Returns:
         Markdown: window, themes (prevalence, sentiment, codes, quotes), codebook table,
-        token usage, durations, errors.
+        token usage, durations, strategies used, fallbacks to the rules, errors.
     """
     dataset = state.get("dataset") or {}
     themes = state.get("themes") or []
@@ -67,6 +67,11 @@ def render_report(state: Mapping[str, Any], quotes: Mapping[str, str], *,
               f"- tokens: {usage.get('total_tokens', 0)} ({usage.get('calls', 0)} calls, "
               f"${usage.get('cost_usd', 0.0):.4f})",
               "- durations: " + (", ".join(f"{k} {v} ms" for k, v in durations.items()) or "—")]
+    if state.get("strategies"):
+        lines.append("- strategies used: " + ", ".join(f"`{n}`" for n in state["strategies"]))
+    for fallback in state.get("fallbacks") or []:
+        lines.append(f"- {fallback.get('node')} ({fallback.get('identity_id')}) used the rules: "
+                     f"the model's reply was unusable (`{fallback.get('code')}`)")
     for error in state.get("errors") or []:
         lines.append(f"- error in {error.get('node')} ({error.get('identity_id')}): "
                      f"`{error.get('code')}`")

@@ -46,7 +46,7 @@ class ThematicState(TypedDict, total=False):
 
     # -- coder (one Send per identity) ---------------------------------------------------------
     coder_results: Annotated[list[dict[str, Any]], operator.add]
-    """Per coder: ``{identity_id, codes, strategy, dropped_quote_ids}``."""
+    """Per coder: ``{identity_id, codes, strategy, dropped_quote_ids, fallback?}``."""
 
     # -- code_aggregator → reviewer → codebook_review ------------------------------------------
     codebook: list[dict[str, Any]]
@@ -67,6 +67,10 @@ class ThematicState(TypedDict, total=False):
     # -- every node ------------------------------------------------------------------------------
     errors: Annotated[list[dict[str, Any]], operator.add]
     """Tolerated failures: ``{stage, node, identity_id, code, message}`` (seed R5.1, R5.4)."""
+    fallbacks: Annotated[list[dict[str, Any]], operator.add]
+    """Model steps that ran their rules strategy because the model's reply was unusable
+    (prose after the re-ask, a refusal, a rejected request): ``{stage, node, identity_id,
+    strategy: "rules", code, message}`` (issue 28 item 5)."""
     checkpoints: Annotated[list[dict[str, Any]], operator.add]
     """``{analysis_id, stage: coding_complete|theme_complete, status, created_at, persisted,
     ...}`` (seed R4; recording one never blocks the run)."""
@@ -86,6 +90,9 @@ class ThematicState(TypedDict, total=False):
     """``completed`` | ``rejected`` once the graph ends."""
     outcome: str
     """``themes`` | ``no_codes`` | ``no_themes`` (theme coders proposed none) | ``codebook_rejected``."""
+    strategies: list[str]
+    """What produced the result: ``llm:<model>`` per model that answered usably, ``rules``
+    when any step ran the rules (offline or as a fallback)."""
 
 
 class CoderInput(TypedDict, total=False):

@@ -353,7 +353,9 @@ async def test_model_failure_in_one_coder_is_tolerated():
     assert state["status"] == "completed" and state["outcome"] == "no_codes"
 
 
-async def test_an_unusable_reply_fails_the_coder_but_its_tokens_count():
+async def test_an_unusable_reply_falls_back_to_the_rules_and_its_tokens_count():
+    """Issue 28 item 5: the outcomes identity's model answers prose, twice (the re-ask too);
+    its coder and theme coder use the rules instead of failing, and every billed call counts."""
     class Prose(GenericFakeChatModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             system = str(messages[0].content)
@@ -365,17 +367,21 @@ async def test_an_unusable_reply_fails_the_coder_but_its_tokens_count():
 
     llm.set_chat_model_factory(lambda s, m: Prose(messages=iter(())))
     state = await run(example_input())
-    assert [(e["identity_id"], e["code"]) for e in state["errors"]] == [
-        ("outcomes", "llm_malformed_response")]
+    assert state["errors"] == []
+    assert sorted((f["node"], f["identity_id"], f["code"], f["strategy"])
+                  for f in state["fallbacks"]) == [
+        ("coder", "outcomes", "llm_malformed_response", "rules"),
+        ("theme_coder", "outcomes", "llm_malformed_response", "rules")]
     failed = [c for c in state["llm_calls"] if c["outcome"] == "error"]
-    assert [(c["node"], c["input_tokens"], c["output_tokens"]) for c in failed] == [
-        ("coder:outcomes", 700, 7)]
-    assert state["token_usage"]["calls"] == 3 and state["token_usage"]["failed_calls"] == 1
-    assert state["token_usage"]["total_tokens"] == 3 * 707
+    assert sorted((c["node"], c["input_tokens"], c["output_tokens"]) for c in failed) == [
+        ("coder:outcomes", 700, 7)] * 2 + [("theme_coder:outcomes", 700, 7)] * 2
+    assert state["token_usage"]["calls"] == 8 and state["token_usage"]["failed_calls"] == 4
+    assert state["token_usage"]["total_tokens"] == 8 * 707
 
 
-def _codes_then(theme_reply: str):
-    """A fake model: real codes for every coder, ``theme_reply`` for every theme coder."""
+def _codes_then(theme_reply: str | BaseException):
+    """A fake model: real codes for every coder, ``theme_reply`` for every theme coder (raised
+    when it is an exception)."""
     content = EXAMPLE.read_bytes()
     corpus = dataset.build_corpus(dataset.window(dataset.parse_dataset(content, "reviews.csv"),
                                                  "brewbox", "2024-01-01", "2024-04-30"))
@@ -385,6 +391,8 @@ def _codes_then(theme_reply: str):
     class Staged(GenericFakeChatModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             coder = "Code the sentences" in str(messages[0].content)
+            if not coder and isinstance(theme_reply, BaseException):
+                raise theme_reply
             self.messages = iter([AIMessage(content=codes if coder else theme_reply)])
             return super()._generate(messages, stop, run_manager, **kwargs)
 
@@ -401,9 +409,23 @@ async def test_theme_coders_proposing_nothing_complete_without_themes():
 
 
 async def test_every_theme_coder_failing_fails_the_run():
-    llm.set_chat_model_factory(_codes_then("Themes: delivery."))
+    llm.set_chat_model_factory(_codes_then(TimeoutError("model timed out")))
     with pytest.raises(Exception, match="every theme coder failed"):
         await run(example_input())
+
+
+async def test_theme_coders_answering_prose_propose_with_the_rules():
+    """Issue 28 item 5: prose twice (the re-ask too) from every theme coder used to fail the
+    run (``theme_stage_failed``); each theme coder now proposes with the rules."""
+    llm.set_chat_model_factory(_codes_then("Themes: delivery."))
+    state = await run(example_input())
+    assert state["status"] == "completed" and state["outcome"] == "themes"
+    assert state["errors"] == []
+    assert sorted(f["identity_id"] for f in state["fallbacks"]
+                  if f["node"] == "theme_coder") == ["experience", "outcomes", "practicalities"]
+    assert all(t["strategy"] == "rules" for t in state["themes"])
+    model = {c["model"] for c in state["llm_calls"] if c["outcome"] == "ok"}.pop()
+    assert state["strategies"] == [f"llm:{model}", "rules"]  # coders: the model; themes: rules
 
 
 async def test_the_requests_llm_budget_and_model_hint_reach_the_coders():

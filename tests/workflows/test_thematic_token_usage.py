@@ -2,8 +2,9 @@
 
 A langchain-core fake chat model is configured through the project's LLM layer
 (``activities.llm.set_chat_model_factory``, priced as ``gpt-4o-mini``); its usage depends on
-each prompt, so every call's tokens differ. One theme coder's model answers prose: that
-call fails for good but its tokens were spent, and the ledger (``llm.called``) counts them.
+each prompt, so every call's tokens differ. One theme coder's model answers prose, to the
+re-ask too: both calls fail (the step proposes with the rules) but their tokens were spent,
+and the ledger (``llm.called``) counts them.
 The run's ``token_usage`` must equal the sums of the ledger events, overall and per node,
 and the API's ``llm_usage`` read model built from the same events.
 """
@@ -44,22 +45,24 @@ async def test_token_usage_equals_the_sum_of_the_llm_called_events(
     assert result["status"] == "completed", result
     out = result["output"]
     assert out["strategy"] == "llm"
-    assert [(e["node"], e["identity_id"], e["code"]) for e in out["errors"]] == [
+    assert out["errors"] == []
+    assert [(f["node"], f["identity_id"], f["code"]) for f in out["fallbacks"]] == [
         ("theme_coder", "practicalities", "llm_malformed_response")]
 
     ledger = [e["data"] for e in await events(db, run_id, "llm.called")]
-    assert len(ledger) == 2 * len(IDENTITY_IDS)  # a coder and a theme coder per identity
+    # a coder and a theme coder per identity, and the prose theme coder's one re-ask
+    assert len(ledger) == 2 * len(IDENTITY_IDS) + 1
     assert len({c["input_tokens"] for c in ledger}) > 1  # usage really differs per call
     failed = [c for c in ledger if c["outcome"] == "error"]
     assert [(c["node"], c["error_code"]) for c in failed] == [
-        ("theme_coder:practicalities", "llm_malformed_response")]
-    assert failed[0]["input_tokens"] > 0  # the failed call was billed
+        ("theme_coder:practicalities", "llm_malformed_response")] * 2
+    assert all(c["input_tokens"] > 0 for c in failed)  # the failed calls were billed
 
     usage = out["token_usage"]
     assert usage["prompt_tokens"] == sum(c["input_tokens"] for c in ledger)
     assert usage["completion_tokens"] == sum(c["output_tokens"] for c in ledger)
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
-    assert usage["calls"] == len(ledger) and usage["failed_calls"] == len(failed) == 1
+    assert usage["calls"] == len(ledger) and usage["failed_calls"] == len(failed) == 2
     assert usage["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in ledger), abs=1e-8)
     assert usage["cost_usd"] > 0  # gpt-4o-mini has a price
 
