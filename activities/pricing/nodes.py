@@ -9,6 +9,7 @@ appends ``node.completed``). Workers call the services directly, never another a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
 from activities.pricing.stream import RULES, STREAM_TOPIC, chunks, token
 from overseer.store.events import ROUTE_DECIDED, NewEvent
+
+log = logging.getLogger("overseer.pricing")
 
 
 @temporal_errors
@@ -77,37 +80,113 @@ async def reporter_worker(state: PricingState) -> dict[str, Any]:
     configured the model's rewrite is streamed as it arrives (``strategy: llm:<model>``).
     Tokens of an attempt that fails part-way are not withdrawn: a retried attempt streams
     its text again (the final ``message`` is authoritative).
+
+    A summary the model cannot give usably (issue 28 item 5) — empty, unreadable (a
+    ``ValueError`` from the client), or stating a number the facts do not — is asked for once
+    more with what was wrong; if that one is unusable too, or the model refuses or the
+    endpoint rejects the request, the template report is streamed instead (after a blank
+    line when model tokens went out) and recorded as ``strategy: rules`` with
+    ``outputs.reporter.fallback = {code, message}``.
+
+    Raises:
+        ApplicationError: a transient model failure (429 with Retry-After, 5xx, time-out);
+            Temporal retries the step.
     """
     from activities.runtime import get_runtime
 
     facts = template_report(dict(state))
     model_name = (state.get("request") or {}).get("model") or RULES
-    parts: list[str] = []
-    strategy = "rules"
+    report: str | None = None
+    fallback: dict[str, str] | None = None
     async with TokenSink() as sink:
         if model_name != RULES:
-            parts = await _stream_with_ledger(state, model_name, facts, sink,
-                                              get_runtime().settings)
-            strategy = f"llm:{model_name}"
-        if not "".join(parts).strip():
+            report, fallback = await _model_report(state, model_name, facts, sink,
+                                                   get_runtime().settings)
+        strategy = f"llm:{model_name}" if report is not None else "rules"
+        if report is None:
+            if sink.published:  # the model's tokens cannot be withdrawn
+                sink.publish(token("\n\n"))
             parts = []
             for text in chunks(facts):
                 parts.append(text)
                 sink.publish(token(text))
-            strategy = "rules"
-    report = "".join(parts)
+            report = "".join(parts)
+    output: dict[str, Any] = {"strategy": strategy,
+                              "summary": report.splitlines()[0] if report else ""}
+    if fallback is not None:
+        output["fallback"] = fallback
     return await _finish(state, "reporter", "compose_report", {
-        "report": report, "strategy": strategy,
-        "outputs": {"reporter": {"strategy": strategy, "summary": report.splitlines()[0]
-                                 if report else ""}}})
+        "report": report, "strategy": strategy, "outputs": {"reporter": output}})
+
+
+async def _model_report(state: PricingState, model_name: str, facts: str, sink: TokenSink,
+                        settings: Any) -> tuple[str | None, dict[str, str] | None]:
+    """The model's summary, with one re-ask after an unusable one.
+
+    Returns:
+        ``(summary, None)`` when usable; ``(None, {code, message})`` when the template must
+        be used (``None, None`` when no model is configured after all).
+
+    Raises:
+        LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the step.
+    """
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from activities.pricing.reporter import REASK, invented_numbers
+    from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError
+
+    history: list[Any] = []
+    problem: dict[str, str] | None = None
+    for call in (1, 2):
+        parts: list[str] = []
+        answer: list[Any] = []  # the unusable answer, shown back to the model with the re-ask
+        try:
+            answered = await _stream_with_ledger(state, model_name, facts, sink, settings,
+                                                 call=call, history=history, parts=parts)
+        except (LLMResponseError, LLMRefusedError, LLMClientError) as err:
+            problem = {"code": err.code, "message": err.message}
+            if not isinstance(err, LLMResponseError):
+                break  # a refusal or a rejected request: asking again does not help
+        else:
+            if not answered:
+                return None, None
+            text = "".join(parts)
+            invented = invented_numbers(text, facts)
+            if text.strip() and not invented:
+                return text, None
+            problem = ({"code": "llm_invented_numbers", "message": "it states numbers that are "
+                        f"not in the facts ({', '.join(invented[:5])})"} if invented else
+                       {"code": "llm_empty_reply", "message": "the summary was empty"})
+            answer = [AIMessage(text)] if text.strip() else []
+        history = [*history, *answer, HumanMessage(REASK.format(error=problem["message"]))]
+    log.warning("model summary unusable; template report used",
+                extra={"run_id": state.get("run_id"), "code": (problem or {}).get("code")})
+    return None, problem
 
 
 async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, sink: TokenSink,
-                              settings: Any) -> list[str]:
-    """Stream the model's report into ``sink`` and append one ``llm.called`` ledger event.
+                              settings: Any, *, call: int = 1, history: list[Any] | None = None,
+                              parts: list[str] | None = None) -> bool:
+    """Stream the model's report into ``sink`` and ``parts``; append one ``llm.called`` event.
+
+    Args:
+        state: the graph state (``run_id``, ``completed_steps``, ``request``).
+        model_name: the chosen model.
+        facts: the template report the model rewrites.
+        sink: where tokens go.
+        settings: settings for the chat model factory and prices.
+        call: the step's call number (1, or 2 for the re-ask): part of the ledger key.
+        history: messages after the facts (the re-ask).
+        parts: receives the text chunks as they arrive (also those before a failure).
+
+    Returns:
+        False when no model is configured (nothing was called), else True.
 
     Raises:
-        LLMCallError: transient ones are retried by Temporal; permanent ones fail the step.
+        LLMCallError: transient ones are retried by Temporal; permanent ones
+            (:class:`LLMResponseError` for a ``ValueError`` while reading the stream,
+            :class:`LLMRefusedError`, :class:`LLMClientError`) go to the caller's re-ask and
+            template.
     """
     import time
 
@@ -117,17 +196,18 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
 
     model = chat_model(settings, model_name)
     if model is None:
-        return []
+        return False
+    parts = parts if parts is not None else []
     attempt = activity.info().attempt if activity.in_activity() else 1
     step = len(state.get("completed_steps", [])) + 1
+    key = f"llm.called:reporter_worker:{step}:{call}:{attempt}"
     base = {"task": "reporting", "model": model_name, "node": "reporter_worker", "step": step,
-            "attempt": attempt, "streamed": True,
+            "attempt": attempt, "call": call, "streamed": True,
             "choice_reason": (state.get("request") or {}).get("model_reason")}
-    parts: list[str] = []
     usage: dict[str, int] = {}
     started = time.monotonic()
     try:
-        async for text, chunk_usage in stream_llm_report(model, facts):
+        async for text, chunk_usage in stream_llm_report(model, facts, history=history or ()):
             if text:
                 parts.append(text)
                 sink.publish(token(text))
@@ -136,8 +216,7 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
         failure = classify_error(err)
         if activity.in_activity():
             await append_from_activity([NewEvent(
-                run_id=state["run_id"], key=f"llm.called:reporter_worker:{step}:1:{attempt}",
-                type=LLM_CALLED, actor="activity:reporter_worker",
+                run_id=state["run_id"], key=key, type=LLM_CALLED, actor="activity:reporter_worker",
                 data={**base, "outcome": "error", "error_code": failure.code,
                       "latency_ms": int((time.monotonic() - started) * 1000),
                       "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})])
@@ -146,12 +225,11 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
     cost = price_usd(model_name, tokens_in, tokens_out, settings)
     if activity.in_activity():
         await append_from_activity([NewEvent(
-            run_id=state["run_id"], key=f"llm.called:reporter_worker:{step}:1:{attempt}",
-            type=LLM_CALLED, actor="activity:reporter_worker",
+            run_id=state["run_id"], key=key, type=LLM_CALLED, actor="activity:reporter_worker",
             data={**base, "outcome": "ok", "latency_ms": int((time.monotonic() - started) * 1000),
                   "input_tokens": tokens_in, "output_tokens": tokens_out,
                   "cost_usd": cost or 0.0, "price_known": cost is not None})])
-    return parts
+    return True
 
 
 class TokenSink:
@@ -165,6 +243,8 @@ class TokenSink:
         self._client: Any = None
         self._topic: Any = None
         self._writer: Callable[[Any], None] | None = None
+        self.published = 0
+        """Events published so far."""
 
     async def __aenter__(self) -> TokenSink:
         if activity.in_activity():
@@ -187,6 +267,7 @@ class TokenSink:
 
     def publish(self, event: dict[str, Any]) -> None:
         """Queue one event (flushed every 100 ms and on exit)."""
+        self.published += 1
         if self._topic is not None:
             self._topic.publish(event)
         elif self._writer is not None:

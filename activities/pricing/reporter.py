@@ -3,12 +3,15 @@
 Offline it fills a fixed template from the workers' structured outputs (``strategy: rules``);
 with a model configured the model rewrites the same facts in prose, streaming tokens
 (``strategy: llm:<model>``). The model is given only the template's facts and told not to
-invent numbers; the template is also the fallback when the model answers nothing.
+invent numbers, and :func:`invented_numbers` checks that it did not; the template is also
+the fallback when the model's summary is unusable (issue 28 item 5: empty, unreadable,
+refused, or stating a number the facts do not, after one re-ask naming what was wrong).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from activities.pricing.catalog import TIER_LABELS
@@ -19,6 +22,13 @@ REPORT_PROMPT = (
     "never invent prices, percentages or items. Keep item ids as written. End with the "
     "sign-off line unchanged if there is one."
 )
+REASK = ("Your summary could not be used: {error}. Write it again from the facts above, as "
+         "plain text, using only the numbers given.")
+"""The one re-ask after an unusable summary (what was wrong is named)."""
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
 
 
 def scope_label(scope: dict[str, Any], items: int) -> str:
@@ -90,15 +100,46 @@ def template_report(state: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def stream_llm_report(model: Any, facts: str) -> AsyncIterator[tuple[str, dict[str, int]]]:
+def invented_numbers(report: str, facts: str) -> list[str]:
+    """Numbers the model's ``report`` states that ``facts`` do not, in order of appearance.
+
+    A number matches a fact when it equals the fact rounded to the number's own decimals
+    (``3.2%`` and ``3%`` both match ``+3.20%``; signs and ``$`` are ignored); digits inside a
+    word (``TB006``) and numbered-list markers are not numbers; thousands separators are.
+
+    Returns:
+        The unmatched numbers as written (``[]`` when every number is in the facts).
+    """
+    known = [float(n) for n in _numbers(facts)]
+    out: list[str] = []
+    for written in _numbers(_LIST_MARKER.sub("", report)):
+        value, decimals = float(written), len(written.partition(".")[2])
+        if not any(abs(round(fact, decimals) - value) < 1e-9 for fact in known) and \
+                written not in out:
+            out.append(written)
+    return out
+
+
+def _numbers(text: str) -> list[str]:
+    return _NUMBER.findall(_THOUSANDS.sub("", text))
+
+
+async def stream_llm_report(model: Any, facts: str, *, history: Sequence[Any] = ()
+                            ) -> AsyncIterator[tuple[str, dict[str, int]]]:
     """Stream the model's rewrite of ``facts``: ``(text chunk, usage so far)`` pairs.
 
+    Args:
+        model: a chat model.
+        facts: the template report.
+        history: messages after the facts (a re-ask: the unusable answer and what was wrong).
+
     Raises:
-        Exception: transport errors propagate (the activity's retry policy applies).
+        Exception: transport and parsing errors propagate (classified by the caller).
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    async for chunk in model.astream([SystemMessage(REPORT_PROMPT), HumanMessage(facts)]):
+    async for chunk in model.astream([SystemMessage(REPORT_PROMPT), HumanMessage(facts),
+                                      *history]):
         text = chunk.content if isinstance(chunk.content, str) else ""
         usage = getattr(chunk, "usage_metadata", None) or {}
         yield text, {k: int(v) for k, v in usage.items()

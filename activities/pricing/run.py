@@ -119,7 +119,7 @@ class PricingStream(RunStream):
         return [*(events.token(text) for text in events.chunks(tail)),
                 events.final(view["report"], tools_used=view["tools_used"], model=self._model,
                              thread_id=self._run_id, strategy=view["strategy"],
-                             outcome=view["outcome"])]
+                             outcome=view["outcome"], fallback=view.get("fallback"))]
 
     def failed(self, error: Mapping[str, Any]) -> list[dict[str, Any]]:
         """One final error event (not retryable: the run has failed)."""
@@ -188,7 +188,9 @@ def result(state: Mapping[str, Any]) -> dict[str, Any]:
     """The run's result (``Pipeline.result``).
 
     Report with the sign-off's tail, plan, scope, tools, strategy, model, change count,
-    uplift, violations, approved prices, catalog hash.
+    uplift, violations, approved prices, catalog hash; ``strategies`` (``rules`` for the
+    workers' tools, ``llm:<model>`` when the model's summary was used) and the reporter's
+    ``fallback`` ``{code, message}`` when the model's summary was unusable (issue 28 item 5).
     """
     outcome = state.get("outcome") or "answered"
     message = (str(state.get("report") or "") + decision_tail(state)) or "Nothing to report."
@@ -200,6 +202,8 @@ def result(state: Mapping[str, Any]) -> dict[str, Any]:
         "tools_used": [*(state.get("tools_used") or []),
                        *(["request_approval"] if gate_ran else [])],
         "strategy": state.get("strategy", "rules"),
+        "strategies": list(dict.fromkeys(["rules", state.get("strategy") or "rules"])),
+        "fallback": (outputs.get("reporter") or {}).get("fallback"),
         "model": (state.get("request") or {}).get("model") or events.RULES,
         "report": message, "outcome": outcome,
         "change_count": sum(len(v) for v in (proposal.get("changes") or {}).values()),

@@ -56,7 +56,8 @@ class PricingState(TypedDict, total=False):
     tools_used: list[str]
     """Tools that ran, in order (``optimize_price``, ``check_policy``, …)."""
     strategy: str
-    """``rules`` or ``llm:<model>`` (reporter)."""
+    """``rules`` or ``llm:<model>`` (reporter): ``rules`` also when the model's summary was
+    unusable and the template was used (``outputs.reporter.fallback`` says why)."""
     report: str
     """reporter: the analyst summary streamed as tokens."""
 

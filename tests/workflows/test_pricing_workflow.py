@@ -231,6 +231,32 @@ async def test_llm_reporter_streams_model_tokens_and_records_the_call(
     assert len(ledger) == 1 and json.loads(ledger[0]["data"])["model"] == "fake-model"
 
 
+async def test_an_unreadable_model_summary_gives_the_template_without_ten_retries(
+        dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str):
+    """Issue 28 item 5: the composite ask failed at reporter_worker after 10 attempts
+    (``llm_unavailable``, ValueError). Now: one call, one re-ask, the template report."""
+    class Unreadable(GenericFakeChatModel):
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise ValueError("{'message': 'the model failed to answer'}")
+
+    llm.set_chat_model_factory(lambda settings, model: Unreadable(messages=iter(())))
+    try:
+        inp = await pricing_input(db, "Check policy violations for TB001-online", plan=False,
+                                  model="fake-model")
+        result = await (await start(dev_server.client, inp, task_queue)).result()
+    finally:
+        llm.set_chat_model_factory(None)
+    assert result.status == "completed"
+    assert result.final_event["strategy"] == "rules"
+    assert result.final_event["fallback"]["code"] == "llm_malformed_response"
+    rows = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND type = 'llm.called'"
+                          " ORDER BY seq", uuid.UUID(inp.run_id))
+    ledger = [(d["call"], d["attempt"], d["error_code"]) for d in
+              (json.loads(r["data"]) for r in rows)]
+    assert ledger == [(1, 1, "llm_malformed_response"),  # the call, on the first attempt
+                      (2, 1, "llm_malformed_response")]  # the one re-ask, no retry
+
+
 async def test_pricing_histories_replay(dev_server: WorkflowEnvironment, worker: Worker, db,
                                         task_queue: str):
     client = dev_server.client
