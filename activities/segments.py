@@ -13,8 +13,8 @@ checkpoint is stored never runs again (and a segment that had already ended, or 
 interrupt, only ends again). With ``durability="sync"`` at most the nodes of the superstep in
 flight run twice; with ``async`` (the default) also the superstep before, when its
 checkpoint was still being written; with ``exit`` the whole segment. ``node.completed`` is
-keyed by LangGraph's task id, the same on the retry for a task computed from the same
-stored checkpoint (docs/your-graph.md says when it is not).
+keyed by the task's superstep and path (:class:`TaskSteps`), the same when a superstep runs
+again, so a node execution is recorded once.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
 task (written as it finishes), a heartbeat naming the node in progress, and the segment's
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -90,6 +90,10 @@ class SegmentCall:
             times per time-out while a node runs, so a long node is not taken for a dead worker.
         leg: how many times this segment went on (``go_on``) before: keys its ledger entries
             apart from the earlier legs' (each leg's first attempt is attempt 1).
+        one_step: run one superstep only (LangGraph's ``interrupt_after="*"``): the step of
+            a node with options, run as its own activity with them. Otherwise the segment
+            stops before any superstep that has such a node
+            (:func:`overseer.pipelines.placed_nodes`; ``interrupt_before``).
     """
 
     run_id: str
@@ -107,6 +111,7 @@ class SegmentCall:
     spent: dict[str, Any] = field(default_factory=dict)
     heartbeat_seconds: float = 10.0
     leg: int = 0
+    one_step: bool = False
 
 
 @dataclass
@@ -115,7 +120,9 @@ class SegmentResult:
 
     Attributes:
         status: ``interrupted`` (waiting on ``interrupts``), ``budget`` (stopped before a
-            chat-model call past the run's LLM budget, at ``stopped_at``) or ``done``.
+            chat-model call past the run's LLM budget, at ``stopped_at``), ``paused`` (the
+            graph goes on with the nodes in ``next``: a node with options is among them, or a
+            one-step segment ended) or ``done``.
         values: the thread's values (JSON) when ``done`` or ``budget``; None while
             interrupted (the checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
@@ -129,6 +136,8 @@ class SegmentResult:
         usage: this attempt's chat-model spend ``{"cost_usd", "input_tokens",
             "output_tokens", "calls"}`` (a node activity's ``usage`` shape).
         stopped_at: with status ``budget``, the node whose call was not made.
+        next: with status ``paused``, the nodes of the next superstep.
+        interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
     """
 
     status: str
@@ -139,6 +148,8 @@ class SegmentResult:
     snapshot: dict[str, Any] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     stopped_at: str | None = None
+    next: list[str] = field(default_factory=list)
+    interrupted_in: list[str] = field(default_factory=list)
 
 
 class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
@@ -246,7 +257,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                                type="invalid_durability", non_retryable=True)
     app = await compiled(call.pipeline)
     meter = UsageMeter()
-    callbacks: list[Any] = [meter]
+    where = TaskSteps()
+    callbacks: list[Any] = [meter, where]
     guard = None
     if call.budget and any(v is not None for v in call.budget.values()):
         guard = BudgetGuard(meter, call.spent, call.budget)
@@ -268,11 +280,14 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     ran: list[str] = []
     chunks = _Chunks()
     modes = ["tasks", *STREAM_MODES] if call.stream else ["tasks"]
+    placed = _placed(call.pipeline)
+    breakpoints: dict[str, Any] = ({"interrupt_after": "*"} if call.one_step
+                                   else {"interrupt_before": placed} if placed else {})
     beats = None if local else asyncio.create_task(_heartbeats(call, started, ran))
     stopped: BudgetStop | None = None
     try:
         async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
-                                             durability=call.durability):
+                                             durability=call.durability, **breakpoints):
             if mode != "tasks":
                 await chunks.add(mode, chunk)
                 continue
@@ -288,7 +303,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 seconds = time.perf_counter() - began
                 ran.append(name)
                 _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
-                await _node_completed(call, task_id, name, seconds * 1000)
+                await _node_completed(call, task_id, name, seconds * 1000,
+                                      where.of(task_id))
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped = err
     except OverseerError as err:
@@ -319,8 +335,24 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                              stopped_at=stopped.node, **extra)
     if state.interrupts:
         return SegmentResult(status="interrupted", nodes=ran, interrupts=[
-            {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts], **extra)
+            {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts],
+            interrupted_in=sorted({t.name for t in state.tasks if t.interrupts}), **extra)
+    if state.next:  # a breakpoint before a node with options, or after a one-step segment
+        return SegmentResult(status="paused", values=values, nodes=ran, next=list(state.next),
+                             **extra)
     return SegmentResult(status="done", values=values, nodes=ran, **extra)
+
+
+_placed_by_pipeline: dict[str, list[str]] = {}
+
+
+def _placed(pipeline: str) -> list[str]:
+    """The pipeline's nodes with options (each runs as its own activity), once per process."""
+    if pipeline not in _placed_by_pipeline:
+        from overseer.pipelines import get_registry, placed_nodes
+
+        _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
+    return _placed_by_pipeline[pipeline]
 
 
 async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
@@ -438,12 +470,50 @@ def _observe(call: SegmentCall, task_id: str, node: str, seconds: float,
         span.end()
 
 
-async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float) -> None:
-    """``node.completed`` for one finished task, keyed by LangGraph's task id (once per task)."""
+class TaskSteps(BaseCallbackHandler):
+    """Where each task of a segment runs: its superstep and path, from LangGraph's run metadata.
+
+    LangGraph tags every run inside a task with ``langgraph_step``, ``langgraph_path`` and
+    ``langgraph_checkpoint_ns`` (``"<node>:<task id>"`` at the top level). A superstep that
+    runs again after a crash — from an earlier checkpoint than the first attempt wrote, or
+    from the same one re-created when an ``async``/``exit`` write never reached Postgres —
+    has the same step and path, where its task ids can differ; ``node.completed`` is keyed
+    by them, so a node execution is recorded once whatever the durability.
+    """
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._where: dict[str, str] = {}
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, metadata: dict[str, Any] | None = None,
+                       **kwargs: Any) -> None:
+        """Note the task's step and path (top-level tasks only)."""
+        meta = metadata or {}
+        ns = str(meta.get("langgraph_checkpoint_ns") or "")
+        if not ns or "|" in ns or "langgraph_step" not in meta:
+            return
+        task_id = ns.rpartition(":")[2]
+        if task_id not in self._where:
+            path = meta.get("langgraph_path") or ()
+            self._where[task_id] = f"{meta['langgraph_step']}:" + "/".join(map(str, path))
+
+    def of(self, task_id: str) -> str | None:
+        """``"<step>:<path>"`` of a task seen to start, else None."""
+        return self._where.get(task_id)
+
+
+async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float,
+                          where: str | None) -> None:
+    """``node.completed`` for one finished task, once per node execution.
+
+    Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
+    task no run metadata named.
+    """
     from activities.events import append_from_activity
 
     await append_from_activity([NewEvent(
-        run_id=call.run_id, key=f"node.completed:{node}:{task_id}", type=NODE_COMPLETED,
+        run_id=call.run_id, key=f"node.completed:{node}:{where or task_id}", type=NODE_COMPLETED,
         actor=f"activity:{node}",
         data={"node": node, "duration_ms": round(duration_ms, 3), "task_id": task_id,
               "attempt": activity.info().attempt, "placement": "segment"})])

@@ -442,16 +442,41 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     return out
 
 
+NODE_OPTION_KEYS = frozenset({"overseer", "execute_in", "start_to_close_timeout",
+                              "heartbeat_timeout", "retry_policy"})
+"""Node metadata keys that ask for per-node handling (Overseer's, and the Temporal plugin's)."""
+
+
+def placed_nodes(builder: Any) -> list[str]:
+    """The graph's top-level nodes that ask for per-node handling (:data:`NODE_OPTION_KEYS`).
+
+    As segments, each of them runs as its own activity with its options (time-out,
+    heartbeat, attempts, summary): the segment stops before it, one activity runs the
+    superstep it is in, the next segment goes on. A node placed ``run_in: workflow`` or
+    ``local_activity`` (a short step) runs inside the segment, where it costs nothing extra.
+    """
+    return sorted(name for name, spec in builder.nodes.items()
+                  if NODE_OPTION_KEYS & set(spec.metadata or {})
+                  and _run_in(spec.metadata) not in ("workflow", "local_activity"))
+
+
+def _run_in(metadata: dict[str, Any] | None) -> Any:
+    meta = metadata or {}
+    return dict(meta.get("overseer") or {}).get("run_in") or meta.get("execute_in")
+
+
 def runtime_for(builder: Any) -> str:
     """The workflow a plain graph from a ``langgraph.json`` runs on.
 
     Segments (``SegmentRunWorkflow``: LangGraph's loop in one activity per segment, on its
-    Postgres checkpointer) unless a node carries ``{"overseer": {...}}`` metadata — a
-    placement, time-out, heartbeat or retry per node, which only the node-by-node
-    ``GraphRunWorkflow`` honours today (docs/your-graph.md, "Runs as segments").
+    Postgres checkpointer; a node with options runs as its own activity), unless a node asks
+    to run in the workflow or as a local activity (``run_in: workflow | local_activity``),
+    which only the node-by-node ``GraphRunWorkflow`` does (docs/your-graph.md).
     """
-    per_node = any((spec.metadata or {}).get("overseer") for spec in builder.nodes.values())
-    return "GraphRunWorkflow" if per_node else "SegmentRunWorkflow"
+    if any(_run_in(spec.metadata) in ("workflow", "local_activity")
+           for spec in builder.nodes.values()):
+        return "GraphRunWorkflow"
+    return "SegmentRunWorkflow"
 
 
 def _read_config(path: str | Path) -> tuple[Path, dict[str, Any]]:

@@ -1,24 +1,28 @@
-"""Runtime v2, first step: a run as segments, each one activity on LangGraph's checkpointer (issue 25).
+"""Runtime v2: a run as segments, each one activity on LangGraph's checkpointer (issue 25).
 
-``SegmentRunWorkflow`` hosts pipelines declared with ``Pipeline(workflow="SegmentRunWorkflow")``. It
-never runs LangGraph itself: each segment — the run's start, or a resume, up to the next
-interrupt or the end — is one heartbeating ``run_segment`` activity
-(:mod:`activities.segments`) that runs LangGraph's own loop on ``AsyncPostgresSaver``.
-Temporal owns what happens between segments, as in ``GraphRunWorkflow``: segment retries
-(a retried segment resumes from its last checkpoint), every interrupt as an approval on
-the shared gate (ladder, console, claims, exactly-once decisions; ``interrupt()`` gets the
-decision's ``resume`` as sent), cancellation and the run's events.
+``SegmentRunWorkflow`` hosts every plain graph of a ``langgraph.json`` (and pipelines
+declared with ``Pipeline(workflow="SegmentRunWorkflow")``). It never runs LangGraph itself:
+each segment — the run's start, or a resume, up to the next interrupt or the end — is one
+heartbeating ``run_segment`` activity (:mod:`activities.segments`) that runs LangGraph's own
+loop on ``AsyncPostgresSaver``. Temporal owns what happens between segments, as in
+``GraphRunWorkflow``: segment retries (a retried segment resumes from its last checkpoint),
+every interrupt as an approval on the shared gate (ladder, console, claims, exactly-once
+decisions; ``interrupt()`` gets the decision's ``resume`` as sent), the LLM budget gate (a
+segment stops before a chat-model call past the run's budget; a reviewer raises it or ends
+the run), nodes with options (each runs as its own activity with its time-out, heartbeat
+and attempts, between segments), cancellation and the run's events.
 
 It reuses ``GraphRunWorkflow``'s gate, handlers, durable stream and event plumbing (it
 subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks
 and state are published per segment from what the activity returns. Not yet on this path
-(docs/your-graph.md, "Runs as segments"): the LLM budget gate, ``run_in`` placement of
-single nodes, splits, continue-as-new.
+(docs/your-graph.md, "Runs as segments"): ``run_in: workflow | local_activity`` (such a
+node runs inside the segment), splits, continue-as-new.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -31,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import encode
+    from overseer.pipelines import NodeOptions, get_registry, placed_nodes
     from workflows.graph_run import (
         DEFAULT_RECURSION_LIMIT,
         BudgetDeniedError,
@@ -39,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         GraphRunWorkflow,
         failure_cause,
         final_status,
+        node_options,
     )
     from workflows.task_queues import STATUS_ATTRIBUTE
 
@@ -56,8 +62,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
         """Run segments until the graph ends; each interrupt waits on the approval gate."""
-        from overseer.pipelines import get_registry
-
+        self._placed_nodes: list[str] | None = None
         self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
         self._use_search_attributes = inp.search_attributes
         self._spec = get_registry().get(inp.pipeline)
@@ -87,6 +92,11 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                     call.go_on, call.leg = True, call.leg + 1
                     result = await self._segment(call, f"after budget stop {self._budget_stops}")
                     continue
+                if result.status == "paused":  # before a node with options, or after its step
+                    call.input, call.resume, call.checkpoint_id = None, None, None
+                    call.go_on, call.leg = True, call.leg + 1
+                    result = await self._next(call, result.next)
+                    continue
                 rounds += 1
                 pending = [SimpleNamespace(id=i["id"], value=i["value"])
                            for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
@@ -96,7 +106,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 answer = await self._ask(first, pending, rounds)
                 call.input, call.resume = None, encode({first.id: answer})
                 call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
-                result = await self._segment(call, f"resume {rounds}")
+                result = await self._next(call, result.interrupted_in, f"resume {rounds}")
         except BudgetDeniedError:
             self._denied = True  # a reviewer ended the run at its LLM budget, state so far kept
         except asyncio.CancelledError:
@@ -133,7 +143,27 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         """
         return True
 
-    async def _segment(self, call: SegmentCall, label: str) -> SegmentResult:
+    async def _next(self, call: SegmentCall, nodes: list[str],
+                    label: str = "go on") -> SegmentResult:
+        """The next segment: one step in its own activity when ``nodes`` has a node with options.
+
+        Such a node's superstep runs alone, with the node's time-out, heartbeat, attempts and
+        summary (the first such node's, in name order, when a superstep has several).
+        """
+        placed = sorted(set(nodes) & set(self._placed()))
+        call.one_step = bool(placed)
+        if not placed:
+            return await self._segment(call, label)
+        opts, _ = node_options(get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
+        return await self._segment(call, f"node {opts.summary or placed[0]}", opts)
+
+    def _placed(self) -> list[str]:
+        if self._placed_nodes is None:
+            self._placed_nodes = placed_nodes(get_registry().builder(self._pipeline))
+        return self._placed_nodes
+
+    async def _segment(self, call: SegmentCall, label: str,
+                       opts: NodeOptions | None = None) -> SegmentResult:
         """Run a segment and publish what it returned.
 
         An Agent Server run's chunks go on the durable stream and its state to
@@ -141,7 +171,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         """
         if any(v is not None for v in self._budget.values()):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
-        result = await self._run_segment(call, label)
+        result = await self._run_segment(call, label, opts)
         self._count_usage(result.usage)
         for item in result.stream:
             self._publish(item["event"], item["data"])
@@ -149,7 +179,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
             self._snapshot = result.snapshot
         return result
 
-    async def _run_segment(self, call: SegmentCall, label: str) -> SegmentResult:
+    async def _run_segment(self, call: SegmentCall, label: str,
+                           opts: NodeOptions | None = None) -> SegmentResult:
         """One segment, retried by Temporal; first tried as a local activity when the run allows.
 
         Without ``segment_local_seconds`` (or when the local try does not finish in time)
@@ -160,6 +191,23 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         try wrote (at most the superstep it was in runs again).
         """
         assert self._inp is not None
+        if opts is not None:  # a node with options: its own activity, with them
+            step: SegmentResult = await workflow.execute_activity(
+                "run_segment", dataclasses.replace(
+                    call, heartbeat_seconds=opts.heartbeat_seconds or call.heartbeat_seconds),
+                result_type=SegmentResult,
+                start_to_close_timeout=timedelta(seconds=opts.timeout_seconds),
+                heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
+                                   if opts.heartbeat_seconds else None),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                         maximum_interval=timedelta(seconds=30),
+                                         maximum_attempts=opts.max_attempts,
+                                         non_retryable_error_types=[
+                                             NODE_ERROR, "invalid_durability",
+                                             *opts.non_retryable]),
+                summary=label)
+            return step
         local_seconds = float(self._inp.options.get("segment_local_seconds") or 0)
         if local_seconds > 0:
             try:

@@ -58,3 +58,28 @@ async def test_a_resume_still_waiting_is_sent_again_and_a_consumed_one_is_not():
     assert got is answer and from_latest
     await app.ainvoke(answer, config("r1"))  # consumed: the graph now waits on the next one
     assert await _retry_input(app, config("r1"), call, answer) == (None, True)
+
+
+async def test_a_superstep_run_again_from_a_recreated_checkpoint_keeps_its_event_keys():
+    """When a crash loses the checkpoint a segment started from (``async``/``exit`` writes not
+    yet in Postgres), the retry re-creates it with a new id, so LangGraph's task ids change;
+    the step and path that key ``node.completed`` do not (``constructs`` has ``Send``
+    fan-out, a subgraph and ``Command``)."""
+    from activities.segments import TaskSteps
+
+    app = app_of("constructs")
+
+    async def attempt(thread: str) -> tuple[list[str], list[str]]:
+        where, ids, keys = TaskSteps(), [], []
+        async for _, chunk in app.astream({"topic": "alpha beta"}, {
+                **config("r1", thread), "callbacks": [where]}, stream_mode=["tasks"]):
+            if "result" in chunk:
+                ids.append(chunk["id"])
+                keys.append(f"{chunk['name']}:{where.of(chunk['id'])}")
+        return ids, keys
+
+    first_ids, first_keys = await attempt("lost")
+    again_ids, again_keys = await attempt("recreated")
+    assert set(first_ids).isdisjoint(again_ids)
+    assert sorted(first_keys) == sorted(again_keys) and len(set(first_keys)) == len(first_keys)
+    assert all(":None" not in k for k in first_keys)

@@ -299,3 +299,29 @@ async def test_a_rejected_budget_stop_on_segments_ends_the_run_with_its_state(de
         result = await handle.result()
     assert (done.status, done.outcome) == ("rejected", "budget_denied")
     assert result.output["trail"] == ["drafted:a draft"]
+
+
+async def test_a_node_with_options_runs_as_its_own_activity_with_them(dev_server, db,
+                                                                       task_queue):
+    """The user's ``flaky`` graph as it is (a plain graph in a langgraph.json, so segments):
+    its node ``sometimes`` carries ``{"overseer": {"max_attempts": 3}}``, so the segment stops
+    before it and one activity runs it with those attempts; the first attempt's connection
+    error is retried there."""
+    assert get_registry().get("flaky").workflow == "SegmentRunWorkflow"
+    topic = f"flaky-{uuid.uuid4()}"
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "flaky", {"topic": topic})
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.output["summary"] == "ok after 2 attempts"
+    scheduled = [e.activity_task_scheduled_event_attributes for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    assert [s.activity_type.name for s in scheduled] == ["run_segment", "run_segment"]
+    assert [s.retry_policy.maximum_attempts for s in scheduled] == [5, 3]
+    summaries = [e.user_metadata.summary.data for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    assert b"node sometimes" in summaries[1]
+    started = [e.activity_task_started_event_attributes.attempt for e in history.events
+               if e.HasField("activity_task_started_event_attributes")]
+    assert started == [1, 2]  # the step's retry, not the segment's
+    assert await node_events(db, run_id) == Counter({"sometimes": 1})
