@@ -54,6 +54,8 @@ from overseer.store.events import NODE_COMPLETED, NewEvent
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
+EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug")
+"""LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
 STREAM_BUDGET_BYTES = 512 * 1024
 """Past this many bytes of chunks, intermediate ``values`` are dropped (a result is one payload)."""
 RUN_ID_KEY = "overseer_run_id"
@@ -94,6 +96,9 @@ class SegmentCall:
             a node with options, run as its own activity with them. Otherwise the segment
             stops before any superstep that has such a node
             (:func:`overseer.pipelines.placed_nodes`; ``interrupt_before``).
+        modes: with ``stream``, LangGraph stream modes the run asked for beyond
+            :data:`STREAM_MODES` (``tasks``, ``checkpoints``, ``debug``): their chunks are
+            returned too.
     """
 
     run_id: str
@@ -112,6 +117,7 @@ class SegmentCall:
     heartbeat_seconds: float = 10.0
     leg: int = 0
     one_step: bool = False
+    modes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -279,7 +285,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     wall_started: dict[str, int] = {}
     ran: list[str] = []
     chunks = _Chunks()
-    modes = ["tasks", *STREAM_MODES] if call.stream else ["tasks"]
+    asked = [m for m in call.modes if m in EXTRA_STREAM_MODES] if call.stream else []
+    modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks")] if call.stream \
+        else ["tasks"]
     placed = _placed(call.pipeline)
     breakpoints: dict[str, Any] = ({"interrupt_after": "*"} if call.one_step
                                    else {"interrupt_before": placed} if placed else {})
@@ -288,8 +296,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     try:
         async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
                                              durability=call.durability, **breakpoints):
-            if mode != "tasks":
+            if mode != "tasks" or "tasks" in asked:
                 await chunks.add(mode, chunk)
+            if mode != "tasks":
                 continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
@@ -386,8 +395,9 @@ class _Chunks:
         else:
             data = await claim_checked(chunk)
         self._size += len(json.dumps(data, default=str))
-        if self._size > STREAM_BUDGET_BYTES:
-            self.items = [i for i in self.items if i["event"] != "values"]
+        if self._size > STREAM_BUDGET_BYTES:  # keep updates, custom and tasks; drop snapshots
+            self.items = [i for i in self.items
+                          if i["event"] not in ("values", "checkpoints", "debug")]
         self.items.append({"event": mode, "data": data})
 
 

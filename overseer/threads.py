@@ -63,11 +63,14 @@ from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append
 
 STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
 """Stream modes Overseer serves, all derived from the run's durable stream (:func:`run_events`)."""
+SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug")
+"""Modes served for a graph that runs as segments: LangGraph's own chunks, which the segment
+collects when the run asks for them and publishes on the run's durable stream."""
 UNSERVED_STREAM_MODES = {
     "events": "LangChain callback events (astream_events) are not recorded in the durable stream",
-    "debug": "per-superstep checkpoints and task ids/inputs are not recorded in the durable stream",
-    "tasks": "task starts and inputs are not recorded in the durable stream",
-    "checkpoints": "per-superstep checkpoints are not recorded in the durable stream",
+    "debug": "served for graphs that run as segments; this graph runs node by node",
+    "tasks": "served for graphs that run as segments; this graph runs node by node",
+    "checkpoints": "served for graphs that run as segments; this graph runs node by node",
     "tools": "tool callback events are not recorded in the durable stream",
     "lifecycle": "subgraph start/end events are not recorded in the durable stream",
 }
@@ -104,19 +107,31 @@ class ResumeUnsupportedError(InvalidRequestError):
     code = "resume_one_interrupt_at_a_time"
 
 
-def stream_modes(value: Any) -> list[str]:
+def stream_modes(value: Any, graph: str | None = None) -> list[str]:
     """The ``stream_mode`` of a request (a name or a list; default ``["values"]``), validated.
+
+    Args:
+        value: the request's ``stream_mode``.
+        graph: the run's graph (or assistant id); one that runs as segments is also served
+            :data:`SEGMENT_STREAM_MODES`. None: only the modes every graph is served.
 
     Raises:
         StreamModeUnsupportedError: a mode in :data:`UNSERVED_STREAM_MODES` or an unknown one (422).
     """
     modes = [value] if isinstance(value, str) else [str(m) for m in (value or [])]
     modes = modes or ["values"]
-    refused = [m for m in modes if m not in STREAM_MODES]
+    served = STREAM_MODES
+    if graph is not None:
+        try:
+            if on_segments(resolve_assistant(graph)):
+                served = STREAM_MODES + SEGMENT_STREAM_MODES
+        except NotFoundError:
+            pass  # the run's own checks answer an unknown assistant
+    refused = [m for m in modes if m not in served]
     if refused:
         raise StreamModeUnsupportedError(
             f"stream mode {', '.join(map(repr, refused))} is not served by Overseer",
-            details={"unsupported": refused, "supported": list(STREAM_MODES),
+            details={"unsupported": refused, "supported": list(served),
                      "reasons": {m: UNSERVED_STREAM_MODES.get(m, "unknown stream mode")
                                  for m in refused}})
     return modes
@@ -880,6 +895,10 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                **request_options(metadata), "approval": approval_ladder_options(settings),
                "segment_local_seconds": settings.segment_local_seconds,
                "segment_heartbeat_seconds": settings.segment_heartbeat_seconds}
+    asked = kwargs.get("stream_mode")
+    asked = [asked] if isinstance(asked, str) else list(asked or [])
+    if extra := [m for m in asked if m in SEGMENT_STREAM_MODES]:
+        options["stream_modes"] = extra  # LangGraph's chunks the segments collect for it
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
             options[key] = kwargs[key]
@@ -1247,6 +1266,8 @@ class StreamDeriver:
       are no token chunks: each message comes whole, after its node finished, before the
       ``values`` of its step. A message returned without an id gets the id the graph's
       reducer gave it (read from the next ``values``).
+    - ``tasks`` / ``checkpoints`` / ``debug`` (graphs that run as segments): LangGraph's own
+      chunks, as its ``astream`` gave them to the segment.
     - ``error`` → ``error`` ``{error, message}``; ``end`` → ``end``.
     """
 
@@ -1278,9 +1299,9 @@ class StreamDeriver:
                 for node, update in data.items():
                     self.pending += [(node, m, offset, i)
                                      for i, m in enumerate(_messages_in(update))]
-        elif kind == "custom":
-            if "custom" in self.modes:
-                out.append(("custom", data))
+        elif kind in ("custom", *SEGMENT_STREAM_MODES):
+            if kind in self.modes:
+                out.append((kind, data))
         elif kind == "interrupt":
             out += self._flush(None)
             if "values" in self.modes:

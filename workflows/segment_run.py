@@ -80,6 +80,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            recursion_limit=int(inp.options.get("recursion_limit")
                                                or DEFAULT_RECURSION_LIMIT),
                            stream=inp.thread_id is not None,
+                           modes=list(inp.options.get("stream_modes") or []),
                            checkpoint_id=inp.options.get("checkpoint_id"),
                            heartbeat_seconds=float(inp.options.get("segment_heartbeat_seconds")
                                                    or SEGMENT_HEARTBEAT_SECONDS))

@@ -196,3 +196,33 @@ async def test_subgraphs_are_listed_with_their_schemas(stack: Stack):
     assert subgraphs["sub"]["input_schema"] is not None
     assert await client.assistants.get_subgraphs("constructs", namespace="sub") == subgraphs
     assert await client.assistants.get_subgraphs("approvals") == {}
+
+
+async def test_tasks_checkpoints_and_debug_stream_as_langgraph_streams_them(stack: Stack):
+    """As segments, ``tasks``, ``checkpoints`` and ``debug`` are LangGraph's own chunks: as
+    many of each kind as plain LangGraph streams for the same input, in its shapes."""
+    client = sdk(stack)
+    modes = ["tasks", "checkpoints", "debug"]
+    parts = [p async for p in client.runs.stream(None, "seg_constructs",
+                                                 input={"topic": "one two"}, stream_mode=modes)]
+    got = {m: [p.data for p in parts if p.event == m] for m in modes}
+    app = reference_app("seg_constructs")
+    want: dict[str, list[Any]] = {m: [] for m in modes}
+    async for mode, chunk in app.astream({"topic": "one two"},
+                                         {"configurable": {"thread_id": "streams"}},
+                                         stream_mode=modes):
+        want[mode].append(chunk)
+    for mode in modes:
+        assert len(got[mode]) == len(want[mode]) > 0, mode
+    assert [t["name"] for t in got["tasks"]] == [t["name"] for t in want["tasks"]]
+    assert {"id", "name", "input", "triggers"} <= set(got["tasks"][0])
+    assert [c["metadata"]["step"] for c in got["checkpoints"]] == [
+        c["metadata"]["step"] for c in want["checkpoints"]]
+    assert [(d["type"], d["step"]) for d in got["debug"]] == [
+        (d["type"], d["step"]) for d in want["debug"]]
+
+    # node by node these chunks do not exist: refused, not faked
+    with pytest.raises(APIStatusError) as refused:
+        await client.runs.create(None, "constructs", input={"topic": "x"}, stream_mode=["tasks"])
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json()["code"] == "stream_mode_unsupported"

@@ -343,8 +343,8 @@ async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, tempora
 # --- runs ------------------------------------------------------------------------------------------
 
 
-def _modes(body: dict[str, Any]) -> list[str]:
-    return threads.stream_modes(body.get("stream_mode"))
+def _modes(body: dict[str, Any], graph: str | None = None) -> list[str]:
+    return threads.stream_modes(body.get("stream_mode"), graph or body.get("assistant_id"))
 
 
 def _locations(run: Any) -> dict[str, str]:
@@ -355,7 +355,7 @@ def _locations(run: Any) -> dict[str, str]:
 async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                   thread_id: str | None, body: dict[str, Any]) -> Any:
     if "stream_mode" in body:
-        threads.stream_modes(body["stream_mode"])  # 422 before anything is created
+        threads.stream_modes(body["stream_mode"], body.get("assistant_id"))  # 422 first
     if thread_id is None or body.get("if_not_exists") == "create":
         # stateless: a thread of its own; if_not_exists="create": a missing thread is made
         value: dict[str, Any] = {"thread_id": thread_id,
@@ -529,7 +529,8 @@ async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDe
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
-    modes = threads.stream_modes(named) if named else _modes(kwargs or {})
+    modes = threads.stream_modes(named, run["graph_id"]) if named \
+        else _modes(kwargs or {}, run["graph_id"])
     return _sse(run, threads.run_events(pool, temporal, run, modes,
                                         after=threads.parse_last_event_id(last_event_id)))
 
