@@ -3,8 +3,9 @@
 A run on the real worker (in this process, so every logger's records reach ``caplog``:
 Overseer's, the LLM layer's, Temporal's activity and workflow loggers, LangGraph's) with a
 fake chat model that succeeds for some coders, times out for one, and for one theme coder
-answers prose that *quotes a review*: the failure paths are where text would leak (an
-error message, a traceback, a logged reply). No sentence of the window may appear in any
+answers prose that *quotes a review* (re-asked, then replaced by the rules theme coder): the
+failure and fallback paths are where text would leak (an error message, a traceback, a
+logged reply). No sentence of the window may appear in any
 record at INFO or above, while the seed's fields (analysis_id, stage, duration_ms) do.
 """
 
@@ -59,7 +60,11 @@ async def test_info_logs_of_a_run_hold_no_review_text(dev_server, worker, db, ta
         result = await handle.result()
     assert result["status"] == "completed"
     assert {(e["node"], e["identity_id"]) for e in result["output"]["errors"]} == {
-        ("coder", "outcomes"), ("theme_coder", "experience")}
+        ("coder", "outcomes")}
+    # the theme coder's prose (quoting a review) is re-asked, then its rules stand in
+    # (issue 28 item 5): a logged fallback, the other path where review text could leak
+    assert {(f["node"], f["identity_id"]) for f in result["output"]["fallbacks"]} == {
+        ("theme_coder", "experience")}
 
     records = [r for r in caplog.records if r.levelno >= logging.INFO]
     # the capture works and holds the run's own records, with the seed's fields
