@@ -12,8 +12,20 @@ above the rules' candidates of the same type, which stay as the fallback.
 
 The model comes from the project's LLM layer (:mod:`activities.llm`: model choice, factory,
 ``llm.called`` ledger). A failed call ends the agent for that step; the rules' candidates
-are used (``llm.called`` records the error). Offline (no model) nothing here runs and
-every finding says ``strategy: rules``.
+are used (``llm.called`` records the error) and :attr:`AgentOutcome.error` /
+:attr:`AgentOutcome.message` say why. Offline (no model) nothing here runs and every
+finding says ``strategy: rules``.
+
+Malformed replies (issue 28 item 5). The prompt names only the clause types: the agreement
+is readable through ``search_clauses`` alone. So a reply that calls no tool before the
+model has called any tool in the step cannot be "nothing found" (the model has read
+nothing); it is a malformed answer (prose instead of a tool call), as is a reply whose only
+tool calls have arguments that are not JSON. Such a reply is asked for once more with what
+was wrong (:data:`REASK`); a second one ends the step's agent with
+``llm_malformed_response``. Both replies are ``llm.called`` events with ``outcome: error``.
+After the model has used a tool, a reply without a tool call is its "done" (as the prompt
+asks), whatever it says: prose then cannot be told from a finished search, and is not
+re-asked. A refusal ends the step's agent at once (``llm_refused``).
 """
 
 from __future__ import annotations
@@ -38,6 +50,15 @@ then call propose_clause with the clause type and the exact sentence from the ag
 that is the clause. Copy quotes character for character; never paraphrase. Propose
 nothing for a type the agreement does not contain. Answer without a tool call when done."""
 
+REASK = ("Your answer could not be used: {error}. The agreement can only be read through "
+         "search_clauses: call it for the clause types listed, then call propose_clause for "
+         "each clause the agreement contains, copying the sentence exactly. Answer without a "
+         "tool call only when done (also when you found none).")
+"""The one re-ask of a step after a malformed reply (what was wrong is named)."""
+NO_TOOL_CALL = ("it called no tool (prose instead of a tool call), so nothing in the agreement "
+                "was read")
+"""What was wrong with a reply that calls no tool before any tool was called."""
+
 Recorder = Callable[[list[Any]], Awaitable[Any]]
 
 
@@ -50,7 +71,10 @@ class AgentOutcome:
         rejected: proposals that failed verification ``[{clause_type, quote, reason}]``.
         strategy: ``llm:<model>`` when a model ran, None offline.
         calls: model calls made.
-        error: the error code that ended the agent early, if any.
+        error: the error code that ended the agent early, if any (the step's rules'
+            candidates are then all it adds, beyond what was accepted before).
+        message: what went wrong, in words, with ``error``.
+        reasks: re-asks after a malformed reply (0 or 1).
     """
 
     candidates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -58,6 +82,8 @@ class AgentOutcome:
     strategy: str | None = None
     calls: int = 0
     error: str | None = None
+    message: str | None = None
+    reasks: int = 0
 
 
 def verify_quote(text: str, clause_type: str, quote: str) -> tuple[dict[str, Any] | None, str]:
@@ -158,33 +184,112 @@ async def run_clause_agent(text: str, types: Sequence[str], attempt: int,
     try:
         bound = model.bind_tools(list(tools.values()))
     except NotImplementedError:  # e.g. DRY_RUN's fake model: the rules answer alone
-        return AgentOutcome(error="tools_unsupported")
+        return AgentOutcome(error="tools_unsupported",
+                            message=f"the model {name} cannot call tools; the rules answered")
     labels = ", ".join(f"{t} ({CLAUSE_TYPES[t]['label']})" for t in types)
     messages: list[BaseMessage] = [SystemMessage(AGENT_INSTRUCTIONS),
                                    HumanMessage(f"Clause types: {labels}.")]
     writer = record if record is not None else _default_recorder()
+    used_tools = False
+    unanswered: Exception | None = None  # a malformed reply whose re-ask has no turn left
     for turn in range(max_turns):
-        reply, error = await _call(bound, messages, run_id=run_id, node=node, attempt=attempt,
-                                   turn=turn, model=choice.model, record=writer)
+        reply, failure = await _call(bound, messages, run_id=run_id, node=node,
+                                     attempt=attempt, turn=turn, model=choice.model,
+                                     record=writer, used_tools=used_tools)
         outcome.calls += 1
+        unanswered = None
         if reply is None:
-            outcome.error = error
+            outcome.error, outcome.message = _code(failure), _message(failure)
             break
         messages.append(reply)
+        for bad in getattr(reply, "invalid_tool_calls", None) or []:
+            # the endpoint got these as tool calls: each needs its answer
+            messages.append(ToolMessage(
+                content=f"error: the arguments are not valid JSON ({bad.get('error') or ''})",
+                tool_call_id=bad.get("id") or ""))
+        if failure is not None:
+            if outcome.reasks or _code(failure) != "llm_malformed_response":
+                outcome.error = _code(failure)
+                outcome.message = _message(failure) + (", again after one re-ask"
+                                                       if outcome.reasks else "")
+                break
+            outcome.reasks += 1
+            unanswered = failure
+            messages.append(HumanMessage(REASK.format(error=_message(failure))))
+            continue
         calls = list(getattr(reply, "tool_calls", None) or [])
         if not calls:
             break
+        used_tools = True
         for call in calls:
-            tool = tools.get(call["name"])
-            result = tool.invoke(call["args"]) if tool else f"unknown tool {call['name']}"
-            messages.append(ToolMessage(content=str(result), tool_call_id=call.get("id") or ""))
+            messages.append(ToolMessage(content=_run_tool(tools, call),
+                                        tool_call_id=call.get("id") or ""))
+    if unanswered is not None:  # the turns ran out before the re-ask was answered
+        outcome.error, outcome.message = _code(unanswered), _message(unanswered)
     return outcome
 
 
+def unusable_reply(reply: Any, *, used_tools: bool) -> Exception | None:
+    """Why a reply cannot be used as the agent's next move, or None when it can.
+
+    Args:
+        reply: the model's ``AIMessage``.
+        used_tools: the model has called a tool earlier in this step.
+
+    Returns:
+        :class:`LLMRefusedError` for a refusal; :class:`LLMResponseError` for a reply that
+        calls no tool before any tool was called (it has read nothing of the agreement) or
+        whose only tool calls could not be read; None otherwise (tool calls, or "done"
+        after tools were used).
+    """
+    from overseer.errors import LLMRefusedError, LLMResponseError
+
+    meta = getattr(reply, "response_metadata", None) or {}
+    extra = getattr(reply, "additional_kwargs", None) or {}
+    if meta.get("finish_reason") == "content_filter" or extra.get("refusal"):
+        return LLMRefusedError("the model refused the request")
+    if getattr(reply, "tool_calls", None):
+        return None
+    invalid = list(getattr(reply, "invalid_tool_calls", None) or [])
+    if invalid:
+        detail = str(invalid[0].get("error") or "").strip()
+        return LLMResponseError("its tool call could not be read (the arguments are not valid "
+                                f"JSON{': ' + detail[:200] if detail else ''})")
+    if not used_tools:
+        return LLMResponseError(NO_TOOL_CALL)
+    return None
+
+
+def _run_tool(tools: Mapping[str, StructuredTool], call: Mapping[str, Any]) -> str:
+    """A tool call's answer; arguments the tool cannot take are answered with the error."""
+    tool = tools.get(str(call.get("name")))
+    if tool is None:
+        return f"unknown tool {call.get('name')}"
+    try:
+        return str(tool.invoke(call.get("args") or {}))
+    except Exception as err:  # e.g. a missing or mistyped argument (pydantic)
+        return f"error: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+
+
+def _code(err: Exception | None) -> str:
+    return str(getattr(err, "code", None) or "llm_error")
+
+
+def _message(err: Exception | None) -> str:
+    return str(getattr(err, "message", None) or err or "the model call failed")
+
+
 async def _call(bound: Any, messages: list[BaseMessage], *, run_id: str, node: str,
-                attempt: int, turn: int, model: str, record: Recorder | None
-                ) -> tuple[Any, str | None]:
-    """One model call with its ``llm.called`` ledger event; ``(None, code)`` on failure."""
+                attempt: int, turn: int, model: str, record: Recorder | None,
+                used_tools: bool = False) -> tuple[Any, Exception | None]:
+    """One model call with its ``llm.called`` ledger event.
+
+    Returns:
+        ``(reply, None)`` for a usable reply; ``(reply, error)`` for one that came back but
+        cannot be used (:func:`unusable_reply`; its tokens were billed and are in the
+        ledger, ``outcome: error``); ``(None, error)`` when the call failed
+        (:func:`activities.llm.classify_error`).
+    """
     from temporalio import activity
 
     from activities.llm import classify_error, price_usd
@@ -194,15 +299,19 @@ async def _call(bound: Any, messages: list[BaseMessage], *, run_id: str, node: s
     base = {"task": "extraction", "model": model, "node": node, "step": attempt,
             "turn": turn, "attempt": try_no, "tool_calling": True}
     started = time.monotonic()
-    reply, error = None, None
+    reply: Any = None
+    error: Exception | None = None
     try:
         reply = await bound.ainvoke(list(messages))
     except Exception as err:  # CancelledError is a BaseException and passes through
-        error = classify_error(err).code
+        error = classify_error(err)
+    if reply is not None:
+        error = unusable_reply(reply, used_tools=used_tools)
     usage = getattr(reply, "usage_metadata", None) or {}
     tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
     cost = price_usd(model, tokens_in, tokens_out, _settings()) if reply is not None else 0.0
-    data = {**base, "outcome": "ok" if reply is not None else "error", "error_code": error,
+    data = {**base, "outcome": "ok" if error is None else "error",
+            "error_code": _code(error) if error is not None else None,
             "latency_ms": int((time.monotonic() - started) * 1000), "input_tokens": tokens_in,
             "output_tokens": tokens_out, "cost_usd": cost or 0.0}
     if record is not None:

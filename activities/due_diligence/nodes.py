@@ -20,6 +20,7 @@ from activities.due_diligence.ingest import ingest_pages, ingest_text
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.risk import score_risks
 from activities.due_diligence.state import DueDiligenceState
+from activities.due_diligence.strategies import strategies_of
 from activities.due_diligence.summary import summarise
 
 # --- agent 1: ingestion ---------------------------------------------------------------------
@@ -80,9 +81,13 @@ class ClauseSearchState(TypedDict, total=False):
     run_id: str
     """Input: the run (ledger keys of model calls)."""
     strategy: str
-    """``llm:<model>`` once the clause agent ran (search nodes); absent offline."""
+    """``llm:<model>`` once the clause agent ran (search nodes): the model asked, not what
+    produced the findings (``clauses.strategy`` says that); absent offline."""
     rejected: list[dict[str, Any]]
     """Model proposals that failed verification, never candidates (search nodes)."""
+    fallbacks: list[dict[str, Any]]
+    """Search steps whose agent ended early, so the rules answered for them:
+    ``[{step, node, clause_types, code, message}]`` (search nodes)."""
     clauses: dict[str, Any]
     """Output: the ``clauses`` result (score_confidence)."""
 
@@ -109,12 +114,21 @@ async def retry_search(state: ClauseSearchState) -> dict[str, Any]:
 
 async def _with_agent(state: ClauseSearchState, update: dict[str, Any], types: list[str],
                       attempt: int, node: str) -> dict[str, Any]:
-    """Adds the clause agent's verified candidates to a search step's update (model only)."""
+    """Adds the clause agent's verified candidates to a search step's update (model only).
+
+    An agent that ended early (a failed call, a malformed reply after its one re-ask, a
+    refusal, a model without tool calling) adds a ``fallbacks`` entry ``{step, node,
+    clause_types, code, message}``: the step's rules' candidates answer for it.
+    """
     from activities.due_diligence.agent import run_clause_agent
 
     found = update.get("new_candidates") or {}
     outcome = await run_clause_agent(state["ingestion"]["text"], types, attempt, found,
                                      run_id=str(state.get("run_id") or ""), node=node)
+    if outcome.error is not None:
+        update = {**update, "fallbacks": [*(state.get("fallbacks") or []), {
+            "step": attempt, "node": node, "clause_types": list(types), "code": outcome.error,
+            "message": outcome.message or outcome.error}]}
     if outcome.strategy is None:
         return update
     merged = {name: [*outcome.candidates.get(name, []), *found.get(name, [])]
@@ -165,17 +179,20 @@ async def score_confidence(state: ClauseSearchState) -> dict[str, Any]:
     ingestion_result = state["ingestion"]
     signals = {"is_agreement": ingestion_result.get("is_agreement", True),
                "markers": ingestion_result.get("agreement_markers", [])}
-    if not signals["is_agreement"]:
-        return {"clauses": clause_logic.clauses_result([], attempts=int(state.get("attempts", 0)),
-                                                       signals=signals)}
-    # In a thread: the runtime heartbeats from the event loop while a long text is scored.
-    findings = await asyncio.to_thread(clause_logic.score_findings, ingestion_result,
-                                       state.get("merged") or {},
-                                       attempts_by_type=state.get("searched") or {})
+    findings: list[dict[str, Any]] = []
+    if signals["is_agreement"]:
+        # In a thread: the runtime heartbeats from the event loop while a long text is scored.
+        findings = await asyncio.to_thread(clause_logic.score_findings, ingestion_result,
+                                           state.get("merged") or {},
+                                           attempts_by_type=state.get("searched") or {})
     result = clause_logic.clauses_result(findings, attempts=int(state.get("attempts", 0)),
                                          signals=signals)
+    # what produced the findings, not what was asked: ``rules`` when the model gave nothing
+    names = strategies_of(findings)
+    result.update(strategy="+".join(names), strategies=names,
+                  fallbacks=list(state.get("fallbacks") or []))
     if state.get("strategy"):
-        result.update(strategy=state["strategy"], rejected=list(state.get("rejected") or []))
+        result["rejected"] = list(state.get("rejected") or [])
     return {"clauses": result}
 
 

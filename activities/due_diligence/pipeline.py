@@ -5,6 +5,7 @@ from __future__ import annotations
 from activities.due_diligence.graph import AGENTS, build_due_diligence_graph
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.report import render_report
+from activities.due_diligence.strategies import run_result
 from overseer.pipelines import Pipeline
 
 PIPELINE = Pipeline(
@@ -18,4 +19,5 @@ PIPELINE = Pipeline(
     progress_nodes=AGENTS,
     human_gate="optional sign-off: approve or reject the findings and checklist",
     report=render_report,
+    result=run_result,
 )

@@ -42,6 +42,7 @@ def render_report(state: Mapping[str, Any]) -> str:
         lines += ["## Clauses", ""]
         if not clauses.get("is_agreement", True):
             lines += ["The document does not read as an agreement; no clauses were extracted.", ""]
+        lines += _provenance(clauses)
         for f in clauses.get("findings", []):
             lines.append(f"### {_label(f['clause_type'])} — {f['status'].replace('_', ' ')}")
             if f["status"] == "found":
@@ -67,6 +68,17 @@ def render_report(state: Mapping[str, Any]) -> str:
         note = f": {signoff['note']}" if signoff.get("note") else ""
         lines += ["## Sign-off", "", f"- {signoff.get('decision')} by {who}{note}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _provenance(clauses: Mapping[str, Any]) -> list[str]:
+    """Which strategies gave the findings and which model steps fell back to the rules."""
+    fallbacks = clauses.get("fallbacks") or []
+    if not fallbacks and not clauses.get("strategies"):
+        return []
+    lines = [f"Findings by: {', '.join(clauses.get('strategies') or ['rules'])}."]
+    lines += [f"- Search {f.get('step')}: the model's answer was not used ({f.get('code')}: "
+              f"{_md(str(f.get('message') or ''))}); the rules answered." for f in fallbacks]
+    return [*lines, ""]
 
 
 def _method(finding: Mapping[str, Any]) -> str:

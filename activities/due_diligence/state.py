@@ -34,8 +34,12 @@ class DueDiligenceState(TypedDict, total=False):
 
     # -- clause_extraction (subgraph) ---------------------------------------------------------
     clauses: dict[str, Any]
-    """``{findings: [finding], attempts, searches, is_agreement, strategy}``; a finding is
-    ``{id, clause_type, status, quote, page, start, end, confidence, attributes, strategy}``."""
+    """``{findings: [finding], attempts, searches, is_agreement, strategy, strategies,
+    fallbacks, rejected?}``; a finding is ``{id, clause_type, status, quote, page, start, end,
+    confidence, attributes, strategy}``. ``strategies`` names what produced the found
+    findings (``["rules"]``, ``["rules", "llm:<model>"]``, …) and ``strategy`` joins it with
+    ``+``; ``fallbacks`` lists the search steps whose model agent ended early
+    ``{step, node, clause_types, code, message}``; ``rejected`` the model's refused quotes."""
 
     # -- risk_scoring -------------------------------------------------------------------------
     risks: dict[str, Any]

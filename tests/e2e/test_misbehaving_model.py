@@ -260,10 +260,25 @@ def test_due_diligence_completes_with_verbatim_quotes(misbehaving: tuple[Stack, 
                                          output["checklist"]])
     assert [(r["quote"], r["reason"]) for r in clauses["rejected"]] == [
         (INVENTED_CLAUSE, "quote not found verbatim in the agreement")]
-    assert [type(s.action) for s in seen] == [Computed, Fail, Fail, Text]
-    entries = assert_ledger_is_the_endpoint(sub, run, seen, failed=2)
+    # the model gave no finding: the labels say rules, not the model that was asked
+    assert clauses["strategy"] == "rules" and clauses["strategies"] == ["rules"]
+    assert run["result"]["strategies"] == ["rules"]
+    # why each search step fell back to the rules, in the result and the final event
+    fallbacks = [(f["step"], f["code"]) for f in run["result"]["fallbacks"]]
+    assert fallbacks == [(1, "llm_rate_limited"), (2, "llm_unavailable"),
+                         (3, "llm_malformed_response")]
+    assert clauses["fallbacks"] == run["result"]["fallbacks"]
+    events = sub.get(f"/v1/runs/{run['run_id']}/events").json()["items"]
+    final = next(e for e in events if e["type"] == "run.completed")
+    assert final["data"]["snapshot"]["fallbacks"] == run["result"]["fallbacks"]
+    # step 3: prose instead of a tool call, asked once more naming it, prose again
+    assert [type(s.action) for s in seen] == [Computed, Fail, Fail, Text, Text]
+    assert [s is seen[4] for s in reasks(seen)] == [True]
+    assert "called no tool" in seen[4].last_user
+    entries = assert_ledger_is_the_endpoint(sub, run, seen, failed=4)
     assert [e["error_code"] for e in entries] == [None, "llm_rate_limited", "llm_unavailable",
-                                                  None]
+                                                  "llm_malformed_response",
+                                                  "llm_malformed_response"]
     report = sub.get(f"/v1/runs/{run['run_id']}/report.md")
     assert report.status_code == 200 and "Atlantis" not in report.text
 

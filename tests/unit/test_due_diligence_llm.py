@@ -3,8 +3,8 @@
 A langchain-core fake chat model (the only fake allowed) plays a ReAct agent inside a real
 due_diligence run on the Temporal dev server with Postgres: it reads the search tool, then
 proposes one quote copied from the agreement and one it made up. The verbatim one becomes
-the finding (``strategy`` names the model); the invented one is rejected and appears in
-no finding.
+the finding (its ``strategy`` names the model, ``clauses.strategy`` says the findings are
+mixed); the invented one is rejected and appears in no finding.
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ async def test_model_quotes_are_verified_in_a_real_run(dev_server, db, task_queu
     model = llm.select_model("extraction", _settings()).model
     clauses = result["output"]["clauses"]
     ingested = result["output"]["ingestion"]["text"]
-    assert clauses["strategy"] == f"llm:{model}"
+    # mixed: the model's audit quote, the rules' other findings (issue 28 item 5)
+    assert clauses["strategy"] == f"rules+llm:{model}"
+    assert clauses["strategies"] == result["result"]["strategies"] == ["rules", f"llm:{model}"]
+    assert clauses["fallbacks"] == result["result"]["fallbacks"] == []
 
     audit = next(f for f in clauses["findings"] if f["clause_type"] == "audit_rights")
     assert audit["status"] == "found" and audit["strategy"] == f"llm:{model}"
