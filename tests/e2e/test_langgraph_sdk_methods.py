@@ -75,3 +75,11 @@ async def test_runs_wait_keeps_the_connection_alive_while_it_blocks(stack: Stack
     client: Any = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
     out = await client.runs.wait(tid, "slow", input={"topic": str(seconds)})
     assert out["summary"] == "slept"  # the SDK reads the padded answer
+
+
+def test_info_answers_without_a_key_as_the_agent_server_does(stack: Stack):
+    import httpx
+
+    body = httpx.get(f"{stack.base_url}/info", timeout=10).json()
+    assert body["flags"] == {"assistants": True, "crons": False, "langsmith": False}
+    assert body["langgraph_py_version"].split(".")[0] == "1" and body["version"]

@@ -78,6 +78,28 @@ router = APIRouter(tags=["agent-server"], lifespan=queue_sweeper)
 JsonBody = Annotated[dict[str, Any] | None, Body()]
 
 
+@router.get("/info")
+async def info() -> dict[str, Any]:
+    """``GET /info``, as the Agent Server answers it (no key needed): versions and feature flags.
+
+    Returns:
+        ``{"version", "langgraph_py_version", "flags": {"assistants", "crons", "langsmith"},
+        "host": {"kind"}}``; crons and LangSmith are off (issue 26: crons not served yet;
+        traces go to OpenTelemetry).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {"version": installed("overseer"), "langgraph_py_version": installed("langgraph"),
+            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "host": {"kind": "self-hosted", "server": "overseer"}}
+
+
 async def agent_principal(request: Request) -> Principal:
     """The caller: ``x-api-key`` (the SDK's header) or a bearer token, or the deployment's ``Auth``.
 
