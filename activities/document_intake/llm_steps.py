@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from temporalio import activity
 
 from activities.document_intake.extract import MAX_SNIPPET_CHARS, Evidence
@@ -24,13 +25,16 @@ from activities.document_intake.validate import normalise_value, validate_value
 from activities.llm import LLMContext, call_json, extraction_messages
 from activities.runtime import get_runtime
 from overseer.documents import PageText
-from overseer.errors import BudgetExceededError, LLMCallError
+from overseer.errors import BudgetExceededError, LLMCallError, LLMResponseError
 
 LLM_MAX_ATTEMPTS = 3
 """Attempts of an LLM-calling node (its Temporal retry policy says the same)."""
 
 VERIFIED_QUOTE_SCORE = 0.9
 UNVERIFIED_SCORE = 0.5
+REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
+         "with the requested field names as keys, and nothing else.")
+"""The one re-ask after a reply that is not a JSON object (the parse error is named)."""
 QUOTE_NOT_FOUND = "quote not found in the document"
 """The note a reviewer sees beside a value whose quote failed the check."""
 
@@ -82,6 +86,11 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
                            schema: FieldSchema, *, node: str, step: int) -> LLMExtraction:
     """Ask the model for ``wanted`` fields of the entry in ``pages``.
 
+    A reply that is not the JSON object asked for is asked for once more, with what was
+    wrong (issue 28 item 5); both calls are in the ``llm.called`` ledger. A second unusable
+    reply is the step's failure (``llm_malformed_response``): the run goes to a person with
+    the reason, as for any other permanent failure.
+
     Returns:
         The extraction; a permanent failure or a budget stop is reported, not raised.
 
@@ -91,16 +100,23 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
     """
     text = "\n\n".join(p.text for p in pages)
     ctx = llm_context(state, node, step)
-    try:
-        result = await call_json(extraction_messages(text, wanted), task="extraction", ctx=ctx,
-                                 settings=get_runtime().settings)
-    except BudgetExceededError as err:
-        return LLMExtraction(blocked={**err.details, "node": node})
-    except LLMCallError as err:
-        attempt = activity.info().attempt if activity.in_activity() else LLM_MAX_ATTEMPTS
-        if err.retryable and attempt < LLM_MAX_ATTEMPTS:
-            raise
-        return LLMExtraction(failure=err.code)
+    messages = extraction_messages(text, wanted)
+    for reask in (False, True):
+        try:
+            result = await call_json(messages, task="extraction", ctx=ctx,
+                                     settings=get_runtime().settings)
+            break
+        except BudgetExceededError as err:
+            return LLMExtraction(blocked={**err.details, "node": node})
+        except LLMResponseError as err:  # not the JSON asked for: once more, saying why
+            if reask:
+                return LLMExtraction(failure=err.code)
+            messages = [*messages, HumanMessage(REASK.format(error=err.message))]
+        except LLMCallError as err:
+            attempt = activity.info().attempt if activity.in_activity() else LLM_MAX_ATTEMPTS
+            if err.retryable and attempt < LLM_MAX_ATTEMPTS:
+                raise
+            return LLMExtraction(failure=err.code)
     out = LLMExtraction(strategy=result.strategy)
     known = set(schema.field_names)
     for name in wanted:
