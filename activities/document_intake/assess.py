@@ -9,15 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from activities.document_intake.calibration import SCAN_CALIBRATION, ScanCalibration
 from activities.document_intake.confidence import (
     CLEAN_WORD_CONFIDENCE,
     calculate_confidence,
-    case_ocr_confusion,
-    email_ocr_confusions,
     field_completeness,
     name_ocr_confusions,
-    possible_lost_tilde,
 )
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_record
@@ -41,7 +37,6 @@ def assess_record(
     exact_text: bool,
     options: dict[str, Any],
     field_confidences: dict[str, float] | None = None,
-    calibration: ScanCalibration | None = SCAN_CALIBRATION,
 ) -> dict[str, Any]:
     """Validate and score a record (seed 000 §1.1 confidence, §1.2 can_approve_record).
 
@@ -58,55 +53,30 @@ def assess_record(
             makes a record wrong while the page average stays high.
             A ``person_name`` value read by OCR that holds a known OCR confusion
             (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
-            letter, …; issue 28: or an "n" between vowels, ``possible_lost_tilde``), and
-            an e-mail value with a digit-like letter next to a digit
-            (``email_ocr_confusions``), counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
+            letter, …) counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
             ``ocr_confusion_<field>`` unless its words were read at
             ``clean_word_confidence`` (:data:`~confidence.CLEAN_WORD_CONFIDENCE`) or
             better, because Tesseract scores such misreadings 0.85–0.92, above the
-            per-field floor. A ``person_name``, ``school`` or ``city`` value read by OCR
-            whose first letter is lower case while a later word is capitalised
-            ("washington Community High School": Tesseract swapped the case of a letter
-            that looks the same in both) is treated the same way, at any confidence.
-        calibration: issue 28 item 3: each field's raw confidence is replaced by its
-            calibrated one (``calibration.ScanCalibration``, by field kind) where it enters
-            the OCR part of the confidence, so routing compares the 0.9 threshold with a
-            calibrated number; the shipped :data:`~calibration.SCAN_CALIBRATION` by
-            default, None for the raw Tesseract numbers. The ``low_confidence_<field>``
-            reason (raw word confidence below ``min_field_ocr_confidence``) still reads the
-            raw number: it tells a reviewer Tesseract was unsure, and no longer by itself
-            keeps a record from completing.
+            per-field floor.
 
     Returns:
-        ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes,
-        scan_calibration}``; ``scan_calibration`` is None when no field has an OCR
-        confidence, else ``{version, raw_confidence, fields}``: the calibration's version
-        (None when ``calibration`` is None), what ``confidence`` would be on the raw numbers,
-        and per OCR'd field ``{raw, calibrated}`` (0..1).
+        ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes}``.
     """
     report = validate_record(record, schema)
     _, missing = can_approve_record(record, schema)
     present = {k: v for k, v in (field_confidences or {}).items() if record.get(k) is not None}
-    confused = sorted({*_confused_names(record, schema, present, options),
-                       *_case_confusions(record, schema, present)})
-    calibrated = {name: _calibrate(calibration, schema, name, raw) for name, raw in present.items()}
-    completeness = field_completeness(record, schema)
-
-    def score(per_field: dict[str, float]) -> float:
-        capped = {**per_field,
-                  **{name: min(per_field[name], CONFUSED_FIELD_CONFIDENCE) for name in confused}}
-        ocr_part = ocr_confidence_avg
-        if ocr_part is not None and capped:
-            ocr_part = min(ocr_part, min(capped.values()))
-        return calculate_confidence(
-            ocr_part,
-            completeness,
-            exact_text=exact_text,
-            exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
-            unknown_ocr_score=float(options.get("unknown_ocr_score", 0.5)),
-        )
-
-    confidence = score(calibrated)
+    confused = _confused_names(record, schema, present, options)
+    scored = {**present, **{name: min(present[name], CONFUSED_FIELD_CONFIDENCE) for name in confused}}
+    ocr_part = ocr_confidence_avg
+    if ocr_part is not None and scored:
+        ocr_part = min(ocr_part, min(scored.values()))
+    confidence = calculate_confidence(
+        ocr_part,
+        field_completeness(record, schema),
+        exact_text=exact_text,
+        exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
+        unknown_ocr_score=float(options.get("unknown_ocr_score", 0.5)),
+    )
     reasons = set(report.reason_codes)
     low = float(options.get("low_ocr_confidence", LOW_OCR_CONFIDENCE))
     if ocr_confidence_avg is not None and ocr_confidence_avg < low:
@@ -122,35 +92,7 @@ def assess_record(
         "needs_review": bool(report.needs_review or missing or weak or confused
                              or "low_ocr_confidence" in reasons),
         "review_reason_codes": sorted(reasons),
-        "scan_calibration": None if not present else {
-            "version": calibration.version if calibration is not None else None,
-            "raw_confidence": round(score(present), 4),
-            "fields": {name: {"raw": present[name], "calibrated": calibrated[name]}
-                       for name in sorted(present)},
-        },
     }
-
-
-def _calibrate(calibration: ScanCalibration | None, schema: FieldSchema, name: str,
-               raw: float) -> float:
-    """A field's calibrated confidence (its raw one without a calibration or schema field)."""
-    if calibration is None or not schema.has_field(name):
-        return raw
-    return calibration.calibrate(schema.field(name).kind, raw)
-
-
-_CASED_KINDS = frozenset({"person_name", "school", "city"})
-
-
-def _case_confusions(
-    record: dict[str, str | None], schema: FieldSchema, field_confidences: dict[str, float]
-) -> list[str]:
-    """OCR'd name, school and city fields whose reading starts lower case mid-capitalised."""
-    return sorted(
-        name for name in field_confidences
-        if isinstance(value := record.get(name), str) and schema.has_field(name)
-        and schema.field(name).kind in _CASED_KINDS and case_ocr_confusion(value)
-    )
 
 
 def _confused_names(
@@ -159,20 +101,13 @@ def _confused_names(
     field_confidences: dict[str, float],
     options: dict[str, Any],
 ) -> list[str]:
-    """OCR'd fields whose reading holds a known confusion, read below clean.
-
-    Person names: ``name_ocr_confusions`` or ``possible_lost_tilde``; e-mail addresses:
-    ``email_ocr_confusions`` (issue 28 item 3).
-    """
+    """OCR'd person-name fields whose reading holds a known confusion, read below clean."""
     clean = float(options.get("clean_word_confidence", CLEAN_WORD_CONFIDENCE))
     out = []
     for name, confidence in field_confidences.items():
         value = record.get(name)
-        if confidence >= clean or not isinstance(value, str) or not schema.has_field(name):
-            continue
-        kind = schema.field(name).kind
-        if ((kind == "person_name" and (name_ocr_confusions(value) or possible_lost_tilde(value)))
-                or (kind == "email" and email_ocr_confusions(value))):
+        if (confidence < clean and isinstance(value, str) and schema.has_field(name)
+                and schema.field(name).kind == "person_name" and name_ocr_confusions(value)):
             out.append(name)
     return sorted(out)
 
@@ -182,7 +117,7 @@ def public_snapshot(state: Mapping[str, Any]) -> dict[str, Any]:
     keys = (
         "record", "confidence", "missing_fields", "invalid_fields", "needs_review",
         "review_reason_codes", "tools_used", "tries", "strategy", "ocr_confidence_avg",
-        "field_ocr_confidence", "scan_calibration",
+        "field_ocr_confidence",
         "outcome", "evidence",
     )
     snap = {k: state[k] for k in keys if k in state}

@@ -41,9 +41,6 @@ class DocumentIntakeState(TypedDict, total=False):
     """Character-weighted OCR confidence 0..1; None when all text was exact."""
     field_ocr_confidence: dict[str, float]
     """Per OCR'd field value, its weakest word's confidence 0..1 (run_pipeline, retry)."""
-    scan_calibration: dict[str, Any] | None
-    """Issue 28 item 3: ``{version, raw_confidence, fields: {name: {raw, calibrated}}}`` of the
-    latest assessment (``assess.assess_record``); None when no value was read by OCR."""
     confidence: float
     """Seed §1.1: 0.6 × OCR part + 0.4 × completeness."""
     missing_fields: list[str]
