@@ -102,8 +102,9 @@ def theme_with_an_invented_code(body: dict[str, Any]) -> Action:
 RATE_LIMITED = Fail(429, retry_after=1)
 SLOW = Slow(TIMEOUT_SECONDS + 2)
 SCRIPTS: dict[str, list[Action]] = {
-    # review_agent (3 attempts): the transients, then prose; a second run gets an invented grade
-    "intake": [RATE_LIMITED, Fail(500), Text(PROSE)],
+    # review_agent (3 attempts): the transients, then prose, and prose again when re-asked; a
+    # second run gets an invented grade
+    "intake": [RATE_LIMITED, Fail(500), Text(PROSE), Text(PROSE)],
     # search step 1: a made-up quote, then a 429 ends that step's agent; step 2: a 500;
     # step 3: prose instead of a tool call
     "due_diligence": [Computed(invented_clause), RATE_LIMITED, Fail(500)],
@@ -208,7 +209,8 @@ def test_document_intake_goes_to_a_person_with_its_reasons(
                                .read_bytes(), "image/png")}}
     waiting = {"awaiting_approval", "completed", "rejected"}
 
-    # 429, 500, then prose on the last attempt: a person decides, told why
+    # 429, 500, then prose on the last attempt and again when re-asked: a person decides,
+    # told why
     run = submit_and_wait(sub, "/v1/submissions", waiting, **scan)
     seen = llm.requests("intake")
     assert run["status"] == "awaiting_approval", run.get("error")
@@ -219,9 +221,9 @@ def test_document_intake_goes_to_a_person_with_its_reasons(
     assert pending["payload"]["proposal"]["reason"] == "llm_malformed_response"
     assert pending["payload"]["proposal"]["updates"] == {}
     assert result["strategy"] == "rules" and result["strategies"] == ["rules"]
-    assert [type(s.action) for s in seen] == [Fail, Fail, Text]
-    assert len(reasks(seen)) <= 1  # bounded (document intake does not re-ask: a person does)
-    assert_ledger_is_the_endpoint(sub, run, seen, failed=3)
+    assert [type(s.action) for s in seen] == [Fail, Fail, Text, Text]
+    assert len(reasks(seen)) == 1  # bounded: one re-ask naming what was wrong
+    assert_ledger_is_the_endpoint(sub, run, seen, failed=4)
 
     # the model invents a grade with a line the form does not have: proposed, never applied
     since = seen[-1].at
