@@ -178,12 +178,13 @@ USER_GRAPH_FILES = ":".join(str(Path(__file__).resolve().parents[1] / "graphs" /
 
 @pytest.mark.reliability
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("graph", ["three_one", "seg_three_one"])
+@pytest.mark.parametrize("graph", ["nodes_three_one", "three_one"])
 def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path, graph: str):
     """Issue 25's crash: 50 in-flight runs of a 3 s + 1 s user graph that sets nothing; the
     worker and the API are SIGKILLed and started again. All 50 finish within 60 s of the
-    API answering, none lost, no ``node.completed`` written twice. ``three_one`` runs node
-    by node (``GraphRunWorkflow``), ``seg_three_one`` as segments (``SegmentRunWorkflow``)."""
+    API answering, none lost, no ``node.completed`` written twice. ``three_one`` is the plain
+    graph, so it runs as segments (``SegmentRunWorkflow``); ``nodes_three_one`` declares the
+    same graph node by node (``GraphRunWorkflow``)."""
     from collections import Counter
 
     runs = 50
@@ -191,7 +192,7 @@ def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path, graph: str):
             workers=1) as stack:
         outcome = Outcome(f"user_graph_crash_{graph}", "SIGKILL the worker and the API while "
                           f"{runs} runs of a 3 s + 1 s user graph are in flight "
-                          f"({'segments' if graph.startswith('seg_') else 'node per activity'}), "
+                          f"({'node per activity' if graph.startswith('nodes_') else 'segments'}), "
                           "then start both again (recovery: API answering → all done)", runs)
         run_ids = []
         with stack.client("submitter") as client:

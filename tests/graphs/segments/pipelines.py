@@ -91,3 +91,6 @@ seg_slow = _segments("slow", _slow())
 seg_long = _segments("long", _long())
 seg_three_one = _segments("three_one")
 seg_spender = _segments("spender")
+nodes_three_one = Pipeline(name="three_one", graph=_USER["three_one"].graph,
+                           workflow="GraphRunWorkflow",
+                           description="three_one node by node (a plain graph runs as segments)")
