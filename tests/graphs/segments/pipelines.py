@@ -33,15 +33,21 @@ def count_me(state: dict[str, Any]) -> dict[str, Any]:
     return {"trail": ["counted"]}
 
 
-def _retry() -> StateGraph:
+def _counted(name: str, node: Any) -> StateGraph:
+    """``START → count_me → <name> → END`` on the user graph's state."""
     user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
     graph = StateGraph(user_graph.State)
     graph.add_node("count_me", count_me)
-    graph.add_node("sometimes", user_graph.sometimes)
+    graph.add_node(name, node)
     graph.add_edge(START, "count_me")
-    graph.add_edge("count_me", "sometimes")
-    graph.add_edge("sometimes", END)
+    graph.add_edge("count_me", name)
+    graph.add_edge(name, END)
     return graph
+
+
+def _retry() -> StateGraph:
+    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
+    return _counted("sometimes", user_graph.sometimes)
 
 
 async def nap(state: dict[str, Any]) -> dict[str, Any]:
@@ -52,17 +58,6 @@ async def nap(state: dict[str, Any]) -> dict[str, Any]:
     return {"summary": "napped"}
 
 
-def _slow() -> StateGraph:
-    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
-    graph = StateGraph(user_graph.State)
-    graph.add_node("count_me", count_me)
-    graph.add_node("nap", nap)
-    graph.add_edge(START, "count_me")
-    graph.add_edge("count_me", "nap")
-    graph.add_edge("nap", END)
-    return graph
-
-
 async def long_nap(state: dict[str, Any]) -> dict[str, Any]:
     """Longer than three of the heartbeat time-outs the tests give a segment (1.5 s)."""
     import asyncio
@@ -71,24 +66,13 @@ async def long_nap(state: dict[str, Any]) -> dict[str, Any]:
     return {"summary": "slept long"}
 
 
-def _long() -> StateGraph:
-    user_graph = sys.modules[_USER["flaky"].graph.nodes["sometimes"].runnable.func.__module__]
-    graph = StateGraph(user_graph.State)
-    graph.add_node("count_me", count_me)
-    graph.add_node("long_nap", long_nap)
-    graph.add_edge(START, "count_me")
-    graph.add_edge("count_me", "long_nap")
-    graph.add_edge("long_nap", END)
-    return graph
-
-
 seg_constructs = _segments("constructs")
 seg_approvals = _segments("approvals")
 seg_refund_agent = _segments("refund_agent")
 seg_poison = _segments("poison")
 seg_retry = _segments("retry", _retry())
-seg_slow = _segments("slow", _slow())
-seg_long = _segments("long", _long())
+seg_slow = _segments("slow", _counted("nap", nap))
+seg_long = _segments("long", _counted("long_nap", long_nap))
 seg_three_one = _segments("three_one")
 seg_spender = _segments("spender")
 nodes_three_one = Pipeline(name="three_one", graph=_USER["three_one"].graph,
