@@ -120,7 +120,7 @@ def stream_modes(value: Any, graph: str | None = None) -> list[str]:
     """
     modes = [value] if isinstance(value, str) else [str(m) for m in (value or [])]
     modes = modes or ["values"]
-    served = STREAM_MODES
+    served: tuple[str, ...] = STREAM_MODES
     if graph is not None:
         try:
             if on_segments(resolve_assistant(graph)):
@@ -897,8 +897,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                "segment_heartbeat_seconds": settings.segment_heartbeat_seconds}
     asked = kwargs.get("stream_mode")
     asked = [asked] if isinstance(asked, str) else list(asked or [])
-    if extra := [m for m in asked if m in SEGMENT_STREAM_MODES]:
-        options["stream_modes"] = extra  # LangGraph's chunks the segments collect for it
+    if collected := [m for m in asked if m in SEGMENT_STREAM_MODES]:
+        options["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
             options[key] = kwargs[key]

@@ -96,5 +96,6 @@ async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
     ids = [e["event_id"] for e in events]
     assert len(ids) == len(set(ids))
     nodes = Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
-    assert nodes == {"first": 1, "slow_step": 1, "last": 1}, [e["data"] for e in events if e["type"] == "node.completed"]
+    assert nodes == {"first": 1, "slow_step": 1, "last": 1}, [
+        e["data"] for e in events if e["type"] == "node.completed"]
     assert [e["type"] for e in events].count("run.completed") == 1
