@@ -83,3 +83,24 @@ def test_info_answers_without_a_key_as_the_agent_server_does(stack: Stack):
     body = httpx.get(f"{stack.base_url}/info", timeout=10).json()
     assert body["flags"] == {"assistants": True, "crons": False, "langsmith": False}
     assert body["langgraph_py_version"].split(".")[0] == "1" and body["version"]
+
+
+async def test_create_batch_starts_every_run_or_none(stack: Stack):
+    from langgraph_sdk.errors import APIStatusError
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    runs = await client.runs.create_batch([
+        {"assistant_id": "seg_constructs", "input": {"topic": "one two"}},
+        {"assistant_id": "seg_constructs", "input": {"topic": "three"}}])
+    assert len(runs) == 2 and runs[0]["thread_id"] != runs[1]["thread_id"]
+    done = [await client.runs.join(r["thread_id"], r["run_id"]) for r in runs]
+    assert "THREE" in done[1]["results"] and "THREE" not in done[0]["results"]
+
+    before = await client.threads.count()
+    with pytest.raises(APIStatusError) as refused:
+        await client.runs.create_batch([
+            {"assistant_id": "seg_constructs", "input": {"topic": "fine"}},
+            {"assistant_id": "seg_constructs", "input": {"topic": "x"}, "stream_mode": "events"}])
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json()["details"]["index"] == 1
+    assert await client.threads.count() == before  # the good one was not created either

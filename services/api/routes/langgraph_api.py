@@ -27,7 +27,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, R
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from overseer import threads
-from overseer.errors import ConflictError, NotFoundError
+from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
 from services.api import agent_auth
@@ -440,6 +440,42 @@ async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
     run = await _create(pool, temporal, settings, principal, None, body or {})
     return JSONResponse(threads.run_view(run), headers={"Content-Location": _locations(run)[
         "Content-Location"]})
+
+
+MAX_BATCH_RUNS = 100
+"""Runs one ``POST /runs/batch`` may create."""
+
+
+@router.post("/runs/batch")
+async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                                settings: SettingsDep,
+                                body: Annotated[Any, Body()] = None) -> list[dict[str, Any]]:
+    """``runs.create_batch``: background runs, each on a new thread of its own, in order.
+
+    Every payload is checked before any run is created (its assistant exists, its input is
+    an object, its stream modes are served), so a bad one refuses the whole batch and
+    nothing is half-created.
+
+    Raises:
+        InvalidRequestError: not a list of 1 to :data:`MAX_BATCH_RUNS` objects, or a payload
+            the run would refuse (422, ``details.index`` names it).
+        NotFoundError: an unknown assistant (404).
+    """
+    if not isinstance(body, list) or not body or len(body) > MAX_BATCH_RUNS or \
+            not all(isinstance(p, dict) for p in body):
+        raise InvalidRequestError(f"the body must be a list of 1 to {MAX_BATCH_RUNS} run payloads")
+    for index, payload in enumerate(body):
+        try:
+            threads.resolve_assistant(str(payload.get("assistant_id") or ""))
+            threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
+            if payload.get("input") is not None and not isinstance(payload["input"], dict):
+                raise InvalidRequestError("input must be a JSON object",
+                                          details={"field": "input"})
+        except InvalidRequestError as err:  # its own code, with the payload it refused
+            err.details = {**(err.details or {}), "index": index}
+            raise
+    runs = [await _create(pool, temporal, settings, principal, None, payload) for payload in body]
+    return [threads.run_view(run) for run in runs]
 
 
 @router.post("/threads/{thread_id}/runs/wait")
