@@ -286,11 +286,52 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
 
 async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         subject: str) -> None:
-    """Delete a thread and its runs; a workflow still attached to it is cancelled first."""
+    """Delete a thread and its runs; a workflow still attached to it is cancelled first.
+
+    A thread that runs as segments also loses its LangGraph checkpoints, blobs and writes.
+    """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is not None and row["status"] in ("busy", "interrupted"):
         await _cancel_workflow(pool, temporal, row["graph_id"], str(row["last_run_id"]), subject)
-    await pool.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+    segments = row["graph_id"] is not None and on_segments(row["graph_id"])
+    if segments:
+        await segments_app(row["graph_id"])  # LangGraph's tables exist
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+        if segments:
+            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
+                await conn.execute(f"DELETE FROM {table} WHERE thread_id = $1",  # noqa: S608
+                                   str(row["thread_id"]))
+
+
+PRUNE_STRATEGIES = ("delete", "keep_latest")
+"""``POST /threads/prune`` strategies, as on the Agent Server."""
+
+
+async def prune_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str, strategy: str,
+                       subject: str) -> bool:
+    """One thread of ``POST /threads/prune``; whether it was pruned.
+
+    ``delete`` deletes it (:func:`delete_thread`). ``keep_latest`` keeps the thread and its
+    latest state and drops its older saved states: LangGraph's ``aprune`` for a graph that
+    runs as segments, otherwise the older rows of ``agent_checkpoints``. A busy thread is
+    not pruned with ``keep_latest`` (its run is writing checkpoints).
+    """
+    if strategy == "delete":
+        await delete_thread(pool, temporal, thread_id, subject)
+        return True
+    row = await get_thread(pool, thread_id)
+    if row["status"] == "busy":
+        return False
+    if row["graph_id"] is not None and on_segments(row["graph_id"]):
+        app = await segments_app(row["graph_id"])
+        await app.checkpointer.aprune([str(row["thread_id"])], strategy="keep_latest")
+    else:
+        await pool.execute(
+            """DELETE FROM agent_checkpoints WHERE thread_id = $1 AND checkpoint_id IS DISTINCT
+                   FROM (SELECT checkpoint_id FROM agent_checkpoints WHERE thread_id = $1
+                         ORDER BY created_at DESC LIMIT 1)""", row["thread_id"])
+    return True
 
 
 async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:

@@ -104,3 +104,27 @@ async def test_create_batch_starts_every_run_or_none(stack: Stack):
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["details"]["index"] == 1
     assert await client.threads.count() == before  # the good one was not created either
+
+
+async def test_prune_keeps_the_latest_state_or_deletes_and_only_the_callers_threads(stack: Stack):
+    from langgraph_sdk.errors import APIStatusError
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    mine = (await client.threads.create())["thread_id"]
+    await client.runs.wait(mine, "seg_constructs", input={"topic": "one"})
+    await client.runs.wait(mine, "seg_constructs", input={"topic": "two"})
+    state = await client.threads.get_state(mine)
+    assert len(await client.threads.get_history(mine, limit=100)) > 2
+    assert await client.threads.prune([mine], strategy="keep_latest") == {"pruned_count": 1}
+    history = await client.threads.get_history(mine, limit=100)
+    assert len(history) == 1 and history[0]["values"] == state["values"]
+    assert (await client.threads.get_state(mine))["values"] == state["values"]
+
+    admin = get_client(url=stack.base_url, api_key=stack.tokens["admin"])
+    theirs = (await admin.threads.create())["thread_id"]
+    gone = "00000000-0000-4000-8000-000000000000"
+    assert await client.threads.prune([mine, theirs, gone]) == {"pruned_count": 1}
+    with pytest.raises(APIStatusError) as missing:
+        await client.threads.get(mine)
+    assert missing.value.response.status_code == 404
+    assert (await admin.threads.get(theirs))["thread_id"] == theirs  # not the caller's: kept

@@ -27,7 +27,12 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, R
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from overseer import threads
-from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
+from overseer.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+)
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
 from services.api import agent_auth
@@ -440,6 +445,46 @@ async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
     run = await _create(pool, temporal, settings, principal, None, body or {})
     return JSONResponse(threads.run_view(run), headers={"Content-Location": _locations(run)[
         "Content-Location"]})
+
+
+MAX_PRUNE_THREADS = 1000
+"""Threads one ``POST /threads/prune`` may name."""
+
+
+@router.post("/threads/prune")
+async def prune_threads(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                        body: JsonBody = None) -> dict[str, int]:
+    """``threads.prune``: delete threads, or keep only their latest state (``keep_latest``).
+
+    A thread the caller may not delete (``delete``) or change (``keep_latest``), or does not
+    see, is left alone and not counted, as a missing one is; so is a busy thread under
+    ``keep_latest``.
+
+    Returns:
+        ``{"pruned_count": n}``.
+
+    Raises:
+        InvalidRequestError: no ``thread_ids`` list (1 to :data:`MAX_PRUNE_THREADS`) or an
+            unknown ``strategy`` (422).
+    """
+    body = body or {}
+    ids, strategy = body.get("thread_ids"), body.get("strategy") or "delete"
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_PRUNE_THREADS:
+        raise InvalidRequestError(f"thread_ids must be a list of 1 to {MAX_PRUNE_THREADS} ids",
+                                  details={"field": "thread_ids"})
+    if strategy not in threads.PRUNE_STRATEGIES:
+        raise InvalidRequestError(f"strategy must be one of {threads.PRUNE_STRATEGIES}",
+                                  details={"field": "strategy"})
+    pruned = 0
+    for thread_id in dict.fromkeys(str(i) for i in ids):
+        try:
+            await agent_auth.gate_thread(pool, principal, thread_id,
+                                         "delete" if strategy == "delete" else "update")
+            pruned += await threads.prune_thread(pool, temporal, thread_id, strategy,
+                                                 principal.subject)
+        except (NotFoundError, PermissionDeniedError):
+            continue
+    return {"pruned_count": pruned}
 
 
 MAX_BATCH_RUNS = 100
