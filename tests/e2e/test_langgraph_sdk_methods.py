@@ -128,3 +128,25 @@ async def test_prune_keeps_the_latest_state_or_deletes_and_only_the_callers_thre
         await client.threads.get(mine)
     assert missing.value.response.status_code == 404
     assert (await admin.threads.get(theirs))["thread_id"] == theirs  # not the caller's: kept
+
+
+async def test_cancel_many_cancels_the_callers_runs_only(stack: Stack):
+    """``seg_long`` naps 4.5 s: runs are still busy or queued when they are cancelled."""
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    admin = get_client(url=stack.base_url, api_key=stack.tokens["admin"])
+    tid = (await client.threads.create())["thread_id"]
+    first = await client.runs.create(tid, "seg_long", input={"topic": "a"})
+    queued = await client.runs.create(tid, "seg_long", input={"topic": "b"},
+                                      multitask_strategy="enqueue")
+    other = (await admin.threads.create())["thread_id"]
+    theirs = await admin.runs.create(other, "seg_long", input={"topic": "c"})
+
+    await client.runs.cancel_many(status="all")
+    statuses = {r["run_id"]: r["status"] for r in await client.runs.list(tid)}
+    assert statuses[first["run_id"]] == "interrupted"
+    assert statuses[queued["run_id"]] == "interrupted"
+    assert (await admin.runs.join(other, theirs["run_id"]))["summary"] == "slept long"
+
+    again = await client.runs.create(tid, "seg_long", input={"topic": "d"})
+    await client.runs.cancel_many(thread_id=tid, run_ids=[again["run_id"]], action="rollback")
+    assert (await client.runs.get(tid, again["run_id"]))["status"] == "interrupted"

@@ -647,6 +647,59 @@ async def cancel_run(thread_id: str, run_id: str, principal: ThreadUpdater, pool
     return threads.run_view(run) if wait else Response(status_code=202)
 
 
+BULK_CANCEL_STATUSES = {"pending": ("pending",), "running": ("running",),
+                        "all": ("pending", "running")}
+"""``POST /runs/cancel`` ``status`` filters, as the SDK's ``cancel_many`` sends them."""
+
+
+@router.post("/runs/cancel", status_code=204)
+async def cancel_runs(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                      action: str = "interrupt", body: JsonBody = None) -> Response:
+    """``runs.cancel_many``: cancel ``run_ids`` of ``thread_id``, or every run with ``status``.
+
+    Each run is cancelled as ``POST /threads/{id}/runs/{run_id}/cancel`` cancels it (with
+    ``action``). Runs on threads the caller may not change, or does not see, are left
+    alone, as are runs that already ended.
+
+    Raises:
+        InvalidRequestError: neither ``thread_id`` with ``run_ids`` nor a ``status`` of
+            ``pending``, ``running`` or ``all``; or an ``action`` other than ``interrupt``
+            or ``rollback`` (422).
+    """
+    body = body or {}
+    if action not in ("interrupt", "rollback"):
+        raise InvalidRequestError("action must be interrupt or rollback",
+                                  details={"field": "action"})
+    status, thread_id, run_ids = body.get("status"), body.get("thread_id"), body.get("run_ids")
+    if status is not None:
+        if status not in BULK_CANCEL_STATUSES:
+            raise InvalidRequestError(f"status must be one of {sorted(BULK_CANCEL_STATUSES)}",
+                                      details={"field": "status"})
+        rows = await pool.fetch("SELECT thread_id, run_id FROM agent_runs WHERE status = ANY($1)",
+                                list(BULK_CANCEL_STATUSES[status]))
+        targets = [(str(r["thread_id"]), str(r["run_id"])) for r in rows]
+    elif thread_id and isinstance(run_ids, list) and run_ids:
+        targets = [(str(thread_id), str(r)) for r in run_ids]
+    else:
+        raise InvalidRequestError("give thread_id with run_ids, or a status",
+                                  details={"fields": ["thread_id", "run_ids", "status"]})
+    allowed: dict[str, bool] = {}
+    for tid, rid in targets:
+        if tid not in allowed:
+            try:
+                await agent_auth.gate_thread(pool, principal, tid, "update",
+                                             {"action": action})
+                allowed[tid] = True
+            except (NotFoundError, PermissionDeniedError):
+                allowed[tid] = False
+        if allowed[tid]:
+            try:
+                await threads.cancel_run(pool, temporal, tid, rid, principal.subject, action)
+            except NotFoundError:
+                continue  # not a run of that thread
+    return Response(status_code=204)
+
+
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
 async def delete_run(thread_id: str, run_id: str, _: ThreadDeleter, pool: PoolDep,
                      temporal: TemporalDep) -> Response:
