@@ -56,7 +56,13 @@ from overseer.graph_codec import encode
 from overseer.runs import send_update
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
-from overseer.store.events import RUN_COMPLETED, RUN_SUBMITTED, NewEvent, append_events
+from overseer.store.events import (
+    LLM_CALLED,
+    RUN_COMPLETED,
+    RUN_SUBMITTED,
+    NewEvent,
+    append_events,
+)
 from services.api.deps import (
     PoolDep,
     Principal,
@@ -149,20 +155,25 @@ async def chat(
     history, previous_scope = await session_history(pool, principal, body.session_id)
     chosen, reason = effective_model(settings, model)
     log.info("chat model decision", extra={"hint": model, "chosen": chosen, "reason": reason})
-    route = await route_message(body.message, plan=plan, settings=settings)
+    classified: list[dict[str, Any]] = []
+    route = await route_message(body.message, plan=plan, settings=settings, calls=classified)
     catalog = await current_catalog(pool)
     scope = resolve_scope(body.message, catalog, previous=previous_scope)
     run_id = (str(uuid.uuid5(CHAT_NAMESPACE, f"{principal.subject}:{idempotency_key}"))
               if idempotency_key else str(uuid.uuid4()))
     after = parse_last_event_id(last_event_id)
+    asked = classifier_events(run_id, classified, principal.subject)
     if route.path == "single_agent":
         source = fast_path(pool, settings, body, principal, catalog, scope, route, run_id,
-                           chosen, reason, started)
+                           chosen, reason, started, prior=asked)
         if not stream:
             return JSONResponse(await last_event(source))
         return sse_response(frames(skip_seen(source, after)), keepalive, interval)
     await start_orchestrator(pool, temporal, settings, body, principal, catalog, scope, route,
                              run_id, history, chosen, reason, model, idempotency_key)
+    if asked:  # the run is submitted: the classifier's call joins its ledger
+        async with pool.acquire() as conn:
+            await append_events(conn, asked)
     source = orchestrator_events(temporal, run_id, from_offset=after)
     if not stream:
         event = await first_stop(source)
@@ -237,21 +248,67 @@ def effective_model(settings: Settings, hint: str | None) -> tuple[str, str]:
     return choice.model, choice.reason
 
 
-async def route_message(message: str, *, plan: bool, settings: Settings) -> RouteDecision:
-    """Rules, plus the LLM intent classifier when a model is configured (never removes intents)."""
-    from activities.llm import chat_model, llm_enabled, select_model
+CLASSIFIER_NODE = "intent_classifier"
+"""The ledger's name for the API's intent classifier call (``llm.called`` ``node``)."""
+
+
+async def route_message(message: str, *, plan: bool, settings: Settings,
+                        calls: list[dict[str, Any]] | None = None) -> RouteDecision:
+    """Rules, plus the LLM intent classifier when a model is configured (never removes intents).
+
+    Args:
+        message: the analyst's ask.
+        plan: the caller asked for the orchestrator.
+        settings: LLM settings.
+        calls: when given, the classifier's call is appended as an ``llm.called`` event's
+            data (model, tokens, cost, latency, outcome): the run it belongs to does not
+            exist yet, so the caller records it (:func:`record_classifier_calls`).
+    """
+    from activities.llm import chat_model, classify_error, llm_enabled, price_usd, select_model
 
     if plan or not llm_enabled(settings):
         return decide_route(message, plan=plan)
     choice = select_model("routing", settings)
     model = chat_model(settings, choice.model)
+    replies: list[Any] = []
+    started = time.monotonic()
+    entry: dict[str, Any] = {"task": "routing", "model": choice.model,
+                             "choice_reason": choice.reason, "node": CLASSIFIER_NODE,
+                             "step": 0, "attempt": 1, "dry_run": settings.dry_run,
+                             "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     try:
-        extra = await asyncio.wait_for(classify_with_llm(model, message),
+        extra = await asyncio.wait_for(classify_with_llm(model, message, replies),
                                        timeout=settings.llm_timeout_seconds)
     except Exception as err:  # noqa: BLE001 — the classifier is optional: rules still route
         log.warning("intent classifier failed; rules only", extra={"error": type(err).__name__})
+        code = "llm_timeout" if isinstance(err, TimeoutError) else classify_error(err).code
+        entry.update(outcome="error", error_code=code)
         return decide_route(message)
+    finally:
+        entry["latency_ms"] = int((time.monotonic() - started) * 1000)
+        if replies:
+            usage = getattr(replies[0], "usage_metadata", None) or {}
+            entry["input_tokens"] = int(usage.get("input_tokens", 0))
+            entry["output_tokens"] = int(usage.get("output_tokens", 0))
+            cost = price_usd(choice.model, entry["input_tokens"], entry["output_tokens"],
+                             settings)
+            entry.update(cost_usd=cost or 0.0, price_known=cost is not None)
+        entry.setdefault("outcome", "ok")
+        if calls is not None:
+            calls.append(entry)
     return decide_route(message, extra_intents=extra, strategy=f"llm:{choice.model}")
+
+
+def classifier_events(run_id: str, calls: list[dict[str, Any]], subject: str) -> list[NewEvent]:
+    """The API's intent-classifier calls as the run's ``llm.called`` events (the one ledger).
+
+    Written with the run's own events, after its ``run.submitted`` (the fast path's one
+    transaction; after the orchestrator's start). Keyed by the run, so a retried request
+    with the same ``Idempotency-Key`` (the same run) records its first classification only.
+    """
+    return [NewEvent(run_id=run_id, key=f"llm.called:{CLASSIFIER_NODE}:0:{i + 1}:1",
+                     type=LLM_CALLED, actor=f"api:{subject}", data={**entry, "call": i + 1})
+            for i, entry in enumerate(calls)]
 
 
 async def session_history(pool: Any, principal: Principal, session_id: str | None
@@ -281,10 +338,15 @@ async def session_history(pool: Any, principal: Principal, session_id: str | Non
 
 async def fast_path(pool: Any, settings: Settings, body: ChatRequest, principal: Principal,
                     catalog: Catalog, scope: dict[str, Any], route: RouteDecision, run_id: str,
-                    model: str, reason: str, started: float) -> AsyncIterator[dict[str, Any]]:
-    """The single agent's events with ``seq``; the answer is recorded as a run before ``done``."""
+                    model: str, reason: str, started: float,
+                    prior: list[NewEvent] | None = None) -> AsyncIterator[dict[str, Any]]:
+    """The single agent's events with ``seq``; the answer is recorded as a run before ``done``.
+
+    ``prior``: ``llm.called`` events of calls made for this run before it (the API's intent
+    classifier), written with its own.
+    """
     seq = 0
-    ledger: list[NewEvent] = []
+    ledger: list[NewEvent] = list(prior or [])
 
     async def record(events: list[NewEvent]) -> None:
         ledger.extend(events)  # every model attempt; written with the run, in one transaction

@@ -228,14 +228,22 @@ INTENT_PROMPT = (
 )
 
 
-async def classify_with_llm(model: Any, message: str) -> list[str]:
+async def classify_with_llm(model: Any, message: str,
+                            replies: list[Any] | None = None) -> list[str]:
     """Ask a chat model for intents; unknown names and unparsable replies give ``[]``.
 
     Never raises for a bad reply: routing falls back to the rules.
+
+    Args:
+        model: a chat model.
+        message: the analyst's ask.
+        replies: when given, the model's reply is appended to it (its usage is the ledger's).
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
     reply = await model.ainvoke([SystemMessage(INTENT_PROMPT), HumanMessage(message[:2000])])
+    if replies is not None:
+        replies.append(reply)
     content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
     start, end = content.find("{"), content.rfind("}")
     try:
