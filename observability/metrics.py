@@ -1,6 +1,6 @@
 """Prometheus metrics for API and worker: the wire names, the helpers that feed them, ``/metrics``.
 
-Every name here is a wire name (STYLE: ``overseer_<noun>_<unit>``, ``_total`` counters,
+Every name here is a wire name (the house style: ``overseer_<noun>_<unit>``, ``_total`` counters,
 ``_seconds`` durations): add, never rename. ``docs/observability.md`` lists them with
 their labels and which process exports them.
 

@@ -112,7 +112,7 @@ def instrument_asyncpg() -> None:
 
 
 def temporal_tracing_plugin() -> OpenTelemetryPlugin:
-    """The Temporal client/worker plugin that nests workflow and activity spans (DESIGN §2).
+    """The Temporal client/worker plugin that nests workflow and activity spans.
 
     ``add_temporal_spans`` makes the StartWorkflow, RunWorkflow, StartActivity and
     RunActivity spans that turn one run into one readable tree (without it only the

@@ -39,7 +39,7 @@ class PipelineSpec:
         return self.submit_path or f"/v1/pipelines/{self.name}/runs"
 
     def workflow_id(self, run_id: str) -> str:
-        """``<pipeline>-<run_id>`` (DESIGN §3)."""
+        """``<pipeline>-<run_id>``: the workflow id of a run, unique per run, readable in the Temporal UI."""
         return f"{self.name}-{run_id}"
 
 

@@ -73,7 +73,7 @@ cv2 = _lazy_module("cv2")
 pytesseract = _lazy_module("pytesseract")
 
 # Tesseract's LSTM engine spreads one page over every core with OpenMP, and on a busy
-# worker that oversubscription makes it several times slower (DESIGN.md §1). We run it
+# worker that oversubscription makes it several times slower (docs/performance.md). We run it
 # single-threaded and parallelise pages across processes instead. ``setdefault`` so an
 # operator can still override it; the ``tesseract`` subprocesses inherit the environment.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")

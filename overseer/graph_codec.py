@@ -5,7 +5,7 @@ keys, lists, strings, numbers, booleans, null) travels as itself, so the Tempora
 shows it; anything else — LangChain messages, pydantic models, dataclasses, ``Command``,
 ``Send``, tuples, sets — travels as LangGraph's own msgpack encoding (``JsonPlusSerializer``),
 so a node gets back exactly the types it wrote (the plugin's default converter turns an
-``AIMessage`` into a ``dict``: ``shared/notes/langgraph-on-temporal.md``).
+``AIMessage`` into a plain ``dict``, and a node would get a dict back).
 
 **Claim check.** A top-level state value larger than :data:`CLAIM_CHECK_BYTES` is stored
 in Postgres by content hash and replaced by a :func:`ref_marker`; node activities resolve

@@ -4,8 +4,8 @@ A *pipeline* is a LangGraph graph plus what Overseer needs to host it: a name, w
 input comes from, how its options are configured, which decisions its human gate takes.
 A user's graph named in a ``langgraph.json`` becomes a :class:`Pipeline` with defaults;
 Overseer's reference pipelines declare theirs in ``activities/<name>/pipeline.py`` and are
-named in the project's own ``langgraph.json`` — the same mechanism (STYLE: "graphs are
-plug-ins named in a config file and found through one registry").
+named in the project's own ``langgraph.json`` — the same mechanism: graphs are plug-ins
+named in a config file and found through one registry.
 
 What a graph sees (nothing here needs the graph to import Overseer):
 
@@ -253,7 +253,7 @@ class Pipeline:
         return self.accepts != ("application/json",)
 
     def workflow_id(self, run_id: str) -> str:
-        """``<pipeline>-<run_id>`` (DESIGN §3)."""
+        """``<pipeline>-<run_id>``: the workflow id of a run, unique per run, readable in the Temporal UI."""
         return f"{self.name}-{run_id}"
 
     @property

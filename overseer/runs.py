@@ -1,4 +1,4 @@
-"""The run service: the one place runs are started, for every pipeline (DESIGN §3).
+"""The run service for ``/v1``: how a pipeline's run is submitted and its workflow started.
 
 ``POST /v1/pipelines/{name}/runs`` (JSON or an upload) calls :func:`submit_run`, which
 validates the input, stores an upload once by hash, records ``run.submitted`` in the same

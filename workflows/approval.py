@@ -1,4 +1,4 @@
-"""The shared human-approval gate (DESIGN §4): Updates with validators, a signal twin, an escalation ladder.
+"""The shared human-approval gate: Updates with validators, a signal twin, an escalation ladder.
 
 A pipeline workflow subclasses :class:`ApprovalGate`, implements
 :meth:`ApprovalGate.check_decision` (pipeline-specific validation, pure) and calls

@@ -1,4 +1,4 @@
-"""``GraphRunWorkflow``: the one workflow that drives any registered LangGraph graph (DESIGN §0).
+"""``GraphRunWorkflow``: the workflow that drives a registered LangGraph graph node by node.
 
 The graph runs under LangGraph's own Pregel loop *inside* the workflow, so edges,
 ``Send`` fan-out, reducers, ``Command(goto=..., update=...)``, subgraphs and interrupts
@@ -16,7 +16,7 @@ the ``temporalio-langgraph`` plugin's keys (``execute_in``, ``start_to_close_tim
 node by node (its nodes become activities, its interrupts are the run's interrupts),
 unless its metadata places it in one activity.
 
-What the runtime fixes that the plugin does not (``shared/notes/langgraph-on-temporal.md``):
+What the runtime fixes that the Temporal LangGraph plugin does not:
 sync routers and sync workflow nodes are called directly instead of through
 ``run_in_executor``; lambdas, closures and ``functools.partial`` nodes are found by path,
 not by ``__qualname__``; ``Command(goto=[Send(...)])`` and LangChain messages cross the

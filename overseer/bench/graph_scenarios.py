@@ -9,7 +9,7 @@ peer is the same ``StateGraph`` compiled with ``AsyncPostgresSaver`` on the same
 this process.
 
 * ``graph_throughput`` — runs/s, ``BenchConfig.concurrency`` in flight, CPU per run of
-  every process (DESIGN §8: ≥ 1.0 × the peer).
+  every process (docs/performance.md: ≥ 1.0 × the peer).
 * ``graph_throughput_local`` — the same with every node marked ``run_in: local_activity``
   (``bench_four_io_local``): what placing short I/O nodes in local activities buys.
 * ``graph_throughput_segments`` — the same graph run as segments (``SegmentRunWorkflow``:

@@ -48,7 +48,7 @@ class BenchConfig:
         text_runs: runs per side per trial of the text-layer throughput scenario.
         scan_docs: scanned documents per side per trial.
         latency_runs: sequential runs per side per trial of the latency scenario.
-        parked: runs parked on approval (DESIGN §8 asks for 10,000; 500 is the largest count
+        parked: runs parked on approval (docs/performance.md asks for 10,000; 500 is the largest count
             that fits the 15-minute budget on this 2-core machine: pass ``--parked 10000``).
         park_concurrency: workflow starts in flight while parking.
         park_in_flight: runs started but not yet parked, at most (a steady arrival stream: a

@@ -140,7 +140,7 @@ class ScenarioResult:
         overseer: Overseer's trials.
         baseline: the baseline's trials (empty when a scenario has an absolute target only).
         baseline_name: what the baseline is.
-        target: the DESIGN §8 target in words, and ``target_value`` / ``target_on`` say what
+        target: the docs/performance.md target in words, and ``target_value`` / ``target_on`` say what
             is compared (``ratio`` or ``value``).
         notes: caveats measured along the way.
     """

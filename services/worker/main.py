@@ -96,7 +96,7 @@ def build_worker(client: Client, *, task_queue: str,
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
-    worker pick up a dead worker's runs in seconds instead of ~17 s (DESIGN §2).
+    worker pick up a dead worker's runs in seconds instead of ~17 s (docs/reliability.md).
 
     Every graph the registry hosts on ``GraphRunWorkflow`` is prepared here, so a graph
     that cannot be hosted (bad node metadata, an import error) stops the worker at start

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage
 from activities import llm
 from activities.document_intake.llm_steps import extract_with_llm
 from activities.document_intake.schema import load_field_schema
-from tests.unit.test_issue17_llm_quotes import RUN_ID, _scan, model_reply  # noqa: F401 - fixture
+from tests.unit.test_model_quote_not_in_document import RUN_ID, _scan, model_reply  # noqa: F401 - fixture
 
 PROSE = "Sure! Looking at the form, the student is in grade 7 at Lincoln Middle School."
 

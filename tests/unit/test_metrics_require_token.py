@@ -1,4 +1,4 @@
-"""Issue 17: ``/metrics`` (API and worker) require a bearer token when OVERSEER_METRICS_TOKEN is set."""
+"""``/metrics`` (API and worker) require a bearer token when OVERSEER_METRICS_TOKEN is set."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17: labels the schema does not list are read when their words are one field's words."""
+"""Labels the schema does not list are read when their words are one field's words."""
 
 from __future__ import annotations
 

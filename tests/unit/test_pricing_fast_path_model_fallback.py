@@ -1,4 +1,4 @@
-"""Issue 17: the fast path's model failing (429, 5xx) falls back to the rules answer, with a ledger."""
+"""The fast path's model failing (429, 5xx) falls back to the rules answer, with a ledger."""
 
 from __future__ import annotations
 

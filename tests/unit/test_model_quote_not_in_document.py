@@ -1,4 +1,4 @@
-"""Issue 17: a model's value whose quote is not in the document is never pre-filled or applied."""
+"""A model's value whose quote is not in the document is never pre-filled or applied."""
 
 from __future__ import annotations
 
