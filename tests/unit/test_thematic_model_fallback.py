@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +25,11 @@ from activities.thematic_analysis import coding, dataset, llm_steps
 from activities.thematic_analysis.graph import build_thematic_analysis_graph
 from activities.thematic_analysis.identities import Identity
 from activities.thematic_analysis.options import ThematicOptions
+from tests.unit.test_thematic_graph import UPLOADS, in_memory_uploads  # noqa: F401 - autouse fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "thematic_analysis" / "reviews.csv"
 PROSE = "Sure! The customers mostly talk about delivery and how the coffee tastes."
-UPLOADS: dict[str, bytes] = {}
-
-
-async def _memory_loader(sha: str) -> bytes:
-    return UPLOADS[sha]
-
-
-@pytest.fixture(autouse=True)
-def in_memory_uploads() -> Iterator[None]:
-    dataset.set_artifact_loader(_memory_loader)
-    yield
-    dataset.set_artifact_loader(None)
-    llm.set_chat_model_factory(None)
 
 
 @pytest.fixture
