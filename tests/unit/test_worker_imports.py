@@ -1,7 +1,8 @@
 """The worker starts without the heavy libraries only some activities need (issue 16).
 
 A parked run costs memory on top of what the worker holds at start, so the worker's idle
-RSS bounds how many parked runs fit within the 300 MB target of docs/performance.md. OpenCV, pytesseract (pandas),
+RSS bounds how many parked runs fit within the 300 MB target of docs/performance.md.
+OpenCV, pytesseract (pandas),
 bm25s (numba, scipy), jsonschema and scikit-learn together were ~300 MB of a 400 MB idle
 worker; each is loaded by the first activity that needs it.
 """
