@@ -17,8 +17,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from overseer.bench import agent_server_peer as asp
 from overseer.bench import graph_scenarios as gs
 from overseer.bench import scenarios as sc
 from overseer.bench.harness import Harness
@@ -28,7 +30,7 @@ from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
          "graph_throughput", "graph_throughput_local", "graph_throughput_segments",
-         "agent_server_wait",
+         "agent_server_wait", "agent_server_peer",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "api_post_no_worker", "api_post")
@@ -42,26 +44,37 @@ QUICK_SIZES: dict[str, object] = {"repeats": 2, "text_runs": 16, "latency_runs":
                                   "graph_runs": 16}
 """``--quick`` sizes (an explicit option still wins)."""
 
-GRAPH_FUNCS = {"graph_throughput": gs.graph_throughput,
-               "graph_throughput_local": gs.graph_throughput_local,
-               "graph_throughput_segments": gs.graph_throughput_segments,
-               "agent_server_wait": gs.agent_server_wait,
-               "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
-"""Scenarios of :mod:`overseer.bench.graph_scenarios`: they need the bench graph registered."""
+GraphFunc = Callable[[Harness, sc.BenchConfig, gs.GraphBenchConfig],
+                     Awaitable[ScenarioResult | list[ScenarioResult]]]
+GRAPH_FUNCS: dict[str, GraphFunc] = {
+    "graph_throughput": gs.graph_throughput,
+    "graph_throughput_local": gs.graph_throughput_local,
+    "graph_throughput_segments": gs.graph_throughput_segments,
+    "agent_server_wait": gs.agent_server_wait,
+    "agent_server_peer": asp.agent_server_peer,
+    "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
+"""Scenarios that need the bench graph registered (:mod:`overseer.bench.graph_scenarios`, and
+``agent_server_peer`` of :mod:`overseer.bench.agent_server_peer`, which gives two results)."""
+
+API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_wait",
+                           "agent_server_peer"})
+"""Scenarios that need the stack's API process."""
 
 DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}
 """docs/performance.md targets that moved since the scenario was written (verdicts use these)."""
 
 
 async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path,
-              gcfg: gs.GraphBenchConfig | None = None) -> int:
+              gcfg: gs.GraphBenchConfig | None = None,
+              pcfg: asp.PeerBenchConfig | None = None) -> int:
     """Bring the stack up, run the selected scenarios, report; returns an exit code."""
     gcfg = gcfg or gs.GraphBenchConfig()
+    pcfg = pcfg or asp.PeerBenchConfig()
     if only & set(GRAPH_FUNCS):
         gs.use_bench_graphs(gcfg.graph_io_ms)  # before the stack starts: its children inherit it
     stack = ManagedStack(data_dir)
     t0 = time.perf_counter()
-    stack.start(workers=1, api=bool({"api_post", "api_post_no_worker", "agent_server_wait"} & only))
+    stack.start(workers=1, api=bool(API_SCENARIOS & only))
     results: list[ScenarioResult] = []
     h = await Harness.connect(stack)
     try:
@@ -72,26 +85,32 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
                 continue
             started = time.perf_counter()
             _say(f"── {name} …")
+            out: ScenarioResult | list[ScenarioResult]
             if name == "text_throughput_2_workers":
                 one = next((r for r in results if r.name == "text_throughput"), None)
                 if one is None:
                     one = await sc.text_throughput(h, cfg)
-                result = await sc.scaling(h, cfg, one)
+                out = await sc.scaling(h, cfg, one)
+            elif name == "agent_server_peer":
+                out = await asp.agent_server_peer(h, cfg, gcfg, pcfg)
             elif name in GRAPH_FUNCS:
-                result = await GRAPH_FUNCS[name](h, cfg, gcfg)
+                out = await GRAPH_FUNCS[name](h, cfg, gcfg)
             else:
-                result = await getattr(sc, _FUNCS[name])(h, cfg)
-            if name in DESIGN_TARGETS:
-                result.target, result.target_value = DESIGN_TARGETS[name]
-            results.append(result)
-            _say("\n".join(table([result]).splitlines()[2:]) + f"   ({time.perf_counter() - started:.0f} s)")
-            for note in result.notes:
-                _say(f"    {note}")
+                out = await getattr(sc, _FUNCS[name])(h, cfg)
+            for result in out if isinstance(out, list) else [out]:
+                if name in DESIGN_TARGETS:
+                    result.target, result.target_value = DESIGN_TARGETS[name]
+                results.append(result)
+                _say("\n".join(table([result]).splitlines()[2:])
+                     + f"   ({time.perf_counter() - started:.0f} s)")
+                for note in result.notes:
+                    _say(f"    {note}")
     finally:
         await h.close()
         stack.stop()
     _say("\n" + table(results))
-    path = write_json(results, out_dir, config={**dataclasses.asdict(cfg), **dataclasses.asdict(gcfg)},
+    path = write_json(results, out_dir, config={**dataclasses.asdict(cfg), **dataclasses.asdict(gcfg),
+                                                **dataclasses.asdict(pcfg)},
                       tuning=tuning())
     _say(f"\nwrote {path} (total {time.perf_counter() - t0:.0f} s)")
     return 0
@@ -126,6 +145,7 @@ class Invocation:
 
     cfg: sc.BenchConfig
     gcfg: gs.GraphBenchConfig
+    pcfg: asp.PeerBenchConfig
     only: set[str]
     out: Path
     keep_data: bool
@@ -146,7 +166,8 @@ def parse(argv: list[str] | None = None) -> Invocation:
                         help="py-spy flame graph of the worker during a text-layer trial (into --out)")
     sized = [f for f in dataclasses.fields(sc.BenchConfig) if f.name != "profile_dir"]
     graph_sized = list(dataclasses.fields(gs.GraphBenchConfig))
-    for f in [*sized, *graph_sized]:
+    peer_sized = list(dataclasses.fields(asp.PeerBenchConfig))
+    for f in [*sized, *graph_sized, *peer_sized]:
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     if "--quick" in argv:
         parser.set_defaults(**QUICK_SIZES)
@@ -154,8 +175,9 @@ def parse(argv: list[str] | None = None) -> Invocation:
     cfg = sc.BenchConfig(**{f.name: getattr(args, f.name) for f in sized})
     cfg.profile_dir = args.out if args.profile else None
     gcfg = gs.GraphBenchConfig(**{f.name: getattr(args, f.name) for f in graph_sized})
+    pcfg = asp.PeerBenchConfig(**{f.name: getattr(args, f.name) for f in peer_sized})
     only = set(args.only or (QUICK if args.quick else ORDER))
-    return Invocation(cfg=cfg, gcfg=gcfg, only=only, out=args.out, keep_data=args.keep_data,
+    return Invocation(cfg=cfg, gcfg=gcfg, pcfg=pcfg, only=only, out=args.out, keep_data=args.keep_data,
                       quick=args.quick)
 
 
@@ -164,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     inv = parse(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     try:
-        return asyncio.run(run(inv.cfg, inv.only, inv.out, data_dir, inv.gcfg))
+        return asyncio.run(run(inv.cfg, inv.only, inv.out, data_dir, inv.gcfg, inv.pcfg))
     finally:
         if not inv.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
