@@ -13,10 +13,15 @@ from overseer.store.events import NewEvent, append_events
 
 
 @activity.defn(name="record_events")
-async def record_events(events: list[dict[str, Any]]) -> int:
+async def record_events(events: list[dict[str, Any]],
+                        hand_off: dict[str, Any] | None = None) -> int:
     """Append events (dicts in :class:`NewEvent` shape) and project them, idempotently.
 
     Safe to retry: ids are deterministic, so a retried call appends nothing twice.
+
+    ``hand_off`` (``{thread_id, run_id, snapshot}``), sent with the ending of an Agent Server
+    run, then hands the run's thread on (:func:`overseer.threads.hand_off`): its final state
+    to the thread, and the next queued run started, after the ending is in the log.
 
     Returns:
         How many events were new.
@@ -31,6 +36,11 @@ async def record_events(events: list[dict[str, Any]]) -> int:
     async with get_runtime().pool.acquire() as conn:
         inserted = await append_events(conn, batch)
         await observe_events(conn, inserted)  # metrics from new events only (never raises)
+    if hand_off is not None:
+        from overseer import threads  # the Agent Server's thread model, only for its runs
+
+        runtime = get_runtime()
+        await threads.hand_off(runtime.pool, activity.client(), runtime.settings, **hand_off)
     return len(inserted)
 
 

@@ -101,6 +101,11 @@ class Settings(BaseSettings):
     """``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``: heartbeat time-out of a run segment's activity
     (it heartbeats three times per time-out while its nodes run): a killed worker's segment
     goes on on another worker after about this long."""
+    queue_recovery_seconds: float = Field(default=30.0, gt=0)
+    """``OVERSEER_QUEUE_RECOVERY_SECONDS``: how often each API process looks for queued Agent
+    Server runs that nobody started (accepted by an API process that died before starting
+    them, or left when Temporal did not answer); it also looks once at start-up. A queued
+    run normally starts when the run before it ends, handed on by that run's workflow."""
     approval_final_resume: Any = None
     """``OVERSEER_APPROVAL_FINAL_RESUME`` (JSON): the value ``interrupt()`` returns when the
     ladder's final rung auto-approves or auto-rejects a graph's interrupt; None for the

@@ -629,6 +629,10 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
     status = thread_status(snap)
     wrid = row["last_run_id"]
     async with pool.acquire() as conn, conn.transaction():
+        # the thread's row first: a resume's run row is in, or the thread detached, not both
+        if await conn.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1 "
+                               "FOR UPDATE", row["thread_id"]) != wrid:
+            return  # already detached (this run's ending, a cancel) or given to another run
         for run in await conn.fetch(
                 "SELECT run_id, from_offset FROM agent_runs WHERE workflow_run_id = $1 "
                 "AND status = ANY($2)", wrid, list(ACTIVE_RUN_STATUSES)):
@@ -637,7 +641,8 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
                                segment_status(snap, run["from_offset"]))
         if "values" not in snap:
             await conn.execute("UPDATE agent_threads SET status = $2, updated_at = now() "
-                               "WHERE thread_id = $1", row["thread_id"], status)
+                               "WHERE thread_id = $1 AND last_run_id = $3",
+                               row["thread_id"], status, wrid)
             return
         cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
                                         "parent_checkpoint_id", "metadata", "created_at")}
@@ -649,7 +654,8 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
         await conn.execute(
             """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
                    checkpoint = $5::jsonb, interrupts = $6::jsonb, updated_at = now(),
-                   last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END
+                   last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
+                   cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END
                WHERE thread_id = $1 AND last_run_id = $8""",
             row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
             json.dumps(cp), json.dumps(interrupts), bool(ended), wrid)
@@ -869,6 +875,51 @@ async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
     return len(rows)
 
 
+async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
+                   thread_id: str, run_id: str, snapshot: dict[str, Any]) -> str | None:
+    """A thread's run has ended: write its final state to the thread, start the next queued run.
+
+    Called by the run's own workflow with its ending (``record_events``' ``hand_off``), so the
+    thread's queue moves when Temporal ends a run and not when someone next looks: the
+    per-thread ordering the Agent Server's multitask strategies promise, driven by the run
+    workflows (issue 25). Idempotent, so a retried call writes nothing twice and starts no
+    run twice: the thread is detached only while the ending run is still attached, and
+    :func:`advance_queue` claims under the thread's row lock. Does nothing while the API
+    is cancelling the run (``agent_threads.cancelling``): :func:`cancel_thread_run` then
+    sets the thread's state (a rollback's is the state before the run) and its caller
+    starts the next run.
+
+    Args:
+        pool: the database pool.
+        temporal: the Temporal client (the worker's) that starts the next run.
+        settings: the process settings.
+        thread_id: the thread (uuid text).
+        run_id: the ending run's workflow run id (``agent_threads.last_run_id`` while it ran).
+        snapshot: what :meth:`GraphRunWorkflow.get_thread_state` will answer once the
+            ending is published (its last mark ``end`` or ``error``), with ``closed`` set.
+
+    Returns:
+        The status the thread was left in, or None when the thread no longer exists.
+
+    Raises:
+        asyncpg.PostgresError, OSError: the database is unavailable (the activity retries).
+    """
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
+                              _uuid(thread_id))
+    if row is None:
+        return None
+    if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
+        return str(row["status"])  # the API is cancelling this run: it hands the thread on
+    if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
+        await save_snapshot(pool, row, snapshot)
+    if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+                           "AND status = 'pending')", row["thread_id"]):
+        await advance_queue(pool, temporal, thread_id, settings)
+    status: str | None = await pool.fetchval(
+        "SELECT status FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+    return status
+
+
 def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
                 has_state: bool) -> tuple[Any, Any]:
     """``(graph input, its JSON record)`` of a run body: input, or ``Command(goto, update)``.
@@ -1046,17 +1097,27 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
                 raise NotAwaitingApprovalError("the thread's run is gone") from err
             raise DependencyUnavailableError("Temporal did not answer") from err
     async with pool.acquire() as conn, conn.transaction():
+        # locked, so the run's ending (hand_off) either sees this run or has already ended it
+        attached = await conn.fetchval("SELECT last_run_id FROM agent_threads "
+                                       "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
+        status = "running"
+        if attached != row["last_run_id"]:  # the run ended before its resume was recorded
+            status = segment_status(await query_state(temporal, row["graph_id"],
+                                                      str(row["last_run_id"])), offset)
         run = await conn.fetchrow(
             """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
                                        from_offset, kind, status, metadata, kwargs,
                                        multitask_strategy, created_by)
-               VALUES ($1, $2, $3, $4, $5, $6, 'resume', 'running', $7::jsonb, $8::jsonb, $9, $10)
+               VALUES ($1, $2, $3, $4, $5, $6, 'resume', $11, $7::jsonb, $8::jsonb, $9, $10)
                RETURNING *""",
             run_id, row["thread_id"], assistant_id_of(pipeline.name), row["graph_id"],
             row["last_run_id"], offset, json.dumps(body.get("metadata") or {}),
-            json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject", subject)
-        await conn.execute("UPDATE agent_threads SET status = 'busy', interrupts = '{}'::jsonb, "
-                           "updated_at = now() WHERE thread_id = $1", row["thread_id"])
+            json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject", subject,
+            status)
+        if status == "running":
+            await conn.execute("UPDATE agent_threads SET status = 'busy', "
+                               "interrupts = '{}'::jsonb, updated_at = now() "
+                               "WHERE thread_id = $1", row["thread_id"])
     assert run is not None  # INSERT … RETURNING (no ON CONFLICT) yields its row
     return run
 
@@ -1130,13 +1191,20 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
     """Cancel the workflow attached to a thread; its runs become ``interrupted``.
 
     With ``rollback`` the thread's state stays what it was before that workflow; otherwise
-    it keeps the workflow's last saved state. For a graph that runs as segments, rollback
-    waits (at most :data:`CLOSE_WAIT_SECONDS`) for the run's segment to stop, then deletes
-    the checkpoints the run wrote (:func:`drop_run_checkpoints`).
+    it keeps the workflow's last saved state. The thread is marked ``cancelling`` first, so
+    the workflow's own ending (:func:`hand_off`) leaves the thread to this function; a run
+    that ended and handed the thread on before is left as it ended. For a graph that runs
+    as segments, rollback waits (at most :data:`CLOSE_WAIT_SECONDS`) for the run's segment
+    to stop, then deletes the checkpoints the run wrote (:func:`drop_run_checkpoints`).
     """
     if row["last_run_id"] is None or row["graph_id"] is None:
         return
     wrid = str(row["last_run_id"])
+    if await pool.fetchval(  # the run's own ending no longer hands the thread on (hand_off)
+            "UPDATE agent_threads SET cancelling = last_run_id WHERE thread_id = $1 "
+            "AND last_run_id = $2 RETURNING thread_id", row["thread_id"], row["last_run_id"]
+    ) is None:
+        return  # the run ended and handed the thread on before the cancel: nothing to stop
     segments = on_segments(row["graph_id"])
     snap = None if segments else await query_state(temporal, row["graph_id"], wrid)
     await _cancel_workflow(pool, temporal, row["graph_id"], wrid, subject)
@@ -1153,12 +1221,14 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
         if snap and "values" in snap and not rollback:
             await conn.execute(
                 """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb
-                   WHERE thread_id = $1""",
-                row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]))
-        await conn.execute(
-            """UPDATE agent_threads SET status = 'idle', last_run_id = NULL,
-                   interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
-            row["thread_id"])
+                   WHERE thread_id = $1 AND last_run_id = $4""",
+                row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]),
+                row["last_run_id"])
+        await conn.execute(  # unless the run's own ending already handed the thread on
+            """UPDATE agent_threads SET status = 'idle', last_run_id = NULL, cancelling = NULL,
+                   interrupts = '{}'::jsonb, updated_at = now()
+               WHERE thread_id = $1 AND (last_run_id = $2 OR last_run_id IS NULL)""",
+            row["thread_id"], row["last_run_id"])
 
 
 CLOSE_WAIT_SECONDS = 30.0

@@ -445,12 +445,18 @@ class ApprovalGate:
         """
         return False
 
-    async def record_batch(self, events: list[dict[str, Any]], summary: str) -> None:
-        """Append events (dicts as ``record_events`` takes them) in one call, idempotent by key."""
+    async def record_batch(self, events: list[dict[str, Any]], summary: str,
+                           hand_off: dict[str, Any] | None = None) -> None:
+        """Append events (dicts as ``record_events`` takes them) in one call, idempotent by key.
+
+        ``hand_off`` (local activity only; its arguments are not in the history, so adding it
+        replays) hands an Agent Server run's thread on with the run's ending.
+        """
         if self.events_locally():
             await workflow.execute_local_activity(
-                record_events, events, start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=EVENT_RETRY, summary=summary)
+                record_events, args=[events, hand_off] if hand_off is not None else [events],
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
+                summary=summary)
             return
         await workflow.execute_activity(
             record_events, events, start_to_close_timeout=timedelta(seconds=30),

@@ -850,7 +850,27 @@ class GraphRunWorkflow(ApprovalGate):
         events, self._pending_events = [*self._pending_events, {
             "run_id": self._inp.run_id, "key": "run.finished", "type": event_type, "data": data,
             "actor": "workflow", "occurred_at": workflow.now().isoformat()}], []
-        await self.record_batch(events, event_type)
+        await self.record_batch(events, event_type, self._hand_off(event_type))
+
+    def _hand_off(self, event_type: str) -> dict[str, Any] | None:
+        """What an Agent Server run's ending hands its thread (:func:`overseer.threads.hand_off`).
+
+        The thread's state as :meth:`get_thread_state` answers once the ending's ``end`` or
+        ``error`` item is published (right after the events are written). None for a run
+        without a thread or with its own stream protocol, and for a cancelled run: whoever
+        cancelled it through the API owns the thread's state then (an ``interrupt`` keeps
+        the run's last state, a ``rollback`` the state before it) and starts the next run.
+        """
+        assert self._inp is not None
+        if (self._inp.thread_id is None or self._run_stream is not None
+                or event_type == RUN_CANCELLED):
+            return None
+        mark = {"offset": self._published, "event": "error" if event_type == RUN_FAILED else "end"}
+        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id,
+                "snapshot": to_jsonable({**self.get_thread_state(),
+                                         "marks": [*self._marks, mark],
+                                         "published": self._published + 1, "closed": True,
+                                         "cancelled": False})}
 
     async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
         self._outcome = outcome

@@ -191,6 +191,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX agent_threads_owner ON agent_threads (created_by, updated_at DESC);
         """,
     ),
+    (
+        # issue 25: a run's workflow hands its thread on at its end unless the API is
+        # cancelling that run (the canceller then owns the thread's state and queue)
+        "agent_threads_cancelling",
+        """
+        ALTER TABLE agent_threads ADD COLUMN cancelling uuid;
+        """,
+    ),
 ]
 
 

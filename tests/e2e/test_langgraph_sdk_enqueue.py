@@ -2,22 +2,29 @@
 
 A run queued on a busy thread survives the API process that accepted it.
 
-The queue is ``agent_runs`` rows in Postgres with status ``pending``; any API process
-starts the next one when the run before it ends (when a client looks, or its queue
-sweeper does). The second test queues a run through an API process of its own, kills that
-process with SIGKILL, and watches the run start and finish through the stack's API.
+The queue is ``agent_runs`` rows in Postgres with status ``pending``; the run before
+ends and its workflow starts the next one (``overseer.threads.hand_off``). The stack's API
+looks for forgotten queued runs only at start-up here (``OVERSEER_QUEUE_RECOVERY_SECONDS``
+is an hour in the e2e stack), so these tests pass by the hand-off alone. The second test
+queues a run through an API process of its own, kills that process with SIGKILL, and
+watches the run start and finish with nobody asking about the thread. The third leaves a
+queued run that no process started (as an API that died between accepting and starting it
+does) and shows a new API process starting it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from langgraph_sdk import get_client
@@ -112,3 +119,33 @@ async def test_a_queued_run_survives_the_api_that_accepted_it(stack: Stack):
     assert run["status"] == "success" and run["metadata"] == {"queued": True}
     state = await client.threads.get_state(tid)
     assert state["values"]["trail"] == ["first", "slow", "last"] * 2
+
+
+async def test_a_queued_run_nobody_started_is_started_by_the_next_api(stack: Stack,
+                                                                      pool: asyncpg.Pool):
+    client = sdk(stack.base_url, stack)
+    tid = (await client.threads.create())["thread_id"]
+    run_id = uuid.uuid4()
+    # what an API process leaves that died after accepting the run and before starting it
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   kind, status, metadata, kwargs, multitask_strategy,
+                                   created_by)
+           SELECT $1, thread_id, 'slow', 'slow', $1, 'start', 'pending', '{}'::jsonb,
+                  '{"input": {"topic": "0"}}'::jsonb, 'enqueue', created_by
+           FROM agent_threads WHERE thread_id = $2""", run_id, uuid.UUID(tid))
+    await asyncio.sleep(2)
+    assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                               run_id) == "pending"  # nobody looks: it waits
+    proc, _ = _api_process(stack)  # a new API process looks once at start-up
+    try:
+        deadline = time.monotonic() + 60
+        while (status := await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                                             run_id)) != "success":
+            assert status in ("pending", "running") and time.monotonic() < deadline, status
+            await asyncio.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    state = await client.threads.get_state(tid)
+    assert state["values"]["trail"] == ["first", "slow", "last"]

@@ -38,35 +38,39 @@ from overseer.pipelines import get_registry
 from services.api import agent_auth
 from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 
-QUEUE_SWEEP_SECONDS = 1.0
 WAIT_KEEPALIVE_SECONDS = 5.0
 """While ``runs/wait`` blocks, a newline every this many seconds keeps proxies and load
 balancers from closing the idle connection (JSON ignores the leading whitespace)."""
-"""How often the API starts queued runs whose turn has come (:func:`overseer.threads.sweep_queues`)."""
 
 logger = logging.getLogger(__name__)
 
 
 @asynccontextmanager
-async def queue_sweeper(app: FastAPI) -> AsyncIterator[None]:
-    """Run :func:`overseer.threads.sweep_queues` every :data:`QUEUE_SWEEP_SECONDS` while the app runs.
+async def queue_recovery(app: FastAPI) -> AsyncIterator[None]:
+    """Start queued runs that nobody started: at start-up, then every ``queue_recovery_seconds``.
 
-    Queued runs live in Postgres, so a restarted API (or any other API process) starts
-    them; this sweep makes that happen even when no client is watching the thread.
+    A queued run starts when the run before it ends: that run's workflow hands the thread
+    on (:func:`overseer.threads.hand_off`). What this pass (:func:`overseer.threads.sweep_queues`)
+    recovers is a run accepted by an API process that died before starting it, or one
+    whose start Temporal did not answer. Queued runs live in Postgres, so any API process
+    recovers them.
     """
 
     async def sweep() -> None:
+        delay = 0.0  # the first pass as soon as the app has its pool and client
         while True:
-            await asyncio.sleep(QUEUE_SWEEP_SECONDS)
+            await asyncio.sleep(delay)
             state = app.state
             if not hasattr(state, "pool") or not hasattr(state, "temporal"):
+                delay = 0.5
                 continue
+            delay = state.settings.queue_recovery_seconds
             try:
                 await threads.sweep_queues(state.pool, state.temporal, state.settings)
             except Exception:  # noqa: BLE001 - a failed pass is retried on the next tick
-                logger.warning("queue sweep failed", exc_info=True)
+                logger.warning("queue recovery failed", exc_info=True)
 
-    task = asyncio.create_task(sweep(), name="agent-server-queue-sweeper")
+    task = asyncio.create_task(sweep(), name="agent-server-queue-recovery")
     try:
         yield
     finally:
@@ -78,7 +82,7 @@ async def queue_sweeper(app: FastAPI) -> AsyncIterator[None]:
                 raise
 
 
-router = APIRouter(tags=["agent-server"], lifespan=queue_sweeper)
+router = APIRouter(tags=["agent-server"], lifespan=queue_recovery)
 
 JsonBody = Annotated[dict[str, Any] | None, Body()]
 
