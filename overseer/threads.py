@@ -639,15 +639,18 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
             await conn.execute("UPDATE agent_runs SET status = $2, updated_at = now() "
                                "WHERE run_id = $1", run["run_id"],
                                segment_status(snap, run["from_offset"]))
-        if "values" not in snap:
-            await conn.execute("UPDATE agent_threads SET status = $2, updated_at = now() "
-                               "WHERE thread_id = $1 AND last_run_id = $3",
-                               row["thread_id"], status, wrid)
+        ended = status in ("idle", "error") or snap.get("closed")
+        if "values" not in snap:  # e.g. failed before its first state: an ended run detaches
+            await conn.execute(
+                """UPDATE agent_threads SET status = $2, updated_at = now(),
+                       last_run_id = CASE WHEN $4 THEN NULL ELSE last_run_id END,
+                       cancelling = CASE WHEN $4 THEN NULL ELSE cancelling END
+                   WHERE thread_id = $1 AND last_run_id = $3""",
+                row["thread_id"], status, wrid, bool(ended))
             return
         cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
                                         "parent_checkpoint_id", "metadata", "created_at")}
         interrupts = {t["id"]: t["interrupts"] for t in snap.get("tasks") or [] if t["interrupts"]}
-        ended = status in ("idle", "error") or snap.get("closed")
         if status != "interrupted":
             cp["interrupts"], interrupts = [], {}
             cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
@@ -914,7 +917,11 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
         await save_snapshot(pool, row, snapshot)
     if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
                            "AND status = 'pending')", row["thread_id"]):
-        await advance_queue(pool, temporal, thread_id, settings)
+        try:
+            await advance_queue(pool, temporal, thread_id, settings)
+        except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
+            logger.warning("queued run not started at hand-off", extra={
+                "thread_id": thread_id, "error": type(err).__name__})
     status: str | None = await pool.fetchval(
         "SELECT status FROM agent_threads WHERE thread_id = $1", row["thread_id"])
     return status

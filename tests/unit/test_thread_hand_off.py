@@ -91,3 +91,14 @@ async def test_a_thread_given_to_another_run_is_not_touched(pool: asyncpg.Pool,
                            run_id=str(rid), snapshot=_ended({"topic": "after"}))
     row = await _thread(pool, tid)
     assert row["last_run_id"] == newer and json.loads(row["values"]) == {"topic": "before"}
+
+
+async def test_a_run_that_failed_before_any_state_still_frees_the_thread(
+        pool: asyncpg.Pool, test_settings: Settings) -> None:
+    tid, rid = await _thread_with_run(pool)
+    snap = {k: v for k, v in _ended({}, "error").items() if k not in ("values", "encoded")}
+    left = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+                                  run_id=str(rid), snapshot=snap)
+    row = await _thread(pool, tid)
+    assert left == "error" and row["last_run_id"] is None  # a queued run may start now
+    assert json.loads(row["values"]) == {"topic": "before"}
