@@ -292,9 +292,18 @@ def ensure_venv(venv: Path, *, python: str | None = None, timeout_seconds: float
     A venv whose stamp file names the same requirement is reused as it is.
 
     Raises:
-        PeerUnavailable: ``python -m venv`` or ``pip install`` failed (no ``python3-venv``,
-            no network to PyPI …).
+        PeerUnavailable: ``python -m venv`` or ``pip install`` failed or timed out (no
+            ``python3-venv``, no network to PyPI, ``venv`` not writable …).
     """
+    try:
+        return _ensure_venv(venv, python=python, timeout_seconds=timeout_seconds)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PeerUnavailable(f"could not make the peer's venv at {venv} ({type(exc).__name__}: "
+                              f"{exc}): set {VENV_ENV} to a writable directory with PyPI "
+                              "access") from exc
+
+
+def _ensure_venv(venv: Path, *, python: str | None, timeout_seconds: float) -> Path:
     stamp = venv / ".overseer-bench-requirement"
     script = venv / "bin" / "langhost"
     if script.exists() and stamp.exists() and stamp.read_text().strip() == LANGHOST_REQUIREMENT:

@@ -14,6 +14,7 @@ import pytest
 from overseer.bench import agent_server_peer as asp
 from overseer.bench.__main__ import API_SCENARIOS, GRAPH_FUNCS, ORDER, parse
 from overseer.bench.graph_scenarios import GraphBenchConfig
+from overseer.bench.report import table
 from overseer.bench.scenarios import BenchConfig
 
 
@@ -183,6 +184,13 @@ def test_venv_location_and_reuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert asp.ensure_venv(tmp_path) == tmp_path / "bin" / "langhost"
 
 
+def test_a_venv_that_cannot_be_made_is_a_one_line_reason(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(asp.PeerUnavailable, match=asp.VENV_ENV):
+        asp.ensure_venv(blocker / "venv")
+
+
 def test_the_scenario_is_registered_and_gets_the_api() -> None:
     assert "agent_server_peer" in ORDER
     assert "agent_server_peer" in GRAPH_FUNCS
@@ -218,3 +226,5 @@ def test_a_peer_that_cannot_start_skips_the_scenario(monkeypatch: pytest.MonkeyP
     assert "\n" not in res.notes[0]
     assert str(error) in res.notes[0]
     assert stopped == [True]
+    assert res.to_dict()["meets_target"] is None
+    assert "(skipped)" in table([res])
