@@ -51,6 +51,7 @@ from overseer.graph_codec import (
     to_jsonable,
 )
 from overseer.store.events import NODE_COMPLETED, NewEvent
+from overseer.token_stream import TokenWriter, token_item
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
@@ -98,7 +99,11 @@ class SegmentCall:
             (:func:`overseer.pipelines.placed_nodes`; ``interrupt_before``).
         modes: with ``stream``, LangGraph stream modes the run asked for beyond
             :data:`STREAM_MODES` (``tasks``, ``checkpoints``, ``debug``): their chunks are
-            returned too.
+            returned too; ``messages``: LangGraph's messages chunks (tokens as a model makes
+            them) are written live to ``agent_run_tokens`` (:mod:`overseer.token_stream`).
+        stream_base: with ``stream``, how many items the run's durable stream held when the
+            segment started: LangGraph's ``messages`` chunks (tokens as they come) are
+            written with it to ``agent_run_tokens`` (:mod:`overseer.token_stream`).
     """
 
     run_id: str
@@ -118,6 +123,7 @@ class SegmentCall:
     leg: int = 0
     one_step: bool = False
     modes: list[str] = field(default_factory=list)
+    stream_base: int = 0
 
 
 @dataclass
@@ -286,8 +292,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     ran: list[str] = []
     chunks = _Chunks()
     asked = [m for m in call.modes if m in EXTRA_STREAM_MODES] if call.stream else []
-    modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks")] if call.stream \
-        else ["tasks"]
+    live = call.stream and "messages" in call.modes  # the run asked for messages: tokens
+    modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks"),
+             *(["messages"] if live else [])] if call.stream else ["tasks"]
+    tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if live else None
     placed = _placed(call.pipeline)
     breakpoints: dict[str, Any] = ({"interrupt_after": "*"} if call.one_step
                                    else {"interrupt_before": placed} if placed else {})
@@ -296,6 +304,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     try:
         async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
                                              durability=call.durability, **breakpoints):
+            if mode == "messages":  # a token (or a node's whole message), live to the API
+                if tokens is not None:
+                    await tokens.add(token_item(*chunk))
+                continue
             if mode != "tasks" or "tasks" in asked:
                 await chunks.add(mode, chunk)
             if mode != "tasks":
@@ -327,6 +339,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     finally:  # every chat-model call a node made is in the run's ledger, failed ones too
         if beats is not None:
             beats.cancel()
+        if tokens is not None:  # committed before the segment reports (or fails and retries)
+            await tokens.close()
         await record_ledger(call.run_id, "segment", f"segment{call.segment}"
                             + (f".{call.leg}" if call.leg else ""), meter)
     state = await app.aget_state(config)

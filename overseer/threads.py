@@ -288,7 +288,8 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         subject: str) -> None:
     """Delete a thread and its runs; a workflow still attached to it is cancelled first.
 
-    A thread that runs as segments also loses its LangGraph checkpoints, blobs and writes.
+    A thread that runs as segments also loses its LangGraph checkpoints, blobs and writes,
+    and the tokens its runs streamed.
     """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is not None and row["status"] in ("busy", "interrupted"):
@@ -297,6 +298,12 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     if segments:
         await segments_app(row["graph_id"])  # LangGraph's tables exist
     async with pool.acquire() as conn, conn.transaction():
+        if segments:  # the tokens its runs streamed (overseer.token_stream)
+            from overseer.token_stream import delete_tokens
+
+            await delete_tokens(conn, [r["workflow_run_id"] for r in await conn.fetch(
+                "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
+                row["thread_id"])])
         await conn.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
         if segments:
             for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
@@ -996,7 +1003,10 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                "segment_heartbeat_seconds": settings.segment_heartbeat_seconds}
     asked = kwargs.get("stream_mode")
     asked = [asked] if isinstance(asked, str) else list(asked or [])
-    if collected := [m for m in asked if m in SEGMENT_STREAM_MODES]:
+    collected = [m for m in asked if m in SEGMENT_STREAM_MODES]
+    if asks_for_messages(asked):
+        collected.append("messages")  # tokens as the model makes them (overseer.token_stream)
+    if collected:
         options["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
@@ -1289,19 +1299,145 @@ async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_i
 # --- reading a run's segment of the stream -----------------------------------------------------
 
 
-def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
-    """``"k.j"`` (stream item ``k``, ``j``-th event made from it) → ``(k, j)``."""
+def parse_last_event_id(value: str | None) -> tuple[int, int, int] | None:
+    """An SSE id as a sortable key: ``"k.j"`` → ``(k, 1, j)``; a token's ``"k.tN"`` → ``(k, 0, N)``.
+
+    ``k.j`` is the ``j``-th event made from durable stream item ``k``; ``k.tN`` is token row
+    ``N``, due before item ``k`` (:mod:`overseer.token_stream`). None for a missing or
+    malformed id (read from the start).
+    """
     if not value:
         return None
     item, _, sub = value.partition(".")
     try:
-        return int(item), int(sub or 0)
+        if sub.startswith("t"):
+            return int(item), 0, int(sub[1:])
+        return int(item), 1, int(sub or 0)
     except ValueError:
         return None
 
 
+def asks_for_messages(modes: Any) -> bool:
+    """Whether stream modes (a name or a list, as a run body has them) ask for messages."""
+    asked = [modes] if isinstance(modes, str) else list(modes or [])
+    return bool({"messages", "messages-tuple"} & set(asked))
+
+
+async def _live_messages(pool: asyncpg.Pool, run: asyncpg.Record) -> bool:
+    """Whether the run's segments write LangGraph's ``messages`` chunks (tokens) for it.
+
+    They do for a graph that runs as segments when the run that started its workflow asked
+    for ``messages`` or ``messages-tuple`` (LangGraph attaches its messages handler, and
+    models stream, only then); a resume keeps what its start asked.
+    """
+    if not on_segments(run["graph_id"]):
+        return False
+    start = run if run["run_id"] == run["workflow_run_id"] else await pool.fetchrow(
+        "SELECT kwargs FROM agent_runs WHERE run_id = $1", run["workflow_run_id"])
+    return start is not None and asks_for_messages(
+        (_json(start["kwargs"]) or {}).get("stream_mode"))
+
+
+async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
+                        poll_cooldown: timedelta) -> AsyncIterator[tuple[Any, ...]]:
+    """The workflow's durable stream from offset 0: ``("item", offset, kind, data)`` entries.
+
+    Ends after the run's ending: the first ``interrupt``/``end``/``error`` item at or after
+    its ``from_offset`` (those before it end earlier runs of the same workflow); or with
+    one ``("fail", sse id, error payload)`` entry when the stream ends without one or
+    Temporal cannot be read.
+    """
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+    from workflows.graph_run import STREAM_TOPIC
+
+    offset, errors = 0, 0
+    while True:
+        client = WorkflowStreamClient.create(temporal, wid)
+        try:
+            async for item in client.subscribe([STREAM_TOPIC], from_offset=offset,
+                                               poll_cooldown=poll_cooldown):
+                offset, errors = item.offset + 1, 0
+                event = item.data if isinstance(item.data, dict) else {}
+                yield "item", item.offset, event.get("event"), event.get("data")
+                if event.get("event") in RUN_ENDINGS and item.offset >= run["from_offset"]:
+                    return
+            yield "fail", f"{offset}.0", {"error": "run_ended",
+                                          "message": "the run ended without a final event"}
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                cancelled = run["status"] == "interrupted"
+                yield "fail", f"{offset}.0", (
+                    {"error": "run_cancelled", "message": "the run was cancelled before it started"}
+                    if cancelled else {"error": "not_found", "message": "run not found"})
+                return
+            errors += 1
+            if errors > 5:
+                yield "fail", f"{offset}.0", {"error": "dependency_unavailable",
+                                              "message": "Temporal did not answer"}
+                return
+            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+
+
+async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
+                       workflow_run_id: str, first: int) -> AsyncIterator[tuple[Any, ...]]:
+    """``items`` with the run's token rows between them: ``("token", seq, base, data)``.
+
+    A token is given as soon as its row is written (a ``NOTIFY`` wakes the reader, or a
+    poll every :data:`overseer.token_stream.POLL_SECONDS`), and always before the durable
+    item at its ``stream_base``: the segment commits its tokens before it reports, so when
+    item ``k`` arrives every token due before it can be read.
+    """
+    from overseer import token_stream
+
+    queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for entry in items:
+                await queue.put(entry)
+        except Exception as err:  # noqa: BLE001 - raised again by the reader below
+            await queue.put(("raise", err))
+
+    feed = token_stream.listener(pool)
+    wake = await feed.watch(workflow_run_id)
+    pumping = asyncio.create_task(pump())
+    getting: asyncio.Task[tuple[Any, ...]] | None = None
+    last_seq, offset = 0, 0  # offset: the next durable item not yet given
+    try:
+        while True:
+            if getting is None:
+                getting = asyncio.create_task(queue.get())
+            woken = asyncio.create_task(wake.wait())
+            done, _ = await asyncio.wait({getting, woken}, timeout=token_stream.POLL_SECONDS,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            wake.clear()
+            entry: tuple[Any, ...] | None = None
+            if getting in done:
+                entry, getting = getting.result(), None
+            bound = entry[1] if entry is not None and entry[0] == "item" else offset
+            for row in await token_stream.read_tokens(pool, workflow_run_id, last_seq, bound):
+                last_seq = row["seq"]
+                yield "token", row["seq"], row["stream_base"], _json(row["data"])
+            if entry is None:
+                continue
+            if entry[0] == "raise":
+                raise entry[1]
+            yield entry
+            if entry[0] != "item" or (entry[2] in RUN_ENDINGS and entry[1] >= first):
+                return
+            offset = entry[1] + 1
+    finally:
+        for task in (pumping, getting):
+            if task is not None:
+                task.cancel()
+        await feed.unwatch(workflow_run_id, wake)
+
+
 async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
-                     modes: list[str], *, after: tuple[int, int] | None = None,
+                     modes: list[str], *, after: tuple[int, int, int] | None = None,
                      poll_cooldown: timedelta = timedelta(milliseconds=30),
                      ) -> AsyncIterator[tuple[str | None, str, Any]]:
     """``(sse id, event, data)`` of a run in the SDK's shapes, from its first offset (or after ``after``).
@@ -1309,13 +1445,12 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     ``metadata`` first (fresh reads only), then per ``modes`` what :class:`StreamDeriver`
     makes of each durable stream item; ``error`` or ``end`` last. The workflow's stream is
     read from offset 0 (items before the run's segment only feed the deriver, so a rejoin
-    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. A run still
-    ``pending`` (queued behind another) is started here if its turn came (:func:`advance_queue`).
+    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. For a graph
+    that runs as segments and a run started with ``messages`` / ``messages-tuple``, those
+    come from LangGraph's own ``messages`` mode as the segment writes them (tokens while
+    the model streams; ids ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`). A run still ``pending``
+    (queued behind another) is started here if its turn came (:func:`advance_queue`).
     """
-    from temporalio.contrib.workflow_streams import WorkflowStreamClient
-
-    from workflows.graph_run import STREAM_TOPIC
-
     if after is None:
         yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
     while run["status"] == "pending":
@@ -1332,42 +1467,34 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
         yield "0.0", "error", failed
         return
     first = run["from_offset"]
-    deriver = StreamDeriver(run, modes)
-    offset, errors = 0, 0
+    live = await _live_messages(pool, run)
+    deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
-    while True:
-        client = WorkflowStreamClient.create(temporal, wid)
-        try:
-            async for item in client.subscribe([STREAM_TOPIC], from_offset=offset,
-                                               poll_cooldown=poll_cooldown):
-                offset, errors = item.offset + 1, 0
-                event = item.data if isinstance(item.data, dict) else {}
-                kind = event.get("event")
-                out = deriver.feed(item.offset, kind, event.get("data"))
-                if item.offset < first:
-                    continue
-                for j, (name, payload) in enumerate(out):
-                    if after is not None and (item.offset, j) <= after:
-                        continue
-                    yield f"{item.offset}.{j}", name, payload
-                if kind in RUN_ENDINGS:
-                    return
-            yield f"{offset}.0", "error", {"error": "run_ended",
-                                           "message": "the run ended without a final event"}
+    entries = _stream_items(temporal, wid, run, poll_cooldown)
+    if live and deriver.messages:
+        entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)
+    async for entry in entries:
+        if entry[0] == "fail":
+            yield entry[1], "error", entry[2]
             return
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                cancelled = run["status"] == "interrupted"
-                yield f"{offset}.0", "error", (
-                    {"error": "run_cancelled", "message": "the run was cancelled before it started"}
-                    if cancelled else {"error": "not_found", "message": "run not found"})
-                return
-            errors += 1
-            if errors > 5:
-                yield f"{offset}.0", "error", {"error": "dependency_unavailable",
-                                               "message": "Temporal did not answer"}
-                return
-            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+        if entry[0] == "token":
+            _, seq, base, data = entry
+            out = deriver.token(data)
+            if base < first:
+                continue
+            for name, payload in out:
+                if after is None or (base, 0, seq) > after:
+                    yield f"{base}.t{seq}", name, payload
+            continue
+        _, offset, kind, data = entry
+        out = deriver.feed(offset, kind, data)
+        if offset < first:
+            continue
+        for j, (name, payload) in enumerate(out):
+            if after is None or (offset, 1, j) > after:
+                yield f"{offset}.{j}", name, payload
+        if kind in RUN_ENDINGS:
+            return
 
 
 class StreamDeriver:
@@ -1389,14 +1516,21 @@ class StreamDeriver:
     - ``error`` → ``error`` ``{error, message}``; ``end`` → ``end``.
     """
 
-    def __init__(self, run: asyncpg.Record, modes: list[str]) -> None:
-        """Derive for ``run`` (its ids go into message metadata) in ``modes``."""
+    def __init__(self, run: asyncpg.Record, modes: list[str], *,
+                 live_messages: bool = False) -> None:
+        """Derive for ``run`` (its ids go into message metadata) in ``modes``.
+
+        ``live_messages``: the run's messages come from LangGraph's own ``messages`` mode
+        (:meth:`token`; a graph that runs as segments), not from its nodes' updates.
+        """
         self.modes = set(modes)
         self.tuples = "messages-tuple" in self.modes
         self.messages = self.tuples or "messages" in self.modes
+        self.live = live_messages
         self.last_values: Any = {}
         self.known: set[str] = set()
         self.pending: list[tuple[str, dict[str, Any], int, int]] = []
+        self.partial: dict[str, Any] = {}
         self.base_metadata = {"run_id": str(run["run_id"]), "thread_id": str(run["thread_id"]),
                               "graph_id": run["graph_id"], "assistant_id": run["assistant_id"]}
         self.workflow_run_id = str(run["workflow_run_id"])
@@ -1413,7 +1547,7 @@ class StreamDeriver:
         elif kind == "updates":
             if "updates" in self.modes:
                 out.append(("updates", data))
-            if self.messages and isinstance(data, dict):
+            if self.messages and not self.live and isinstance(data, dict):
                 for node, update in data.items():
                     self.pending += [(node, m, offset, i)
                                      for i, m in enumerate(_messages_in(update))]
@@ -1437,6 +1571,34 @@ class StreamDeriver:
             out += self._flush(None)
             out.append(("end", None))
         return out
+
+    def token(self, data: Any) -> list[tuple[str, Any]]:
+        """The events of one item of LangGraph's ``messages`` mode ``[message, metadata]``.
+
+        As the Agent Server sends them: ``messages`` ``[message, metadata]`` for
+        ``messages-tuple``; for ``messages``, ``messages/metadata`` the first time a message
+        id is seen, then ``messages/partial`` with the message so far (chunks of one id
+        added up, as a whole message) or ``messages/complete`` for a whole message.
+        """
+        if not self.messages or not isinstance(data, list) or len(data) != 2:
+            return []
+        message, metadata = data
+        if not isinstance(message, dict):
+            return []
+        metadata = {**(metadata if isinstance(metadata, dict) else {}), **self.base_metadata}
+        mid = str(message.get("id") or "")
+        if self.tuples:
+            self.known.add(mid)
+            return [("messages", [message, metadata])]
+        out: list[tuple[str, Any]] = []
+        if mid not in self.known:
+            self.known.add(mid)
+            out.append(("messages/metadata", {mid: {"metadata": metadata}}))
+        if str(message.get("type", "")).endswith("Chunk"):
+            self.partial[mid] = _added(self.partial.get(mid), message)
+            return [*out, ("messages/partial", [_whole(self.partial[mid])])]
+        self.partial.pop(mid, None)
+        return [*out, ("messages/complete", [message])]
 
     def _flush(self, values: Any) -> list[tuple[str, Any]]:
         """The messages of the step that ``values`` closes (ids resolved against ``values``)."""
@@ -1465,6 +1627,26 @@ class StreamDeriver:
                 out.append(("messages/complete", [message]))
         self.pending = []
         return out
+
+
+def _added(so_far: Any, chunk: dict[str, Any]) -> Any:
+    """A message chunk (JSON) added to the chunks of its id so far (LangChain's ``+``)."""
+    from langchain_core.messages import AIMessageChunk
+
+    if chunk.get("type") != "AIMessageChunk":
+        return chunk  # another chunk type: the latest stands for the message so far
+    piece = AIMessageChunk.model_validate(chunk)
+    return piece if so_far is None else so_far + piece
+
+
+def _whole(message: Any) -> dict[str, Any]:
+    """The message so far as a whole message's JSON (``type: ai``), as ``messages/partial`` shows it."""
+    from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
+
+    if isinstance(message, BaseMessageChunk):
+        whole = to_jsonable(message_chunk_to_message(message))
+        return whole if isinstance(whole, dict) else {}
+    return dict(message)
 
 
 def _is_message(value: Any) -> bool:

@@ -172,6 +172,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         """
         if any(v is not None for v in self._budget.values()):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
+        call.stream_base = self._published  # its tokens come before its items (token_stream)
         result = await self._run_segment(call, label, opts)
         self._count_usage(result.usage)
         for item in result.stream:

@@ -199,6 +199,21 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE agent_threads ADD COLUMN cancelling uuid;
         """,
     ),
+    (
+        # issue 26: chat-model tokens of runs as segments, written as they come
+        # (overseer/token_stream.py); seq orders a run's rows, stream_base places them
+        "agent_run_tokens",
+        """
+        CREATE TABLE agent_run_tokens (
+            seq              bigserial PRIMARY KEY,
+            workflow_run_id  uuid NOT NULL,
+            stream_base      integer NOT NULL,
+            data             jsonb NOT NULL,
+            created_at       timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX agent_run_tokens_run ON agent_run_tokens (workflow_run_id, seq);
+        """,
+    ),
 ]
 
 

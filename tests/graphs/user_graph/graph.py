@@ -440,3 +440,38 @@ def _three_one() -> StateGraph:
 
 three_one = _three_one()
 """No Overseer metadata: what the runtime's defaults do after a crash is what is measured."""
+
+
+# -- tokens as the model makes them (issue 26) ----------------------------------------------------
+
+CHATTY_REPLY = "Tokens arrive one by one while the node is still running"
+CHATTY_PAUSE_SECONDS = 1.5
+"""How long ``talk`` goes on after its model call: its tokens must reach a client before."""
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+async def talk(state: ChatState) -> dict[str, Any]:
+    """Calls a streaming chat model (langchain-core's fake), then keeps working a while."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=CHATTY_REPLY)]))
+    reply = await model.ainvoke(state["messages"])
+    await asyncio.sleep(CHATTY_PAUSE_SECONDS)
+    return {"messages": [reply]}
+
+
+def _chatty() -> Any:
+    graph = StateGraph(ChatState)
+    graph.add_node("talk", talk)
+    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed", id="sig-1")]})
+    graph.add_edge(START, "talk")
+    graph.add_edge("talk", "sign")
+    graph.add_edge("sign", END)
+    return graph
+
+
+chatty = _chatty()
+"""A chat graph written as people write them: it runs as segments, tokens stream live."""

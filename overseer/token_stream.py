@@ -1,0 +1,219 @@
+"""Live ``messages`` for Agent Server runs that run as segments: tokens as a model makes them (issue 26).
+
+A run segment (:func:`activities.segments.run_segment`) runs LangGraph's own loop with its
+``messages`` stream mode, which gives every chat-model token chunk of every node (and every
+whole message a node returns that was not streamed) with LangGraph's metadata. The segment
+writes them to ``agent_run_tokens`` in small batches (:class:`TokenWriter`) and wakes the
+API with ``NOTIFY`` on :data:`CHANNEL`; the API's readers of the run's stream wait on one
+``LISTEN`` connection per process (:class:`TokenListener`) and read the rows in order
+(:func:`read_tokens`). A token never crosses Temporal: it costs one row, not a round trip.
+
+Each row carries the segment's ``stream_base``: how many items the run's durable stream
+(Temporal's) held when the segment started. The segment's own items come after its tokens,
+so a reader gives a token before the durable item at its base, and ``"<base>.t<seq>"`` as its
+SSE id sorts it there when a client rejoins with ``Last-Event-ID``.
+
+What a crash does: a retried segment runs the node it died in again, and that node's model
+streams again, so a client sees that message's tokens twice (as on LangGraph's Agent
+Server); a token is never lost, since rows are committed before the segment reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from typing import Any
+
+import asyncpg
+
+CHANNEL = "overseer_run_tokens"
+"""The ``NOTIFY`` channel; the payload is the workflow run id whose tokens were written."""
+FLUSH_SECONDS = 0.04
+"""A segment writes its buffered tokens at least this often while a model streams."""
+FLUSH_ITEMS = 64
+"""… or as soon as this many are buffered."""
+POLL_SECONDS = 0.5
+"""A reader looks again after this long without a notification (a lost ``NOTIFY``, a
+listener that reconnects)."""
+DROPPED_METADATA = ("overseer_run_id", "checkpoint_ns", "langgraph_checkpoint_ns",
+                    "__pregel_task_id")
+"""LangGraph metadata keys that are Overseer's bookkeeping or internal, not a client's."""
+
+logger = logging.getLogger(__name__)
+
+
+def token_item(message: Any, metadata: dict[str, Any] | None) -> list[Any]:
+    """``[message, metadata]`` as JSON, the shape of a ``messages-tuple`` event's data.
+
+    Args:
+        message: a LangChain message or message chunk from LangGraph's ``messages`` mode.
+        metadata: LangGraph's metadata for it (node, step, path, triggers, model name …);
+            :data:`DROPPED_METADATA` keys are left out.
+    """
+    from overseer.graph_codec import to_jsonable
+
+    meta = {k: v for k, v in (metadata or {}).items() if k not in DROPPED_METADATA}
+    return [to_jsonable(message), to_jsonable(meta)]
+
+
+class TokenWriter:
+    """Buffers one segment's ``[message, metadata]`` items and writes them in order.
+
+    Args:
+        pool: Overseer's pool.
+        workflow_run_id: the run whose workflow runs the segment (uuid text).
+        stream_base: the run's durable stream length when the segment started.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, workflow_run_id: str, stream_base: int) -> None:
+        self.pool, self.run, self.base = pool, uuid.UUID(workflow_run_id), stream_base
+        self._buffer: list[list[Any]] = []
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.Task[None] | None = None
+        self._failed: BaseException | None = None
+        self.written = 0
+
+    async def add(self, item: list[Any]) -> None:
+        """Buffer an item; it is written within :data:`FLUSH_SECONDS` (at once when full)."""
+        self._buffer.append(item)
+        if len(self._buffer) >= FLUSH_ITEMS:
+            await self.flush()
+        elif self._timer is None or self._timer.done():
+            self._timer = asyncio.create_task(self._later())
+
+    async def _later(self) -> None:
+        await asyncio.sleep(FLUSH_SECONDS)
+        try:
+            await self.flush()
+        except (asyncpg.PostgresError, OSError) as err:  # raised again by close()
+            self._failed = err
+
+    async def close(self) -> None:
+        """Write what is left; raise a write that failed in the background.
+
+        Raises:
+            asyncpg.PostgresError, OSError: a write failed (the segment fails and Temporal
+                retries it).
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        await self.flush()
+        if self._failed is not None:
+            raise self._failed
+
+    async def flush(self) -> None:
+        """Write what is buffered (one transaction: the rows, then one ``NOTIFY``).
+
+        Raises:
+            asyncpg.PostgresError, OSError: the database is unavailable (the segment fails
+                and Temporal retries it).
+        """
+        async with self._lock:
+            items, self._buffer = self._buffer, []
+            if not items:
+                return
+            async with self.pool.acquire() as conn, conn.transaction():
+                await conn.executemany(
+                    "INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
+                    "VALUES ($1, $2, $3::jsonb)",
+                    [(self.run, self.base, json.dumps(i, default=str)) for i in items])
+                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(self.run))
+            self.written += len(items)
+
+
+async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
+                      max_base: int) -> list[asyncpg.Record]:
+    """The run's token rows after ``after_seq`` whose ``stream_base`` ≤ ``max_base``, in order.
+
+    Bases do not decrease along ``seq`` within a run (one segment at a time), so the rows
+    returned are a prefix of what is left: a reader at durable offset ``max_base`` gets
+    every token due before that item and none of a later segment.
+
+    Returns:
+        Records ``(seq, stream_base, data)``; ``data`` is ``[message, metadata]``.
+    """
+    return list(await pool.fetch(
+        "SELECT seq, stream_base, data FROM agent_run_tokens WHERE workflow_run_id = $1 "
+        "AND seq > $2 AND stream_base <= $3 ORDER BY seq",
+        uuid.UUID(workflow_run_id), after_seq, max_base))
+
+
+async def delete_tokens(conn: Any, workflow_run_ids: list[Any]) -> None:
+    """Delete the token rows of these runs (their thread is deleted)."""
+    await conn.execute("DELETE FROM agent_run_tokens WHERE workflow_run_id = ANY($1::uuid[])",
+                       [uuid.UUID(str(r)) for r in workflow_run_ids])
+
+
+class TokenListener:
+    """One ``LISTEN`` connection per API process; readers wait on it for their run's tokens.
+
+    Taken from the pool by the first reader (:meth:`watch`) and given back by the last
+    (:meth:`unwatch`); when it cannot be had, readers keep going on :data:`POLL_SECONDS`
+    polls and the next :meth:`watch` tries again.
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self._conn: Any = None
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._connecting = asyncio.Lock()
+
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
+        for event in self._waiters.get(str(payload), ()):
+            event.set()
+
+    async def _ensure(self) -> None:
+        if self._conn is not None and not self._conn.is_closed():
+            return
+        async with self._connecting:
+            if self._conn is not None and not self._conn.is_closed():
+                return
+            try:
+                conn = await self.pool.acquire()
+                await conn.add_listener(CHANNEL, self._notified)
+                self._conn = conn
+            except (asyncpg.PostgresError, OSError):
+                logger.warning("token listener not connected; readers poll", exc_info=True)
+
+    async def watch(self, workflow_run_id: str) -> asyncio.Event:
+        """An event set whenever the run's tokens are written (clear it after each wake-up)."""
+        await self._ensure()
+        event = asyncio.Event()
+        self._waiters.setdefault(workflow_run_id, set()).add(event)
+        return event
+
+    async def unwatch(self, workflow_run_id: str, event: asyncio.Event) -> None:
+        """Stop setting ``event`` (the reader is done); the last reader gives the connection back.
+
+        So the process holds a ``LISTEN`` connection only while a client reads tokens, and
+        closing the pool does not wait for one.
+        """
+        waiting = self._waiters.get(workflow_run_id, set())
+        waiting.discard(event)
+        if not waiting:
+            self._waiters.pop(workflow_run_id, None)
+        if self._waiters or self._conn is None:
+            return
+        async with self._connecting:
+            if self._waiters or self._conn is None:
+                return  # a new reader came meanwhile, or another unwatch gave it back
+            conn, self._conn = self._conn, None
+            with contextlib.suppress(asyncpg.PostgresError, OSError):
+                await conn.remove_listener(CHANNEL, self._notified)
+            await self.pool.release(conn)
+
+
+_listeners: dict[int, TokenListener] = {}
+
+
+def listener(pool: asyncpg.Pool) -> TokenListener:
+    """This process's :class:`TokenListener` on ``pool`` (made on first use)."""
+    found = _listeners.get(id(pool))
+    if found is None or found.pool is not pool:
+        found = _listeners[id(pool)] = TokenListener(pool)
+    return found

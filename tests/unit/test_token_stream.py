@@ -1,0 +1,104 @@
+"""Live ``messages`` of runs as segments: token rows and the events made of them (issue 26).
+
+The writer and reader on the real Postgres; the SSE ids and the Agent Server's event
+shapes from ``StreamDeriver.token``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import asyncpg
+from langchain_core.messages import AIMessage, AIMessageChunk
+
+from overseer import token_stream
+from overseer.threads import StreamDeriver, parse_last_event_id
+
+RUN = {"run_id": "r-1", "thread_id": "t-1", "graph_id": "chatty", "assistant_id": "a-1",
+       "workflow_run_id": "w-1"}
+
+
+def test_sse_ids_sort_tokens_before_the_item_they_precede():
+    token, item = parse_last_event_id("7.t42"), parse_last_event_id("7.0")
+    assert token == (7, 0, 42) and item == (7, 1, 0)
+    assert token is not None and item is not None and token < item
+    assert parse_last_event_id("6.3") < token  # type: ignore[operator]
+    assert parse_last_event_id("7.tx") is None and parse_last_event_id(None) is None
+
+
+def _chunk(text: str, mid: str = "m-1") -> list[Any]:
+    return token_stream.token_item(AIMessageChunk(content=text, id=mid),
+                                   {"langgraph_node": "talk", "langgraph_step": 1,
+                                    "overseer_run_id": "w-1", "checkpoint_ns": "talk:x"})
+
+
+def test_a_token_item_leaves_out_overseers_bookkeeping():
+    message, metadata = _chunk("Hi")
+    assert message["type"] == "AIMessageChunk" and message["content"] == "Hi"
+    assert metadata == {"langgraph_node": "talk", "langgraph_step": 1}
+
+
+def test_messages_tuple_gives_each_chunk_with_the_runs_metadata():
+    deriver = StreamDeriver(RUN, ["messages-tuple"], live_messages=True)  # type: ignore[arg-type]
+    (name, (message, metadata)), = deriver.token(_chunk("Hi"))
+    assert name == "messages" and message["content"] == "Hi"
+    assert metadata["langgraph_node"] == "talk" and metadata["run_id"] == "r-1"
+    assert metadata["thread_id"] == "t-1"
+
+
+def test_messages_mode_sends_metadata_once_then_the_message_so_far():
+    deriver = StreamDeriver(RUN, ["messages"], live_messages=True)  # type: ignore[arg-type]
+    first = deriver.token(_chunk("Hel"))
+    assert [n for n, _ in first] == ["messages/metadata", "messages/partial"]
+    assert list(first[0][1]) == ["m-1"]
+    second = deriver.token(_chunk("lo"))
+    assert [n for n, _ in second] == ["messages/partial"]
+    assert second[0][1][0]["content"] == "Hello" and second[0][1][0]["type"] == "ai"
+    whole = deriver.token(token_stream.token_item(AIMessage(content="done", id="m-2"), {}))
+    assert [n for n, _ in whole] == ["messages/metadata", "messages/complete"]
+    assert whole[1][1][0]["content"] == "done"
+
+
+def test_not_asked_for_messages_gives_nothing():
+    deriver = StreamDeriver(RUN, ["values"], live_messages=True)  # type: ignore[arg-type]
+    assert deriver.token(_chunk("Hi")) == []
+
+
+async def test_rows_come_back_in_order_and_only_up_to_the_readers_offset(pool: asyncpg.Pool):
+    run = str(uuid.uuid4())
+    first = token_stream.TokenWriter(pool, run, stream_base=1)
+    for word in ("a", "b", "c"):
+        await first.add(_chunk(word))
+    await first.close()
+    later = token_stream.TokenWriter(pool, run, stream_base=4)
+    await later.add(_chunk("d"))
+    await later.close()
+    rows = await token_stream.read_tokens(pool, run, 0, max_base=3)
+    assert [r["stream_base"] for r in rows] == [1, 1, 1]  # the later segment's wait
+    assert [_json(r["data"])[0]["content"] for r in rows] == ["a", "b", "c"]
+    rest = await token_stream.read_tokens(pool, run, rows[-1]["seq"], max_base=4)
+    assert [_json(r["data"])[0]["content"] for r in rest] == ["d"]
+
+
+async def test_a_buffered_token_is_written_without_waiting_for_the_next(pool: asyncpg.Pool):
+    run = str(uuid.uuid4())
+    writer = token_stream.TokenWriter(pool, run, stream_base=1)
+    feed = token_stream.listener(pool)
+    woken = await feed.watch(run)
+    try:
+        await writer.add(_chunk("alone"))
+        await asyncio.wait_for(woken.wait(), 5)  # NOTIFY after the timed flush
+        assert len(await token_stream.read_tokens(pool, run, 0, max_base=1)) == 1
+        await writer.close()
+        assert writer.written == 1
+    finally:
+        await feed.unwatch(run, woken)
+    assert feed._conn is None  # the last reader gave the LISTEN connection back
+
+
+def _json(value: Any) -> Any:
+    import json
+
+    return json.loads(value) if isinstance(value, str) else value
