@@ -60,6 +60,7 @@ from overseer.graph_codec import decode, encode, to_jsonable
 from overseer.pipelines import Pipeline, get_registry
 from overseer.settings import Settings
 from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
+from overseer.token_stream import STATE_CHANNEL
 
 STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
 """Stream modes Overseer serves, all derived from the run's durable stream (:func:`run_events`)."""
@@ -631,8 +632,15 @@ async def _sync(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg
     return await get_thread(pool, thread_id)
 
 
-async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any]) -> None:
-    """Write a workflow's state into the thread, its history and its runs' statuses."""
+async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
+                        shown: bool = True) -> None:
+    """Write a workflow's state into the thread, its history and its runs' statuses.
+
+    ``shown=False`` (a pause handed over by the workflow, not yet shown to any client)
+    leaves the thread's ``checkpoint`` — the state a resume without an interrupt id answers
+    (:func:`resume_target`) — and its history as they were, so a resume never lands on an
+    interrupt no client has read; :func:`wait_values` and every read of the thread show it.
+    """
     status = thread_status(snap)
     wrid = row["last_run_id"]
     async with pool.acquire() as conn, conn.transaction():
@@ -663,15 +671,16 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
             cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
         await conn.execute(
             """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
-                   checkpoint = $5::jsonb, interrupts = $6::jsonb, updated_at = now(),
+                   checkpoint = CASE WHEN $9 THEN $5::jsonb ELSE checkpoint END,
+                   interrupts = $6::jsonb, updated_at = now(),
                    last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
                    cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END
                WHERE thread_id = $1 AND last_run_id = $8""",
             row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
-            json.dumps(cp), json.dumps(interrupts), bool(ended), wrid)
+            json.dumps(cp), json.dumps(interrupts), bool(ended), wrid, shown)
         fresh = await conn.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
                                     row["thread_id"])
-        if cp.get("checkpoint_id") and fresh is not None:
+        if shown and cp.get("checkpoint_id") and fresh is not None:
             await conn.execute(
                 """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
                                                   state)
@@ -886,8 +895,15 @@ async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
 
 
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
-                   thread_id: str, run_id: str, snapshot: dict[str, Any]) -> str | None:
+                   thread_id: str, run_id: str, snapshot: dict[str, Any],
+                   pause: bool = False) -> str | None:
     """A thread's run has ended: write its final state to the thread, start the next queued run.
+
+    With ``pause`` the run has stopped at an interrupt instead (its approval is being
+    opened): its state and statuses are written (thread ``interrupted``, the runs that
+    ended there ``interrupted``) and nothing more. Either way a ``NOTIFY`` on
+    :data:`overseer.token_stream.STATE_CHANNEL` wakes the API's ``runs.wait`` callers
+    (:func:`wait_values`), which wait on Postgres, not on the workflow's stream.
 
     Called by the run's own workflow with its ending (``record_events``' ``hand_off``), so the
     thread's queue moves when Temporal ends a run and not when someone next looks: the
@@ -906,7 +922,9 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
         thread_id: the thread (uuid text).
         run_id: the ending run's workflow run id (``agent_threads.last_run_id`` while it ran).
         snapshot: what :meth:`GraphRunWorkflow.get_thread_state` will answer once the
-            ending is published (its last mark ``end`` or ``error``), with ``closed`` set.
+            ending is published (its last mark ``end`` or ``error``), with ``closed`` set;
+            with ``pause``, what it answers at the interrupt.
+        pause: the run paused on an interrupt (see above).
 
     Returns:
         The status the thread was left in, or None when the thread no longer exists.
@@ -921,7 +939,11 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
         return str(row["status"])  # the API is cancelling this run: it hands the thread on
     if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
-        await save_snapshot(pool, row, snapshot)
+        await save_snapshot(pool, row, snapshot, shown=not pause)
+    await pool.execute("SELECT pg_notify($1, $2)", STATE_CHANNEL, run_id)
+    if pause:
+        return str(await pool.fetchval("SELECT status FROM agent_threads WHERE thread_id = $1",
+                                       row["thread_id"]))
     if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
                            "AND status = 'pending')", row["thread_id"]):
         try:
@@ -1677,8 +1699,86 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
     return found
 
 
+WAIT_SYNC_SECONDS = 5.0
+"""``runs.wait`` asks the run's workflow itself (a query) after this long without word from it
+in Postgres: a run whose workflow cannot hand its state over (cancelled from the Temporal UI,
+a history recorded before hand-offs) still ends a wait."""
+
+
 async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record) -> Any:
-    """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``."""
+    """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``.
+
+    Waits on Postgres, not on the workflow's stream: the run's workflow writes the thread's
+    state and the run's status when it pauses on an interrupt or ends (:func:`hand_off`)
+    and a ``NOTIFY`` wakes the wait; every :data:`WAIT_SYNC_SECONDS` without word it asks
+    the workflow (:func:`sync_thread`'s query). A pipeline with its own stream protocol
+    (which hands nothing over) is followed on its stream.
+    """
+    from overseer import token_stream
+
+    if get_registry().get(run["graph_id"]).stream is not None:
+        return await _wait_following_stream(pool, temporal, run)
+    while run["status"] == "pending":  # queued: start it if its turn came, else wait for it
+        await advance_queue(pool, temporal, str(run["thread_id"]))
+        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
+        if fresh is None:
+            return {"__error__": {"error": "not_found", "message": "the run was deleted"}}
+        run = fresh
+        if run["status"] == "pending":
+            await asyncio.sleep(0.25)
+    failed = (_json(run["kwargs"]) or {}).get("error")
+    if run["status"] == "error" and failed:  # refused when its turn came; it never started
+        return {"__error__": failed}
+    wid = str(run["workflow_run_id"])
+    feed = token_stream.listener(pool)
+    wake = await feed.watch(wid)
+    loop = asyncio.get_running_loop()
+    asked = loop.time()
+    try:
+        while True:
+            status = await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                                         run["run_id"])
+            if status is None:
+                return {"__error__": {"error": "not_found", "message": "the run was deleted"}}
+            if status not in ACTIVE_RUN_STATUSES:
+                break
+            if loop.time() - asked >= WAIT_SYNC_SECONDS:
+                await _sync(pool, temporal, str(run["thread_id"]))
+                asked = loop.time()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), token_stream.POLL_SECONDS)
+            wake.clear()
+    finally:
+        await feed.unwatch(wid, wake)
+    if status == "error":
+        return {"__error__": await _run_error(pool, wid)}
+    # at an interrupt, reading the workflow's state shows it (the resume that follows may
+    # answer it); an ended run's state is already the thread's
+    thread = await (sync_thread(pool, temporal, str(run["thread_id"])) if status == "interrupted"
+                    else get_thread(pool, str(run["thread_id"])))
+    values = _json(thread["values"]) or {}
+    interrupts = sorted((i for found in (_json(thread["interrupts"]) or {}).values()
+                         for i in found), key=lambda i: str(i.get("id")))
+    if status == "interrupted" and interrupts:
+        return {**(values if isinstance(values, dict) else {}), "__interrupt__": interrupts}
+    return values
+
+
+async def _run_error(pool: asyncpg.Pool, workflow_run_id: str) -> dict[str, Any]:
+    """``{error, message}`` of a failed run, from its ``run.failed`` event."""
+    data = _json(await pool.fetchval(
+        "SELECT data FROM events WHERE run_id = $1 AND type = 'run.failed' "
+        "ORDER BY seq DESC LIMIT 1", uuid.UUID(workflow_run_id))) or {}
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return {"error": "error", "message": "the run failed"}
+    return {"error": error.get("code", "error"), "message": error.get("message", "")}
+
+
+async def _wait_following_stream(pool: asyncpg.Pool, temporal: Client,
+                                 run: asyncpg.Record) -> Any:
+    """:func:`wait_values` by reading the run's durable stream to its ending."""
     ending: tuple[str, Any] = ("end", None)
     interrupts: Any = None
     async for _, name, data in run_events(pool, temporal, run, ["updates"]):

@@ -31,6 +31,10 @@ import asyncpg
 
 CHANNEL = "overseer_run_tokens"
 """The ``NOTIFY`` channel; the payload is the workflow run id whose tokens were written."""
+STATE_CHANNEL = "overseer_run_state"
+"""The ``NOTIFY`` channel of a run's thread state: its workflow paused on an interrupt or
+ended and wrote the thread (:func:`overseer.threads.hand_off`); the payload is the workflow
+run id. ``runs.wait`` waits on it instead of following the workflow's stream."""
 FLUSH_SECONDS = 0.04
 """A segment writes its buffered tokens at least this often while a model streams."""
 FLUSH_ITEMS = 64
@@ -152,6 +156,9 @@ async def delete_tokens(conn: Any, workflow_run_ids: list[Any]) -> None:
 class TokenListener:
     """One ``LISTEN`` connection per API process; readers wait on it for their run's tokens.
 
+    It listens on :data:`CHANNEL` and :data:`STATE_CHANNEL` alike: a waiter of a run wakes
+    on either and looks again at what it waits for.
+
     Taken from the pool by the first reader (:meth:`watch`) and given back by the last
     (:meth:`unwatch`); when it cannot be had, readers keep going on :data:`POLL_SECONDS`
     polls and the next :meth:`watch` tries again.
@@ -175,7 +182,8 @@ class TokenListener:
                 return
             try:
                 conn = await self.pool.acquire()
-                await conn.add_listener(CHANNEL, self._notified)
+                for channel in (CHANNEL, STATE_CHANNEL):
+                    await conn.add_listener(channel, self._notified)
                 self._conn = conn
             except (asyncpg.PostgresError, OSError):
                 logger.warning("token listener not connected; readers poll", exc_info=True)
@@ -204,7 +212,8 @@ class TokenListener:
                 return  # a new reader came meanwhile, or another unwatch gave it back
             conn, self._conn = self._conn, None
             with contextlib.suppress(asyncpg.PostgresError, OSError):
-                await conn.remove_listener(CHANNEL, self._notified)
+                for channel in (CHANNEL, STATE_CHANNEL):
+                    await conn.remove_listener(channel, self._notified)
             await self.pool.release(conn)
 
 

@@ -100,6 +100,7 @@ with workflow.unsafe.imports_passed_through():
         get_registry,
     )
     from overseer.store.events import (
+        APPROVAL_REQUESTED,
         NODE_COMPLETED,
         RUN_CANCELLED,
         RUN_COMPLETED,
@@ -520,6 +521,7 @@ class GraphRunWorkflow(ApprovalGate):
         await self._flush()
         if self._run_stream is not None:
             self._emit(self._run_stream.interrupt(payload))
+        self._pause = self._paused_hand_off()  # sent with approval.requested
         decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
                                                ladder=ladder)
         self._last_decision = decision["decision"]
@@ -851,6 +853,30 @@ class GraphRunWorkflow(ApprovalGate):
             "run_id": self._inp.run_id, "key": "run.finished", "type": event_type, "data": data,
             "actor": "workflow", "occurred_at": workflow.now().isoformat()}], []
         await self.record_batch(events, event_type, self._hand_off(event_type))
+
+    _pause: dict[str, Any] | None = None
+
+    async def record_batch(self, events: list[dict[str, Any]], summary: str,
+                           hand_off: dict[str, Any] | None = None) -> None:
+        """As the gate's, and the approval request of an interrupt hands the pause over.
+
+        The thread's state at the interrupt goes to Postgres with ``approval.requested``
+        (:meth:`_ask` prepares it), so ``runs.wait`` answers from there.
+        """
+        if hand_off is None and self._pause is not None and \
+                any(e.get("type") == APPROVAL_REQUESTED for e in events):
+            hand_off, self._pause = self._pause, None
+        await super().record_batch(events, summary, hand_off)
+
+    def _paused_hand_off(self) -> dict[str, Any] | None:
+        """What a thread's run hands the thread when it pauses on an interrupt (published)."""
+        assert self._inp is not None
+        if self._inp.thread_id is None or self._run_stream is not None \
+                or not self.events_locally():
+            return None
+        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "pause": True,
+                "snapshot": to_jsonable({**self.get_thread_state(), "decided": False,
+                                         "closed": False, "cancelled": False})}
 
     def _hand_off(self, event_type: str) -> dict[str, Any] | None:
         """What an Agent Server run's ending hands its thread (:func:`overseer.threads.hand_off`).
