@@ -1458,6 +1458,28 @@ async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]]
         await feed.unwatch(workflow_run_id, wake)
 
 
+async def _started(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record
+                   ) -> tuple[asyncpg.Record | None, dict[str, Any] | None]:
+    """``(the run's row once it left the queue, None)``, or ``(row or None, error payload)``.
+
+    A run still ``pending`` (queued behind another) is started here if its turn came
+    (:func:`advance_queue`), else waited for. The error is ``not_found`` for a run deleted
+    meanwhile, or why a queued run was refused when its turn came (it never started).
+    """
+    while run["status"] == "pending":
+        await advance_queue(pool, temporal, str(run["thread_id"]))
+        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
+        if fresh is None:
+            return None, {"error": "not_found", "message": "the run was deleted"}
+        run = fresh
+        if run["status"] == "pending":
+            await asyncio.sleep(0.25)
+    failed = (_json(run["kwargs"]) or {}).get("error")
+    if run["status"] == "error" and failed:
+        return run, failed
+    return run, None
+
+
 async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
                      modes: list[str], *, after: tuple[int, int, int] | None = None,
                      poll_cooldown: timedelta = timedelta(milliseconds=30),
@@ -1475,19 +1497,11 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     """
     if after is None:
         yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
-    while run["status"] == "pending":
-        await advance_queue(pool, temporal, str(run["thread_id"]))
-        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
-        if fresh is None:
-            yield "0.0", "error", {"error": "not_found", "message": "the run was deleted"}
-            return
-        run = fresh
-        if run["status"] == "pending":
-            await asyncio.sleep(0.25)
-    failed = (_json(run["kwargs"]) or {}).get("error")
-    if run["status"] == "error" and failed:  # refused when its turn came; it never started
+    started, failed = await _started(pool, temporal, run)
+    if started is None or failed is not None:
         yield "0.0", "error", failed
         return
+    run = started
     first = run["from_offset"]
     live = await _live_messages(pool, run)
     deriver = StreamDeriver(run, modes, live_messages=live)
@@ -1718,17 +1732,10 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
 
     if get_registry().get(run["graph_id"]).stream is not None:
         return await _wait_following_stream(pool, temporal, run)
-    while run["status"] == "pending":  # queued: start it if its turn came, else wait for it
-        await advance_queue(pool, temporal, str(run["thread_id"]))
-        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
-        if fresh is None:
-            return {"__error__": {"error": "not_found", "message": "the run was deleted"}}
-        run = fresh
-        if run["status"] == "pending":
-            await asyncio.sleep(0.25)
-    failed = (_json(run["kwargs"]) or {}).get("error")
-    if run["status"] == "error" and failed:  # refused when its turn came; it never started
+    started, failed = await _started(pool, temporal, run)
+    if started is None or failed is not None:
         return {"__error__": failed}
+    run = started
     wid = str(run["workflow_run_id"])
     feed = token_stream.listener(pool)
     wake = await feed.watch(wid)
