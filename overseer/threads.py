@@ -14,13 +14,17 @@ their JSON view). A *run* is a row in ``agent_runs`` that reads one segment of a
   its segment starts where the workflow's stream stood when the decision was accepted.
 
 A run with input waits in ``agent_runs`` as ``pending`` until the thread is free
-(:func:`advance_queue`): the durable queue behind ``multitask_strategy="enqueue"``.
+(:func:`advance_queue`): the durable queue behind ``multitask_strategy="enqueue"``. The
+run before it starts it: its workflow hands the thread on with its ending
+(:func:`hand_off`); the API only recovers queued runs nobody started (:func:`sweep_queues`).
 
 A segment ends at the first ``interrupt`` (run ``interrupted``), ``end`` (``success``) or
 ``error`` (``error``) item. While a workflow is attached to a thread
 (``agent_threads.last_run_id``), the thread's state is read from it (the
-``get_thread_state`` query) and written back to Postgres (:func:`sync_thread`); once the
-workflow has ended it is detached and Postgres alone holds the thread's state.
+``get_thread_state`` query) and written back to Postgres (:func:`sync_thread`); the
+workflow also writes it itself when it pauses on an interrupt and when it ends
+(:func:`hand_off`, which ``runs.wait`` waits on), and once it has ended it is detached and
+Postgres alone holds the thread's state.
 """
 
 from __future__ import annotations
@@ -63,7 +67,9 @@ from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append
 from overseer.token_stream import STATE_CHANNEL
 
 STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
-"""Stream modes Overseer serves, all derived from the run's durable stream (:func:`run_events`)."""
+"""Stream modes Overseer serves, derived from the run's durable stream (:func:`run_events`);
+``messages`` / ``messages-tuple`` of a graph that runs as segments come live from LangGraph's
+own messages mode instead (:mod:`overseer.token_stream`)."""
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug")
 """Modes served for a graph that runs as segments: LangGraph's own chunks, which the segment
 collects when the run asks for them and publishes on the run's durable stream."""
