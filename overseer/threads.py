@@ -751,9 +751,10 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
     ``pending``, then started by :func:`advance_queue` when the thread is free: at once on an
     idle thread, or, with ``multitask_strategy="enqueue"`` (the default, as on LangGraph's
-    Agent Server), when the run before it ends. The queue lives in Postgres, so a queued
-    run outlives the API process that accepted it: whichever process next observes the
-    thread, or its queue sweeper (:func:`sweep_queues`), starts it.
+    Agent Server), when the run before it ends: that run's workflow starts it
+    (:func:`hand_off`). The queue lives in Postgres, so a queued run outlives the API
+    process that accepted it; one nobody started is started by whichever process next
+    observes the thread, or by an API's recovery pass (:func:`sweep_queues`).
 
     Args:
         pool: the database pool.
@@ -887,8 +888,9 @@ async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
                        settings: Settings | None = None) -> int:
     """One pass over every thread with a queued run (:func:`advance_queue`); how many there were.
 
-    The API runs it every second, so a queued run starts when the run before it ends even
-    if no client is watching and the process that queued it is gone.
+    Each API process runs it at start-up and every ``queue_recovery_seconds``: it starts
+    queued runs no run handed the thread to (accepted by an API process that died before
+    starting them, or whose start Temporal did not answer).
     """
     rows = await pool.fetch("SELECT DISTINCT thread_id FROM agent_runs WHERE status = 'pending'")
     for r in rows:
