@@ -14,17 +14,20 @@ from overseer.store.events import NewEvent, append_events
 
 @activity.defn(name="record_events")
 async def record_events(events: list[dict[str, Any]],
-                        hand_off: dict[str, Any] | None = None) -> int:
+                        hand_off: dict[str, Any] | None = None) -> int | dict[str, Any]:
     """Append events (dicts in :class:`NewEvent` shape) and project them, idempotently.
 
     Safe to retry: ids are deterministic, so a retried call appends nothing twice.
 
-    ``hand_off`` (``{thread_id, run_id, snapshot}``), sent with the ending of an Agent Server
-    run, then hands the run's thread on (:func:`overseer.threads.hand_off`): its final state
-    to the thread, and the next queued run started, after the ending is in the log.
+    ``hand_off`` (``{thread_id, run_id, snapshot, key, pause?}``), sent with the ending of an
+    Agent Server run or its pause on an interrupt, then hands the run's thread on
+    (:func:`overseer.threads.hand_off`): its state to the thread and, at the end, the next
+    queued run started, after the events are in the log; and claims the webhooks of the
+    runs that ended (:func:`overseer.threads.claim_webhooks`, ``key`` the claim).
 
     Returns:
-        How many events were new.
+        How many events were new; with ``hand_off``, ``{"inserted": n, "webhooks": [...]}``
+        (the workflow POSTs each webhook with its own retried activity).
 
     Raises:
         asyncpg.PostgresError, OSError: database unavailable (transient, retried).
@@ -40,7 +43,11 @@ async def record_events(events: list[dict[str, Any]],
         from overseer import threads  # the Agent Server's thread model, only for its runs
 
         runtime = get_runtime()
-        await threads.hand_off(runtime.pool, activity.client(), runtime.settings, **hand_off)
+        given = dict(hand_off)
+        claim = str(given.pop("key", "end"))
+        await threads.hand_off(runtime.pool, activity.client(), runtime.settings, **given)
+        webhooks = await threads.claim_webhooks(runtime.pool, given["run_id"], claim)
+        return {"inserted": len(inserted), "webhooks": webhooks}
     return len(inserted)
 
 

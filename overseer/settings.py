@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     approval_final_action: Literal["keep_waiting", "auto_reject", "auto_approve"] = "keep_waiting"
     approval_escalation_group: str = "escalations"
     approval_webhook_url: str | None = None
+    webhook_secret: str | None = None
+    """``OVERSEER_WEBHOOK_SECRET``: when set, every webhook Overseer POSTs (a run's ``webhook``,
+    the approval ladder's) carries ``X-Overseer-Signature: sha256=<HMAC-SHA256 of the body>``."""
     durability: Literal["sync", "async", "exit"] = "async"
     """``OVERSEER_DURABILITY``: LangGraph's checkpoint durability for runs as segments, unless a
     run's ``metadata.durability`` says otherwise (``sync``: before the next step; ``async``:

@@ -789,6 +789,7 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         raise PermissionDeniedError(
             f"role {role!r} may not {'resume' if resuming else 'start'} runs",
             details={"needs": ["reviewer" if resuming else "submitter"]})
+    check_webhook(body.get("webhook"))
     if resuming:
         seen = await get_thread(pool, thread_id)
         return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
@@ -900,6 +901,56 @@ async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
             logger.warning("queued run not started yet", extra={
                 "thread_id": str(r["thread_id"]), "error": type(err).__name__})
     return len(rows)
+
+
+def check_webhook(url: Any) -> None:
+    """A run's ``webhook``: None, or an absolute ``http``/``https`` URL with a host.
+
+    Raises:
+        InvalidRequestError: anything else (422, ``details.field`` ``webhook``).
+    """
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequestError("webhook must be an absolute http or https URL",
+                                  details={"field": "webhook"})
+
+
+async def claim_webhooks(pool: asyncpg.Pool, workflow_run_id: str,
+                         claim: str) -> list[dict[str, Any]]:
+    """The webhooks due for the workflow's runs that have ended, each claimed once.
+
+    A run (a start or a resume) with a ``webhook`` whose status is final is claimed with
+    ``claim`` (the hand-off's own key: the same on a retried hand-off, so a retry gets the
+    same list back and no other hand-off gets it at all).
+
+    Returns:
+        ``[{"url", "payload", "delivery"}]``: the payload is the run as the SDK reads it plus
+        ``values`` (the thread's), ``run_started_at``, ``run_ended_at`` and, for a failed
+        run, ``error`` ``{error, message}`` — the Agent Server's webhook body; ``delivery``
+        is the run id (one delivery per run).
+    """
+    rows = await pool.fetch(
+        """UPDATE agent_runs SET kwargs = kwargs || jsonb_build_object('webhook_claim', $2::text)
+           WHERE workflow_run_id = $1 AND status <> ALL($3) AND kwargs ? 'webhook'
+             AND (NOT kwargs ? 'webhook_claim' OR kwargs->>'webhook_claim' = $2)
+           RETURNING *""", uuid.UUID(workflow_run_id), claim, list(ACTIVE_RUN_STATUSES))
+    due: list[dict[str, Any]] = []
+    for row in sorted(rows, key=lambda r: r["created_at"]):
+        view = run_view(row)
+        view["kwargs"].pop("webhook_claim", None)
+        values = _json(await pool.fetchval('SELECT "values" FROM agent_threads '
+                                           "WHERE thread_id = $1", row["thread_id"]))
+        payload = {**view, "run_started_at": view["created_at"],
+                   "run_ended_at": view["updated_at"], "values": values}
+        if row["status"] == "error":
+            payload["error"] = await _run_error(pool, workflow_run_id)
+        due.append({"url": view["kwargs"]["webhook"], "payload": payload,
+                    "delivery": view["run_id"]})
+    return due
 
 
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
@@ -1094,7 +1145,7 @@ def _goto(goto: Any) -> Any:
 
 def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
     keep = ("input", "command", "config", "stream_mode", "stream_resumable", "on_completion",
-            "if_not_exists", "checkpoint_id", "durability")
+            "if_not_exists", "checkpoint_id", "durability", "webhook")
     kwargs: dict[str, Any] = to_jsonable({k: body[k] for k in keep if k in body})
     return kwargs
 
@@ -1117,55 +1168,61 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
     handle = temporal.get_workflow_handle(graph.workflow_id(str(row["last_run_id"])))
     deadline = asyncio.get_running_loop().time() + 10.0
     seen: int | None = None
-    while True:
-        snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
-        offset = int((snap or {}).get("published") or 0)
-        if seen is not None and offset != seen:  # the run moved on: someone else decided
-            raise NotAwaitingApprovalError("the interrupt was already answered",
-                                           details={"status": "running"})
-        seen = offset
-        try:
-            update = await handle.start_update("decide", decision,
-                                               wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-            await _applied(temporal, row, update, note)
-            break
-        except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            code = cause.type if isinstance(cause, ApplicationError) else None
-            # the interrupt is on the stream a moment before its approval opens: wait for it
-            if code == "not_awaiting_approval" and snap and thread_status(snap) != "idle" and \
-                    (snap.get("marks") or [{}])[-1].get("event") == "interrupt" and \
-                    not snap.get("decided") and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.1)
-                continue
-            raise _refusal(cause) from err
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise NotAwaitingApprovalError("the thread's run is gone") from err
-            raise DependencyUnavailableError("Temporal did not answer") from err
+    recorded = False
+    try:
+        while True:
+            snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
+            offset = int((snap or {}).get("published") or 0)
+            if seen is not None and offset != seen:  # the run moved on: someone else decided
+                raise NotAwaitingApprovalError("the interrupt was already answered",
+                                               details={"status": "running"})
+            seen = offset
+            if not recorded:  # in before the decision, so the run's hand-offs see it
+                await pool.execute(
+                    """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id,
+                                               workflow_run_id, from_offset, kind, status,
+                                               metadata, kwargs, multitask_strategy, created_by)
+                       VALUES ($1, $2, $3, $4, $5, $6, 'resume', 'running', $7::jsonb,
+                               $8::jsonb, $9, $10)""",
+                    run_id, row["thread_id"], assistant_id_of(pipeline.name), row["graph_id"],
+                    row["last_run_id"], offset, json.dumps(body.get("metadata") or {}),
+                    json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject",
+                    subject)
+                recorded = True
+            try:
+                update = await handle.start_update("decide", decision,
+                                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                await _applied(temporal, row, update, note)
+                break
+            except WorkflowUpdateFailedError as err:
+                cause = err.cause
+                code = cause.type if isinstance(cause, ApplicationError) else None
+                # the interrupt is on the stream a moment before its approval opens: wait
+                if code == "not_awaiting_approval" and snap and thread_status(snap) != "idle" \
+                        and (snap.get("marks") or [{}])[-1].get("event") == "interrupt" and \
+                        not snap.get("decided") and asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.1)
+                    continue
+                raise _refusal(cause) from err
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise NotAwaitingApprovalError("the thread's run is gone") from err
+                raise DependencyUnavailableError("Temporal did not answer") from err
+    except BaseException:
+        if recorded:  # refused: the run never was
+            await pool.execute("DELETE FROM agent_runs WHERE run_id = $1", run_id)
+        raise
     async with pool.acquire() as conn, conn.transaction():
-        # locked, so the run's ending (hand_off) either sees this run or has already ended it
+        # locked, so the run's ending (hand_off) either saw this run or has not run yet
         attached = await conn.fetchval("SELECT last_run_id FROM agent_threads "
                                        "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
-        status = "running"
-        if attached != row["last_run_id"]:  # the run ended before its resume was recorded
-            status = segment_status(await query_state(temporal, row["graph_id"],
-                                                      str(row["last_run_id"])), offset)
-        run = await conn.fetchrow(
-            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
-                                       from_offset, kind, status, metadata, kwargs,
-                                       multitask_strategy, created_by)
-               VALUES ($1, $2, $3, $4, $5, $6, 'resume', $11, $7::jsonb, $8::jsonb, $9, $10)
-               RETURNING *""",
-            run_id, row["thread_id"], assistant_id_of(pipeline.name), row["graph_id"],
-            row["last_run_id"], offset, json.dumps(body.get("metadata") or {}),
-            json.dumps(_kwargs(body)), body.get("multitask_strategy") or "reject", subject,
-            status)
-        if status == "running":
+        run = await conn.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run_id)
+        # busy, unless a hand-off already ended the run or paused it at its next interrupt
+        if attached == row["last_run_id"] and run is not None and run["status"] == "running":
             await conn.execute("UPDATE agent_threads SET status = 'busy', "
                                "interrupts = '{}'::jsonb, updated_at = now() "
                                "WHERE thread_id = $1", row["thread_id"])
-    assert run is not None  # INSERT … RETURNING (no ON CONFLICT) yields its row
+    assert run is not None  # inserted above; only a refusal deletes it
     return run
 
 

@@ -446,21 +446,24 @@ class ApprovalGate:
         return False
 
     async def record_batch(self, events: list[dict[str, Any]], summary: str,
-                           hand_off: dict[str, Any] | None = None) -> None:
+                           hand_off: dict[str, Any] | None = None) -> Any:
         """Append events (dicts as ``record_events`` takes them) in one call, idempotent by key.
 
         ``hand_off`` (local activity only; its arguments are not in the history, so adding it
-        replays) hands an Agent Server run's thread on with the run's ending.
+        replays) hands an Agent Server run's thread on with the run's ending or pause.
+
+        Returns:
+            ``record_events``' result for a local activity (None otherwise).
         """
         if self.events_locally():
-            await workflow.execute_local_activity(
+            return await workflow.execute_local_activity(
                 record_events, args=[events, hand_off] if hand_off is not None else [events],
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
                 summary=summary)
-            return
         await workflow.execute_activity(
             record_events, events, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=EVENT_RETRY, summary=summary)
+        return None
 
     async def set_status(self, status: str) -> None:
         """Set the in-memory status and the ``OverseerStatus`` search attribute."""

@@ -82,6 +82,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from activities.graph_nodes import NODE_ERROR, NodeCall, NodeResult, put_state_blob
+    from activities.notify import notify_webhook
     from activities.segments import snapshot_of
     from observability.metrics import WORKFLOW_NODE_DURATION
     from overseer.budget import check_budget_decision, over_budget
@@ -109,6 +110,9 @@ with workflow.unsafe.imports_passed_through():
         RUN_SUBMITTED,
     )
 
+WEBHOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
+                            maximum_interval=timedelta(minutes=5), maximum_attempts=8)
+"""A run's webhook: retried by Temporal for about a quarter of an hour, then given up (logged)."""
 DEFAULT_RECURSION_LIMIT = 100
 """Pregel's step limit, unless the run's options set ``recursion_limit``."""
 GRAPH_STREAM_MODES = ("values", "updates", "custom")
@@ -252,6 +256,7 @@ class GraphRunWorkflow(ApprovalGate):
         self._ids: random.Random | None = None
         self._local_nodes: frozenset[str] = frozenset()
         self._local_nodes_on: bool | None = None
+        self._webhooks: list[Any] = []
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -339,6 +344,7 @@ class GraphRunWorkflow(ApprovalGate):
             self._emit(self._run_stream.end(status, outcome, values))
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
                               result=result, final_event=self._final)
 
@@ -397,6 +403,7 @@ class GraphRunWorkflow(ApprovalGate):
         self._publish("end", {"status": "completed", "outcome": "split", "children": children})
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
         return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
                               children=children)
 
@@ -521,7 +528,7 @@ class GraphRunWorkflow(ApprovalGate):
         await self._flush()
         if self._run_stream is not None:
             self._emit(self._run_stream.interrupt(payload))
-        self._pause = self._paused_hand_off()  # sent with approval.requested
+        self._pause = self._paused_hand_off(f"{rounds}:{first.id}")  # with approval.requested
         decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
                                                ladder=ladder)
         self._last_decision = decision["decision"]
@@ -669,6 +676,7 @@ class GraphRunWorkflow(ApprovalGate):
                                                          "nodes": self._executed})
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
         # The stream goes along, its newest items only (values chunks hold whole states; the
         # hand-over must stay small): a reader further behind is refused and reads from 0,
         # which starts at the retained base.
@@ -857,24 +865,49 @@ class GraphRunWorkflow(ApprovalGate):
     _pause: dict[str, Any] | None = None
 
     async def record_batch(self, events: list[dict[str, Any]], summary: str,
-                           hand_off: dict[str, Any] | None = None) -> None:
+                           hand_off: dict[str, Any] | None = None) -> Any:
         """As the gate's, and the approval request of an interrupt hands the pause over.
 
         The thread's state at the interrupt goes to Postgres with ``approval.requested``
-        (:meth:`_ask` prepares it), so ``runs.wait`` answers from there.
+        (:meth:`_ask` prepares it), so ``runs.wait`` answers from there. The webhooks a
+        hand-off claimed (runs that ended, ``webhook`` set) are each POSTed by a
+        ``notify_webhook`` activity, retried by Temporal (:data:`WEBHOOK_RETRY`).
         """
         if hand_off is None and self._pause is not None and \
                 any(e.get("type") == APPROVAL_REQUESTED for e in events):
             hand_off, self._pause = self._pause, None
-        await super().record_batch(events, summary, hand_off)
+        result = await super().record_batch(events, summary, hand_off)
+        for hook in (result.get("webhooks") or []) if isinstance(result, dict) else []:
+            self._webhooks.append(workflow.start_activity(  # POSTed while the run goes on
+                notify_webhook, args=[hook["url"], hook["payload"], hook["delivery"]],
+                start_to_close_timeout=timedelta(seconds=15), retry_policy=WEBHOOK_RETRY,
+                summary=f"webhook: run {hook['delivery']} {hook['payload'].get('status')}"))
+        return result
 
-    def _paused_hand_off(self) -> dict[str, Any] | None:
-        """What a thread's run hands the thread when it pauses on an interrupt (published)."""
+    async def _webhooks_sent(self) -> None:
+        """Wait for the runs' webhooks still being POSTed (a closed workflow drops them).
+
+        One that failed every attempt is logged; the run's own ending stands.
+        """
+        for handle in self._webhooks:
+            try:
+                await handle
+            except ActivityError:
+                workflow.logger.warning("run webhook not delivered", extra={
+                    "run_id": self._run_id})
+        self._webhooks = []
+
+    def _paused_hand_off(self, key: str) -> dict[str, Any] | None:
+        """What a thread's run hands the thread when it pauses on an interrupt (published).
+
+        ``key`` (the approval's) claims the webhooks of the runs that ended there.
+        """
         assert self._inp is not None
         if self._inp.thread_id is None or self._run_stream is not None \
                 or not self.events_locally():
             return None
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "pause": True,
+                "key": f"pause:{key}",
                 "snapshot": to_jsonable({**self.get_thread_state(), "decided": False,
                                          "closed": False, "cancelled": False})}
 
@@ -892,7 +925,7 @@ class GraphRunWorkflow(ApprovalGate):
                 or event_type == RUN_CANCELLED):
             return None
         mark = {"offset": self._published, "event": "error" if event_type == RUN_FAILED else "end"}
-        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id,
+        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "key": "end",
                 "snapshot": to_jsonable({**self.get_thread_state(),
                                          "marks": [*self._marks, mark],
                                          "published": self._published + 1, "closed": True,
@@ -915,6 +948,7 @@ class GraphRunWorkflow(ApprovalGate):
             self._emit(self._run_stream.cancelled())
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
 
     async def _fail(self, error: dict[str, Any]) -> NoReturn:
         await self._record_end(RUN_FAILED, {"status": "failed", "outcome": None, "error": error,
@@ -925,6 +959,7 @@ class GraphRunWorkflow(ApprovalGate):
             self._emit(self._run_stream.failed(error))
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
         raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
 
 

@@ -133,6 +133,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._publish("end", {"status": status, "outcome": outcome})
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
                               result=spec_result, final_event=self._final)
 

@@ -19,6 +19,8 @@ from temporalio.testing import WorkflowEnvironment
 USER_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "user_graph" / "langgraph.json"
 """A user's langgraph.json, hosted next to the reference pipelines (``OVERSEER_GRAPHS``)."""
 SEGMENT_GRAPHS = Path(__file__).resolve().parents[1] / "graphs" / "segments" / "langgraph.json"
+WEBHOOK_SECRET = "e2e-webhook-secret"
+"""The stack signs every webhook with this (``OVERSEER_WEBHOOK_SECRET``)."""
 """The same user's graphs declared to run as segments (issue 25)."""
 
 
@@ -94,7 +96,8 @@ def _base_env(dev_server: WorkflowEnvironment, pg_url: str, data_dir: Path,
                 # queued runs start when the run before them ends (its workflow hands the
                 # thread on); the API's recovery pass runs at start-up only, so no test
                 # passes because of it by accident
-                OVERSEER_QUEUE_RECOVERY_SECONDS="3600")
+                OVERSEER_QUEUE_RECOVERY_SECONDS="3600",
+                OVERSEER_WEBHOOK_SECRET=WEBHOOK_SECRET)
 
 
 @pytest.fixture(scope="session")
