@@ -280,7 +280,7 @@ async def call_json(
         log.warning("llm call failed", extra={"run_id": ctx.run_id, "node": ctx.node,
                                               "code": failure.code, "attempt": attempt})
         raise failure from err
-    input_tokens, output_tokens = _usage(reply)
+    input_tokens, output_tokens = reply_usage(reply)
     cost = price_usd(choice.model, input_tokens, output_tokens, settings)
     data: dict[str, Any] = {**base, "latency_ms": _ms(started), "input_tokens": input_tokens,
                             "output_tokens": output_tokens, "cost_usd": cost or 0.0,
@@ -412,7 +412,8 @@ def extraction_messages(text: str, fields: Sequence[str]) -> list[BaseMessage]:
     ]
 
 
-def _usage(reply: BaseMessage) -> tuple[int, int]:
+def reply_usage(reply: Any) -> tuple[int, int]:
+    """``(input tokens, output tokens)`` a chat model's reply reports (0 when it reports none)."""
     usage = getattr(reply, "usage_metadata", None) or {}
     return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
 

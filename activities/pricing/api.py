@@ -262,9 +262,16 @@ async def route_message(message: str, *, plan: bool, settings: Settings,
         settings: LLM settings.
         calls: when given, the classifier's call is appended as an ``llm.called`` event's
             data (model, tokens, cost, latency, outcome): the run it belongs to does not
-            exist yet, so the caller records it (:func:`record_classifier_calls`).
+            exist yet, so the caller records it (:func:`classifier_events`).
     """
-    from activities.llm import chat_model, classify_error, llm_enabled, price_usd, select_model
+    from activities.llm import (
+        chat_model,
+        classify_error,
+        llm_enabled,
+        price_usd,
+        reply_usage,
+        select_model,
+    )
 
     if plan or not llm_enabled(settings):
         return decide_route(message, plan=plan)
@@ -287,9 +294,7 @@ async def route_message(message: str, *, plan: bool, settings: Settings,
     finally:
         entry["latency_ms"] = int((time.monotonic() - started) * 1000)
         if replies:
-            usage = getattr(replies[0], "usage_metadata", None) or {}
-            entry["input_tokens"] = int(usage.get("input_tokens", 0))
-            entry["output_tokens"] = int(usage.get("output_tokens", 0))
+            entry["input_tokens"], entry["output_tokens"] = reply_usage(replies[0])
             cost = price_usd(choice.model, entry["input_tokens"], entry["output_tokens"],
                              settings)
             entry.update(cost_usd=cost or 0.0, price_known=cost is not None)
