@@ -104,6 +104,12 @@ async def test_create_batch_starts_every_run_or_none(stack: Stack):
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["details"]["index"] == 1
     assert await client.threads.count() == before  # the good one was not created either
+    with pytest.raises(APIStatusError) as bad_hook:  # a webhook is checked up front too
+        await client.runs.create_batch([
+            {"assistant_id": "seg_constructs", "input": {"topic": "fine"}},
+            {"assistant_id": "seg_constructs", "input": {"topic": "x"}, "webhook": "ftp://x"}])
+    assert bad_hook.value.response.json()["details"] == {"field": "webhook", "index": 1}
+    assert await client.threads.count() == before
 
 
 async def test_prune_keeps_the_latest_state_or_deletes_and_only_the_callers_threads(stack: Stack):

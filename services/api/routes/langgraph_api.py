@@ -502,8 +502,8 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     """``runs.create_batch``: background runs, each on a new thread of its own, in order.
 
     Every payload is checked before any run is created (its assistant exists, its input is
-    an object, its stream modes are served), so a bad one refuses the whole batch and
-    nothing is half-created.
+    an object, its stream modes are served, its webhook is an http URL), so a bad one
+    refuses the whole batch and nothing is half-created.
 
     Raises:
         InvalidRequestError: not a list of 1 to :data:`MAX_BATCH_RUNS` objects, or a payload
@@ -517,6 +517,7 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
         try:
             threads.resolve_assistant(str(payload.get("assistant_id") or ""))
             threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
+            threads.check_webhook(payload.get("webhook"))
             if payload.get("input") is not None and not isinstance(payload["input"], dict):
                 raise InvalidRequestError("input must be a JSON object",
                                           details={"field": "input"})
