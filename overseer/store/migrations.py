@@ -214,6 +214,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX agent_run_tokens_run ON agent_run_tokens (workflow_run_id, seq);
         """,
     ),
+    (
+        # issue 25: every hand-off reads and claims a workflow's runs by workflow_run_id
+        # (save_snapshot, claim_webhooks): an index, not a scan that grows with history
+        "agent_runs_workflow_run",
+        """
+        CREATE INDEX agent_runs_workflow_run ON agent_runs (workflow_run_id);
+        """,
+    ),
 ]
 
 
