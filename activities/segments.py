@@ -104,6 +104,17 @@ class SegmentCall:
         stream_base: with ``stream``, how many items the run's durable stream held when the
             segment started: LangGraph's ``messages`` chunks (tokens as they come) are
             written with it to ``agent_run_tokens`` (:mod:`overseer.token_stream`).
+        config: the run's own LangGraph config (an Agent Server run's ``config``):
+            ``configurable`` keys (beyond the thread and checkpoint ids, which are the
+            runtime's), ``tags`` and ``metadata``, given to every node as LangGraph gives them.
+        context: the run's runtime context (LangGraph's ``context=``; a dict becomes the
+            graph's ``context_schema`` when it is a dataclass or pydantic model).
+        interrupt_before: the run's breakpoints before these nodes (``"*"``: every node).
+        interrupt_after: the run's breakpoints after these nodes (``"*"``: every node).
+            A segment stopped at one of the run's own breakpoints ends the run (``done``
+            with ``next`` set); the thread's next run with no input goes on from there.
+        subgraphs: with ``stream``, stream subgraphs' chunks too, their event named
+            ``"<mode>|<namespace>"`` as the Agent Server names them (``stream_subgraphs``).
     """
 
     run_id: str
@@ -124,6 +135,11 @@ class SegmentCall:
     one_step: bool = False
     modes: list[str] = field(default_factory=list)
     stream_base: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+    context: Any = None
+    interrupt_before: list[str] | str | None = None
+    interrupt_after: list[str] | str | None = None
+    subgraphs: bool = False
 
 
 @dataclass
@@ -134,7 +150,8 @@ class SegmentResult:
         status: ``interrupted`` (waiting on ``interrupts``), ``budget`` (stopped before a
             chat-model call past the run's LLM budget, at ``stopped_at``), ``paused`` (the
             graph goes on with the nodes in ``next``: a node with options is among them, or a
-            one-step segment ended) or ``done``.
+            one-step segment ended) or ``done`` (the graph ended, or stopped at one of the
+            run's own breakpoints: then ``next`` names the nodes it stopped before).
         values: the thread's values (JSON) when ``done`` or ``budget``; None while
             interrupted (the checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
@@ -148,7 +165,8 @@ class SegmentResult:
         usage: this attempt's chat-model spend ``{"cost_usd", "input_tokens",
             "output_tokens", "calls"}`` (a node activity's ``usage`` shape).
         stopped_at: with status ``budget``, the node whose call was not made.
-        next: with status ``paused``, the nodes of the next superstep.
+        next: with status ``paused`` (or ``done`` at a breakpoint), the nodes of the next
+            superstep.
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
     """
 
@@ -275,9 +293,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if call.budget and any(v is not None for v in call.budget.values()):
         guard = BudgetGuard(meter, call.spent, call.budget)
         callbacks.append(guard)
-    config: dict[str, Any] = {"configurable": {"thread_id": call.thread_id},
-                              "metadata": {RUN_ID_KEY: call.run_id},
-                              "recursion_limit": call.recursion_limit, "callbacks": callbacks}
+    config = run_config(call, callbacks)
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
     start = config if not call.checkpoint_id else {  # a run from a past checkpoint forks there
@@ -297,16 +313,23 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
              *(["messages"] if live else [])] if call.stream else ["tasks"]
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if live else None
     placed = _placed(call.pipeline)
-    breakpoints: dict[str, Any] = ({"interrupt_after": "*"} if call.one_step
-                                   else {"interrupt_before": placed} if placed else {})
+    breakpoints = _breakpoints(call, placed)
+    subgraphs = call.stream and call.subgraphs
+    last_step: list[str] = []  # the nodes of the latest superstep (an interrupt_after stop)
     beats = None if local else asyncio.create_task(_heartbeats(call, started, ran))
     stopped: BudgetStop | None = None
     try:
-        async for mode, chunk in app.astream(graph_input, start, stream_mode=modes,
-                                             durability=call.durability, **breakpoints):
+        async for item in app.astream(graph_input, start, stream_mode=modes,
+                                      durability=call.durability, subgraphs=subgraphs,
+                                      context=call.context, **breakpoints):
+            ns, mode, chunk = item if subgraphs else ((), *item)
             if mode == "messages":  # a token (or a node's whole message), live to the API
                 if tokens is not None:
-                    await tokens.add(token_item(*chunk))
+                    await tokens.add(token_item(*chunk, namespace=ns))
+                continue
+            if ns:  # a subgraph's chunk: the client's, named by its namespace
+                if mode != "tasks" or "tasks" in asked:
+                    await chunks.add(f"{mode}|{'|'.join(ns)}", chunk)
                 continue
             if mode != "tasks" or "tasks" in asked:
                 await chunks.add(mode, chunk)
@@ -314,6 +337,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
             if "result" not in chunk and "error" not in chunk:  # the task starts
+                if not started:
+                    last_step = []  # a new superstep
                 started[task_id] = (name, time.perf_counter())
                 wall_started[task_id] = time.time_ns()
                 if not local:  # a local activity has no heartbeat: its time-out is short
@@ -323,6 +348,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 began = started.pop(task_id, (name, time.perf_counter()))[1]
                 seconds = time.perf_counter() - began
                 ran.append(name)
+                last_step.append(name)
                 _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
                 await _node_completed(call, task_id, name, seconds * 1000,
                                       where.of(task_id))
@@ -360,10 +386,59 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         return SegmentResult(status="interrupted", nodes=ran, interrupts=[
             {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts],
             interrupted_in=sorted({t.name for t in state.tasks if t.interrupts}), **extra)
+    if state.next and _own_breakpoint(call, list(state.next), last_step):
+        return SegmentResult(status="done", values=values, nodes=ran, next=list(state.next),
+                             **extra)
     if state.next:  # a breakpoint before a node with options, or after a one-step segment
         return SegmentResult(status="paused", values=values, nodes=ran, next=list(state.next),
                              **extra)
     return SegmentResult(status="done", values=values, nodes=ran, **extra)
+
+
+RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")
+"""``configurable`` keys the runtime sets; a run's own ``config`` cannot change them."""
+
+
+def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
+    """The LangGraph config a segment runs with.
+
+    The run's own ``config`` (:attr:`SegmentCall.config`: ``configurable``, ``tags``,
+    ``metadata``) under the runtime's keys: the thread id, the run id in the metadata
+    (:data:`RUN_ID_KEY`), the recursion limit and the callbacks. Keys LangGraph reserves
+    for itself (``__pregel_*``, ``__``-prefixed) are dropped.
+    """
+    own = call.config if isinstance(call.config, dict) else {}
+    configurable = {k: v for k, v in (own.get("configurable") or {}).items()
+                    if k not in RUNTIME_CONFIGURABLE and not str(k).startswith("__")}
+    config: dict[str, Any] = {
+        "configurable": {**configurable, "thread_id": call.thread_id},
+        "metadata": {**(own.get("metadata") or {}), RUN_ID_KEY: call.run_id},
+        "recursion_limit": call.recursion_limit, "callbacks": callbacks}
+    if own.get("tags"):
+        config["tags"] = [str(t) for t in own["tags"]]
+    return config
+
+
+def _breakpoints(call: SegmentCall, placed: list[str]) -> dict[str, Any]:
+    """``interrupt_before`` / ``interrupt_after`` for ``astream``: the run's own and the runtime's.
+
+    The runtime stops before a node with options (``placed``, run as its own activity) and,
+    for a one-step segment, after every node.
+    """
+    before = call.interrupt_before
+    after = "*" if call.one_step else call.interrupt_after
+    if before != "*" and placed:
+        before = sorted({*placed, *(before or [])})
+    return {k: v for k, v in (("interrupt_before", before), ("interrupt_after", after)) if v}
+
+
+def _own_breakpoint(call: SegmentCall, following: list[str], last_step: list[str]) -> bool:
+    """True when a segment stopped at one of the run's own breakpoints (not the runtime's)."""
+    if call.one_step:
+        return False
+    before, after = call.interrupt_before, call.interrupt_after
+    return bool(before == "*" or after == "*"
+                or set(before or []) & set(following) or set(after or []) & set(last_step))
 
 
 _placed_by_pipeline: dict[str, list[str]] = {}
@@ -410,8 +485,8 @@ class _Chunks:
             data = await claim_checked(chunk)
         self._size += len(json.dumps(data, default=str))
         if self._size > STREAM_BUDGET_BYTES:  # keep updates, custom and tasks; drop snapshots
-            self.items = [i for i in self.items
-                          if i["event"] not in ("values", "checkpoints", "debug")]
+            self.items = [i for i in self.items if i["event"].split("|")[0]
+                          not in ("values", "checkpoints", "debug")]
         self.items.append({"event": mode, "data": data})
 
 

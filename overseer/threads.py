@@ -358,7 +358,7 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
         ConflictError: the thread is busy or paused (its state lives in a workflow then).
     """
     row = await get_thread(pool, thread_id)
-    if row["status"] in ("busy", "interrupted"):
+    if _run_holds(row):
         raise ConflictError(f"thread {thread_id} is {row['status']}; copy it when idle")
     segments = row["graph_id"] is not None and on_segments(row["graph_id"])
     if segments:
@@ -587,7 +587,12 @@ async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str,
 
 
 def thread_status(snap: dict[str, Any]) -> str:
-    """``idle`` | ``busy`` | ``interrupted`` | ``error`` from a workflow's state."""
+    """``idle`` | ``busy`` | ``interrupted`` | ``error`` from a workflow's state.
+
+    A run that ended with nodes still to run (stopped at one of its own breakpoints,
+    ``interrupt_before`` / ``interrupt_after``) leaves its thread ``interrupted``, as on the
+    Agent Server, with no run attached: the next run goes on from there.
+    """
     if snap.get("cancelled"):
         return "idle"
     marks, published = snap.get("marks") or [], int(snap.get("published") or 0)
@@ -595,11 +600,20 @@ def thread_status(snap: dict[str, Any]) -> str:
     if last and last["event"] == "error":
         return "error"
     if last and last["event"] == "end":
-        return "idle"
+        return "interrupted" if snap.get("next") else "idle"
     if last and last["event"] == "interrupt" and last["offset"] == published - 1 and \
             not snap.get("decided"):
         return "interrupted"
     return "busy"
+
+
+def _run_holds(row: asyncpg.Record) -> bool:
+    """True while a run holds the thread's state: in progress, or paused on an interrupt.
+
+    A thread ``interrupted`` at a breakpoint (its run ended) is held by nobody.
+    """
+    return row["status"] == "busy" or (row["status"] == "interrupted"
+                                       and row["last_run_id"] is not None)
 
 
 def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
@@ -808,6 +822,7 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if body.get("durability") is not None and body["durability"] not in ("sync", "async", "exit"):
         raise InvalidRequestError("durability must be sync, async or exit",
                                   details={"field": "durability"})
+    check_run_options(pipeline, body)
     row = await sync_thread(pool, temporal, thread_id, settings)
     run_id = str(uuid.uuid4())
     graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
@@ -1019,6 +1034,10 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
                 has_state: bool) -> tuple[Any, Any]:
     """``(graph input, its JSON record)`` of a run body: input, or ``Command(goto, update)``.
 
+    No input on a thread with state, for a graph that runs as segments, is ``None``: as on
+    LangGraph, the run goes on from the thread's checkpoint (past a breakpoint the run
+    before stopped at); otherwise no input is ``{}``.
+
     Raises:
         InvalidRequestError: input that is not a JSON object (422).
         pydantic.ValidationError: the pipeline's ``input_model`` refuses a thread's first input.
@@ -1032,6 +1051,8 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
         return (Command(goto=_goto(command.get("goto")), update=command.get("update")),
                 {"command": command})
     value = body.get("input")
+    if value is None and has_state and on_segments(pipeline):
+        return None, None  # LangGraph goes on from the thread's checkpoint (a breakpoint's)
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -1092,6 +1113,11 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
             options[key] = kwargs[key]
+    if on_segments(pipeline):
+        options.update(segment_options(kwargs))
+        own = options.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
+        own["configurable"] = {**(own.get("configurable") or {}),
+                               "langgraph_auth_user_id": run["created_by"] or ""}
     argument = GraphRunInput(
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
@@ -1143,8 +1169,65 @@ def _goto(goto: Any) -> Any:
     return goto if goto is not None else ()
 
 
+def segment_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A run's own LangGraph options for its segments (``GraphRunInput.options``).
+
+    ``config`` (``configurable``, ``tags``, ``metadata``, ``recursion_limit``), ``context``,
+    ``interrupt_before`` / ``interrupt_after`` and ``stream_subgraphs``, as the Agent
+    Server passes them to LangGraph (checked by :func:`check_run_options`).
+    """
+    out: dict[str, Any] = {}
+    config = kwargs.get("config") or {}
+    own = {k: config[k] for k in ("configurable", "tags", "metadata") if config.get(k)}
+    if own:
+        out["graph_config"] = own
+    if config.get("recursion_limit"):
+        out["recursion_limit"] = int(config["recursion_limit"])
+    if kwargs.get("context") is not None:
+        out["context"] = kwargs["context"]
+    for key in ("interrupt_before", "interrupt_after"):
+        if kwargs.get(key):
+            out[key] = kwargs[key]
+    if kwargs.get("stream_subgraphs"):
+        out["stream_subgraphs"] = True
+    return out
+
+
+def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
+    """Refuse run options the graph cannot honour, before the run is queued.
+
+    Raises:
+        InvalidRequestError: ``config`` that is not an object or with a ``recursion_limit``
+            that is not a positive integer; ``interrupt_before`` / ``interrupt_after`` that
+            is not ``"*"`` or a list of the graph's nodes, or on a graph that runs node by
+            node (422, ``details.field`` names it).
+    """
+    config = body.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise InvalidRequestError("config must be an object", details={"field": "config"})
+    limit = (config or {}).get("recursion_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 1):
+        raise InvalidRequestError("config.recursion_limit must be a positive integer",
+                                  details={"field": "config"})
+    for key in ("interrupt_before", "interrupt_after"):
+        value = body.get(key)
+        if not value:
+            continue
+        if not on_segments(pipeline):
+            raise InvalidRequestError(
+                f"{pipeline.name} runs node by node: {key} needs a graph that runs as "
+                "segments (docs/your-graph.md)", details={"field": key})
+        nodes = set(get_registry().builder(pipeline.name).nodes)
+        if value != "*" and (not isinstance(value, list) or not set(map(str, value)) <= nodes):
+            raise InvalidRequestError(
+                f'{key} must be "*" or a list of the graph\'s nodes {sorted(nodes)}',
+                details={"field": key})
+
+
 def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
-    keep = ("input", "command", "config", "stream_mode", "stream_resumable", "on_completion",
+    keep = ("input", "command", "config", "context", "stream_mode", "stream_resumable",
+            "stream_subgraphs", "interrupt_before", "interrupt_after", "on_completion",
             "if_not_exists", "checkpoint_id", "durability", "webhook")
     kwargs: dict[str, Any] = to_jsonable({k: body[k] for k in keep if k in body})
     return kwargs
@@ -1614,6 +1697,8 @@ class StreamDeriver:
       reducer gave it (read from the next ``values``).
     - ``tasks`` / ``checkpoints`` / ``debug`` (graphs that run as segments): LangGraph's own
       chunks, as its ``astream`` gave them to the segment.
+    - ``<mode>|<namespace>`` (``stream_subgraphs``, graphs that run as segments): a
+      subgraph's chunk in an asked mode, under the Agent Server's event name.
     - ``error`` → ``error`` ``{error, message}``; ``end`` → ``end``.
     """
 
@@ -1655,6 +1740,9 @@ class StreamDeriver:
         elif kind in ("custom", *SEGMENT_STREAM_MODES):
             if kind in self.modes:
                 out.append((kind, data))
+        elif kind is not None and "|" in kind:  # a subgraph's chunk (stream_subgraphs)
+            if kind.split("|", 1)[0] in self.modes:
+                out.append((kind, data))
         elif kind == "interrupt":
             out += self._flush(None)
             if "values" in self.modes:
@@ -1681,16 +1769,17 @@ class StreamDeriver:
         id is seen, then ``messages/partial`` with the message so far (chunks of one id
         added up, as a whole message) or ``messages/complete`` for a whole message.
         """
-        if not self.messages or not isinstance(data, list) or len(data) != 2:
+        if not self.messages or not isinstance(data, list) or len(data) not in (2, 3):
             return []
-        message, metadata = data
+        message, metadata = data[0], data[1]
         if not isinstance(message, dict):
             return []
         metadata = {**(metadata if isinstance(metadata, dict) else {}), **self.base_metadata}
         mid = str(message.get("id") or "")
-        if self.tuples:
+        if self.tuples:  # a subgraph's: "messages|<namespace>", as the Agent Server names it
             self.known.add(mid)
-            return [("messages", [message, metadata])]
+            name = "|".join(["messages", *map(str, data[2])]) if len(data) == 3 else "messages"
+            return [(name, [message, metadata])]
         out: list[tuple[str, Any]] = []
         if mid not in self.known:
             self.known.add(mid)
@@ -1900,7 +1989,7 @@ async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
     from workflows.graph_run import thread_node
 
     row = await get_thread(pool, thread_id)
-    if row["status"] in ("busy", "interrupted"):
+    if _run_holds(row):
         raise ConflictError(f"thread {thread_id} is {row['status']}; update its state when idle")
     if row["graph_id"] is None:
         raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")

@@ -49,18 +49,22 @@ DROPPED_METADATA = ("overseer_run_id", "checkpoint_ns", "langgraph_checkpoint_ns
 logger = logging.getLogger(__name__)
 
 
-def token_item(message: Any, metadata: dict[str, Any] | None) -> list[Any]:
+def token_item(message: Any, metadata: dict[str, Any] | None,
+               namespace: tuple[str, ...] = ()) -> list[Any]:
     """``[message, metadata]`` as JSON, the shape of a ``messages-tuple`` event's data.
 
     Args:
         message: a LangChain message or message chunk from LangGraph's ``messages`` mode.
         metadata: LangGraph's metadata for it (node, step, path, triggers, model name …);
             :data:`DROPPED_METADATA` keys are left out.
+        namespace: the subgraph that made it, when the run streams subgraphs
+            (``stream_subgraphs``): a third item, the namespace's parts.
     """
     from overseer.graph_codec import to_jsonable
 
     meta = {k: v for k, v in (metadata or {}).items() if k not in DROPPED_METADATA}
-    return [to_jsonable(message), to_jsonable(meta)]
+    item = [to_jsonable(message), to_jsonable(meta)]
+    return [*item, list(namespace)] if namespace else item
 
 
 class TokenWriter:

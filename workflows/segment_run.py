@@ -83,7 +83,12 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            modes=list(inp.options.get("stream_modes") or []),
                            checkpoint_id=inp.options.get("checkpoint_id"),
                            heartbeat_seconds=float(inp.options.get("segment_heartbeat_seconds")
-                                                   or SEGMENT_HEARTBEAT_SECONDS))
+                                                   or SEGMENT_HEARTBEAT_SECONDS),
+                           config=dict(inp.options.get("graph_config") or {}),
+                           context=inp.options.get("context"),
+                           interrupt_before=inp.options.get("interrupt_before"),
+                           interrupt_after=inp.options.get("interrupt_after"),
+                           subgraphs=bool(inp.options.get("stream_subgraphs")))
         try:
             result = await self._segment(call, "start")
             rounds = 0

@@ -502,7 +502,8 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     """``runs.create_batch``: background runs, each on a new thread of its own, in order.
 
     Every payload is checked before any run is created (its assistant exists, its input is
-    an object, its stream modes are served, its webhook is an http URL), so a bad one
+    an object, its config and breakpoints fit the graph, its stream modes are served, its
+    webhook is an http URL), so a bad one
     refuses the whole batch and nothing is half-created.
 
     Raises:
@@ -515,7 +516,8 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
         raise InvalidRequestError(f"the body must be a list of 1 to {MAX_BATCH_RUNS} run payloads")
     for index, payload in enumerate(body):
         try:
-            threads.resolve_assistant(str(payload.get("assistant_id") or ""))
+            threads.check_run_options(
+                threads.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
             threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
             threads.check_webhook(payload.get("webhook"))
             if payload.get("input") is not None and not isinstance(payload["input"], dict):

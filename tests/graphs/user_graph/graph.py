@@ -13,11 +13,14 @@ import asyncio
 import functools
 import operator
 import os
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
@@ -475,3 +478,40 @@ def _chatty() -> Any:
 
 chatty = _chatty()
 """A chat graph written as people write them: it runs as segments, tokens stream live."""
+
+
+# -- a run's own config, context and breakpoints (issues 25, 26) -----------------------------------
+
+@dataclass
+class Caller:
+    """The graph's runtime context (``context_schema``): who the run is for."""
+
+    name: str = "nobody"
+
+
+class GreetState(TypedDict, total=False):
+    lines: Annotated[list[str], operator.add]
+
+
+def hello(state: GreetState, config: RunnableConfig, runtime: Runtime[Caller]) -> dict[str, Any]:
+    """Reads the run's ``configurable`` keys and tags, and its runtime context."""
+    language = config.get("configurable", {}).get("language", "?")
+    tags = ",".join(sorted(t for t in config.get("tags", []) if t.startswith("user:")))
+    return {"lines": [f"hello {runtime.context.name} in {language} [{tags}]"]}
+
+
+def _greeter() -> Any:
+    graph = StateGraph(GreetState, context_schema=Caller)
+    graph.add_node("hello", hello)
+    graph.add_node("middle", lambda state: {"lines": [f"middle after {len(state['lines'])}"]})
+    graph.add_node("bye", lambda state: {"lines": ["bye"]})
+    graph.add_edge(START, "hello")
+    graph.add_edge("hello", "middle")
+    graph.add_edge("middle", "bye")
+    graph.add_edge("bye", END)
+    return graph
+
+
+greeter = _greeter()
+"""Config, context and breakpoints as a run passes them (``config``, ``context``, ``interrupt_*``)."""
+

@@ -1,0 +1,125 @@
+"""A run's own LangGraph options through the official client: config, context, breakpoints, subgraphs.
+
+On graphs that run as segments (a plain graph of a ``langgraph.json``), with only the URL
+and the key changed, each compared with plain LangGraph given the same options:
+
+- ``config`` (``configurable`` keys, ``tags``) and ``context`` reach the nodes as LangGraph
+  gives them (``greeter`` reads both);
+- ``interrupt_before`` / ``interrupt_after`` stop the run where LangGraph stops; the thread
+  is then ``interrupted`` with ``next`` set, its state can be edited, and a run with no
+  input goes on from there;
+- ``stream_subgraphs`` streams a subgraph's chunks as ``<mode>|<namespace>`` events, the
+  same chunks plain LangGraph's ``astream(subgraphs=True)`` gives;
+- options a graph cannot honour are refused with 422 before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import APIStatusError
+
+from tests.e2e.conftest import SEGMENT_GRAPHS, USER_GRAPHS, Stack
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def sdk(stack: Stack) -> Any:
+    return get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+
+
+def reference_app(graph: str, project: Any = USER_GRAPHS) -> Any:
+    from overseer.pipelines import builder_of, load_langgraph_json
+
+    return builder_of(load_langgraph_json(project)[graph].graph).compile(
+        checkpointer=InMemorySaver())
+
+
+CONFIG = {"configurable": {"language": "fr"}, "tags": ["user:web", "other"]}
+
+
+async def test_config_and_context_reach_the_nodes_as_on_plain_langgraph(stack: Stack):
+    got = await sdk(stack).runs.wait(None, "greeter", input={}, config=CONFIG,
+                                     context={"name": "Ada"})
+    app = reference_app("greeter")
+    want = await app.ainvoke({}, {**CONFIG, "configurable": {
+        **CONFIG["configurable"], "thread_id": "ref"}}, context={"name": "Ada"})
+    assert got == want
+    assert got["lines"][0] == "hello Ada in fr [user:web]"
+
+    empty = await sdk(stack).runs.wait(None, "greeter", input={}, context={})  # the schema's default
+    assert empty["lines"][0] == "hello nobody in ? []"
+
+
+async def test_breakpoints_stop_the_run_and_the_next_run_goes_on(stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    stopped = await client.runs.wait(tid, "greeter", input={}, context={"name": "Bo"},
+                                     interrupt_before=["middle"])
+    app = reference_app("greeter")
+    ref = {"configurable": {"thread_id": "ref"}}
+    want = await app.ainvoke({}, ref, context={"name": "Bo"}, interrupt_before=["middle"])
+    assert stopped == want == {"lines": ["hello Bo in ? []"]}
+    thread = await client.threads.get(tid)
+    state = await client.threads.get_state(tid)
+    assert thread["status"] == "interrupted" and state["next"] == ["middle"]
+    runs = await client.runs.list(tid)
+    assert runs[0]["status"] == "success"
+
+    await client.threads.update_state(tid, {"lines": ["edited"]})  # a human edits, then it goes on
+    await app.aupdate_state(ref, {"lines": ["edited"]})
+    assert (await client.threads.get_state(tid))["next"] == ["middle"]
+    done = await client.runs.wait(tid, "greeter", input=None)
+    assert done == await app.ainvoke(None, ref)
+    assert done["lines"] == ["hello Bo in ? []", "edited", "middle after 2", "bye"]
+    assert (await client.threads.get(tid))["status"] == "idle"
+
+    tid = (await client.threads.create())["thread_id"]
+    after = await client.runs.wait(tid, "greeter", input={}, context={},
+                                   interrupt_after=["middle"])
+    assert after["lines"] == ["hello nobody in ? []", "middle after 1"]
+    assert (await client.threads.get_state(tid))["next"] == ["bye"]
+    assert (await client.runs.wait(tid, "greeter"))["lines"][-1] == "bye"
+
+
+def _named(event: str) -> str:
+    """``updates|sub:<task id>`` → ``updates|sub``: task ids differ between two runs."""
+    mode, *ns = event.split("|")
+    return "|".join([mode, *(part.split(":")[0] for part in ns)])
+
+
+async def test_stream_subgraphs_namespaces_as_plain_langgraph(stack: Stack):
+    """``seg_constructs``: the user's ``constructs`` (a compiled subgraph as node ``sub``) as segments."""
+    parts = [p async for p in sdk(stack).runs.stream(
+        None, "seg_constructs", input={"topic": "a b"}, stream_mode="updates",
+        stream_subgraphs=True)]
+    got = [(_named(p.event), p.data) for p in parts if p.event.startswith("updates")]
+    app = reference_app("seg_constructs", SEGMENT_GRAPHS)
+    want = [(_named("|".join(["updates", *ns])), chunk) async for ns, chunk in app.astream(
+        {"topic": "a b"}, {"configurable": {"thread_id": "ref"}}, stream_mode="updates",
+        subgraphs=True)]
+    assert [e for e, _ in got] == [e for e, _ in want]
+    assert ("updates|sub", {"count": {"sub_total": 2, "trail": ["sub.count"]}}) in got
+    assert sorted(map(repr, (d for e, d in got if "|" in e))) == \
+        sorted(map(repr, (d for e, d in want if "|" in e)))
+
+    plain = [p.event async for p in sdk(stack).runs.stream(
+        None, "seg_constructs", input={"topic": "a b"}, stream_mode="updates")]
+    assert not any("|" in e for e in plain)  # without stream_subgraphs: the parent's only
+
+
+@pytest.mark.parametrize(("graph", "body", "field"), [
+    ("greeter", {"interrupt_before": ["nowhere"]}, "interrupt_before"),
+    ("greeter", {"interrupt_after": "middle"}, "interrupt_after"),
+    ("greeter", {"config": {"recursion_limit": 0}}, "config"),
+    ("nodes_three_one", {"interrupt_before": ["think"]}, "interrupt_before"),
+])
+async def test_options_a_graph_cannot_honour_are_refused(stack: Stack, graph: str,
+                                                         body: dict[str, Any], field: str):
+    with pytest.raises(APIStatusError) as refused:
+        await sdk(stack).runs.create(None, graph, input={}, **body)
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json()["details"]["field"] == field
