@@ -62,6 +62,7 @@ from overseer.graph_codec import (
     ref_marker,
     to_jsonable,
 )
+from overseer.graph_store import graph_store
 from overseer.pipelines import get_registry
 from overseer.store.artifacts import load_artifact, store_artifact
 from overseer.store.events import LLM_CALLED, NODE_COMPLETED, NewEvent
@@ -236,7 +237,8 @@ async def run_node(call: NodeCall) -> NodeResult:
     custom: list[Any] = []
     meter = UsageMeter()
     config = node_config(call, [decode(r) for r in call.resumes], custom.append,
-                         plain=isinstance(runnable, Pregel))
+                         plain=isinstance(runnable, Pregel),
+                         store=await graph_store(get_runtime().settings))
     config["callbacks"] = [meter]
     started = time.perf_counter()
     token = var_child_runnable_config.set(cast(RunnableConfig, config))
@@ -300,18 +302,20 @@ def _no_null_resume(consume: bool = False) -> None:
 
 
 def node_config(call: NodeCall, resumes: list[Any], writer: Any, *,
-                plain: bool = False) -> dict[str, Any]:
-    """A LangGraph config under which ``interrupt()`` and ``get_stream_writer()`` work in an activity.
+                plain: bool = False, store: Any = None) -> dict[str, Any]:
+    """A LangGraph config under which ``interrupt()``, ``get_stream_writer()``, ``get_store()`` work.
 
     ``interrupt()`` returns ``resumes[i]`` for its i-th call and raises ``GraphInterrupt``
-    past them. ``plain`` (a whole subgraph run as one activity) gives only the thread id.
+    past them. ``plain`` (a whole subgraph run as one activity) gives only the thread id
+    and the store. ``store``: LangGraph's ``BaseStore`` the node gets
+    (:func:`overseer.graph_store.graph_store`).
     """
     base = {"tags": list(call.config.get("tags") or []),
             "metadata": dict(call.config.get("metadata") or {}),
             "recursion_limit": int(call.config.get("recursion_limit") or 25)}
     thread = {CONFIG_KEY_THREAD_ID: call.config.get("thread_id") or call.run_id}
     if plain:
-        return {**base, "configurable": thread}
+        return {**base, "configurable": {**thread, CONFIG_KEY_RUNTIME: Runtime(store=store)}}
     scratchpad = PregelScratchpad(
         step=0, stop=0, call_counter=LazyAtomicCounter(), interrupt_counter=LazyAtomicCounter(),
         get_null_resume=_no_null_resume, resume=list(resumes),
@@ -319,7 +323,7 @@ def node_config(call: NodeCall, resumes: list[Any], writer: Any, *,
     return {**base, "configurable": {
         **thread, CONFIG_KEY_CHECKPOINT_NS: call.config.get("checkpoint_ns", ""),
         CONFIG_KEY_SCRATCHPAD: scratchpad, CONFIG_KEY_SEND: lambda _writes: None,
-        CONFIG_KEY_RUNTIME: Runtime(context=None, stream_writer=writer),
+        CONFIG_KEY_RUNTIME: Runtime(context=None, stream_writer=writer, store=store),
     }}
 
 

@@ -262,12 +262,18 @@ async def checkpointer(database_url: str | None = None) -> Any:
 
 
 async def compiled(pipeline: str, database_url: str | None = None) -> Any:
-    """The pipeline's graph compiled with :func:`checkpointer` (once per process)."""
+    """The pipeline's graph compiled with :func:`checkpointer` and the store (once per process).
+
+    The store is :func:`overseer.graph_store.graph_store`: nodes get it as LangGraph's
+    ``BaseStore`` (``store`` argument, ``get_store()``).
+    """
     if pipeline not in _compiled:
+        from overseer.graph_store import graph_store
         from overseer.pipelines import get_registry
 
         _compiled[pipeline] = get_registry().builder(pipeline).compile(
-            checkpointer=await checkpointer(database_url))
+            checkpointer=await checkpointer(database_url),
+            store=await graph_store(None if database_url else get_runtime().settings))
     return _compiled[pipeline]
 
 
@@ -325,7 +331,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             ns, mode, chunk = item if subgraphs else ((), *item)
             if mode == "messages":  # a token (or a node's whole message), live to the API
                 if tokens is not None:
-                    await tokens.add(token_item(*chunk, namespace=ns))
+                    await tokens.add(token_item(chunk[0], chunk[1], namespace=ns))
                 continue
             if ns:  # a subgraph's chunk: the client's, named by its namespace
                 if mode != "tasks" or "tasks" in asked:

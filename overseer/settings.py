@@ -104,6 +104,14 @@ class Settings(BaseSettings):
     """``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``: heartbeat time-out of a run segment's activity
     (it heartbeats three times per time-out while its nodes run): a killed worker's segment
     goes on on another worker after about this long."""
+    store_embeddings: Literal["wordllama", "off"] = "wordllama"
+    """``OVERSEER_STORE_EMBEDDINGS``: how the store indexes items for semantic search
+    (``store.search_items(query=...)``, a graph's ``store.asearch(query=...)``):
+    ``wordllama`` (offline 256-d embeddings shipped in a pip package) when the Postgres has
+    the ``pgvector`` extension; ``off`` (or no pgvector): ``query`` is refused with 422."""
+    store_ttl_sweep_minutes: float = Field(default=60.0, gt=0)
+    """``OVERSEER_STORE_TTL_SWEEP_MINUTES``: how often the API deletes store items whose
+    ``ttl`` (minutes, per item) has passed."""
     queue_recovery_seconds: float = Field(default=30.0, gt=0)
     """``OVERSEER_QUEUE_RECOVERY_SECONDS``: how often each API process looks for queued Agent
     Server runs that nobody started (accepted by an API process that died before starting

@@ -1,8 +1,7 @@
 """Offline NLP of the rules strategy: embeddings, key phrases, class-based TF-IDF, sentiment.
 
-- **Embeddings**: ``wordllama`` (its 256-d ``l2_supercat`` weights ship in the wheel; loaded
-  with ``disable_download=True``, once per process), L2-normalised so a dot product is the
-  cosine similarity.
+- **Embeddings**: :mod:`overseer.embeddings` (``wordllama``'s 256-d weights shipped in the
+  wheel, L2-normalised so a dot product is the cosine similarity).
 - **Key phrases**: scikit-learn TF-IDF over the window's sentences (1-2 word phrases,
   English stop words removed).
 - **Theme names**: class-based TF-IDF (BERTopic's c-TF-IDF): a theme's sentences form one
@@ -14,15 +13,16 @@ Everything here is deterministic for the same input.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from activities.thematic_analysis.dataset import Corpus
+from overseer.embeddings import embed, normalise
+
+__all__ = ["embed", "normalise"]  # the embeddings live in overseer.embeddings (the store uses them)
 
 VADER_POSITIVE = 0.05
 VADER_NEGATIVE = -0.05
@@ -42,62 +42,6 @@ EXTRA_STOP_WORDS = frozenset({
 KEPT_WORDS = frozenset({"side", "bill", "call", "fill", "fire", "system", "thick", "thin", "full",
                         "empty", "back", "cry", "sincere"})
 """Words in scikit-learn's stop list that carry themes in reviews (``side effects``, ``back pain``)."""
-
-_lock = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def _wordllama() -> Any:
-    """The model shipped in the wheel (256-d ``l2_supercat``), never a download.
-
-    Both wheels seen so far ship ``wordllama/weights/l2_supercat_256.safetensors`` and
-    ``wordllama/tokenizers/l2_supercat_tokenizer_config.json`` but look for the tokenizer
-    elsewhere: 0.4 under ``wordllama/tokenizer/`` (naming the package folder as the cache
-    directory, read as ``<dir>/tokenizers`` and ``<dir>/weights``, finds both), 0.3 only in
-    ``~/.cache``; there the same files are assembled the way ``WordLlama.load`` does.
-
-    Raises:
-        FileNotFoundError: the wheel's files are missing (nothing is downloaded).
-    """
-    import wordllama
-    from wordllama import WordLlama
-
-    package = Path(wordllama.__file__).parent
-    try:
-        return WordLlama.load(disable_download=True, cache_dir=package)
-    except (FileNotFoundError, TypeError):
-        from safetensors import safe_open
-        from wordllama.config import Config
-        from wordllama.inference import WordLlamaInference
-
-        config = Config._configurations["l2_supercat"]
-        tokenizer = WordLlama.load_tokenizer(
-            package / "tokenizers" / "l2_supercat_tokenizer_config.json", config)
-        with safe_open(str(package / "weights" / "l2_supercat_256.safetensors"), framework="np",
-                       device="cpu") as weights:
-            embedding = weights.get_tensor("embedding.weight")
-        return WordLlamaInference(embedding, config, tokenizer, binary=False)
-
-
-def embed(texts: Sequence[str]) -> np.ndarray[Any, Any]:
-    """L2-normalised wordllama embeddings, shape ``(len(texts), 256)`` (float32).
-
-    Raises:
-        FileNotFoundError: the wheel's weights are missing (never downloads).
-    """
-    if not texts:
-        return np.zeros((0, 256), dtype=np.float32)
-    with _lock:  # the tokenizer is not documented as thread-safe
-        vectors = np.asarray(_wordllama().embed(list(texts)), dtype=np.float32)
-    return normalise(vectors)
-
-
-def normalise(vectors: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Rows scaled to unit length (zero rows stay zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit: np.ndarray[Any, Any] = vectors / np.where(norms == 0, 1.0, norms)
-    return unit
-
 
 def stop_words() -> list[str]:
     """scikit-learn's English stop words less :data:`KEPT_WORDS`, plus :data:`EXTRA_STOP_WORDS`."""

@@ -204,6 +204,32 @@ async def authorize(principal: Principal, resource: str, action: str,
                         f"{type(result).__name__}; expected None, a bool or a filter dict")
 
 
+async def authorize_store(principal: Principal, action: str, value: dict[str, Any]) -> bool:
+    """Run the deployment's ``@auth.on.store`` handler for ``action``, if it has one.
+
+    As on the Agent Server, the handler may change ``value`` in place (e.g. put the user's
+    identity first in ``value["namespace"]``) and the route uses it as changed; a filter
+    dict it returns means "allowed" (store handlers do not filter).
+
+    Args:
+        principal: the caller.
+        action: ``put`` | ``get`` | ``delete`` | ``search`` | ``list_namespaces``.
+        value: the request's parameters (``namespace`` a tuple, ``key``, ``value`` …).
+
+    Returns:
+        True when a handler decided; False when none covers the store (the owner rule
+        applies: :func:`services.api.routes.agent_store.admit`).
+
+    Raises:
+        PermissionDeniedError, AuthHandlerError: as :func:`authorize`.
+    """
+    auth = get_registry().auth()
+    if auth is None or _handler(auth, "store", action) is None:
+        return False
+    await authorize(principal, "store", action, value)
+    return True
+
+
 async def gate_thread(pool: asyncpg.Pool | asyncpg.Connection, principal: Principal,
                       thread_id: str, action: str, value: dict[str, Any] | None = None, *,
                       owner_action: access.Action | None = None) -> Scope:

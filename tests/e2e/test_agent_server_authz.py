@@ -188,6 +188,14 @@ async def test_a_langgraph_auth_handler_runs_unchanged(authed_stack: Stack):
     assert await status(user1.threads.delete(tid)) == 200
     assert await status(user1.threads.get(tid)) == 404
 
+    # the store by its own handler (namespace[0] is the user): 403 elsewhere
+    await user1.store.put_item(["user1", "notes"], "n", {"text": "mine"})
+    assert (await user1.store.get_item(["user1", "notes"], "n"))["value"] == {"text": "mine"}
+    assert await status(user2.store.get_item(["user1", "notes"], "n")) == 403
+    assert await status(user2.store.put_item(["user1", "notes"], "n", {"text": "x"})) == 403
+    assert await status(user2.store.search_items(["user1"])) == 403
+    assert (await user2.store.search_items(["user2"]))["items"] == []
+
     # assistants are public by their own handler
     assert {a["graph_id"] for a in await user2.assistants.search(limit=100)} >= {"constructs"}
 

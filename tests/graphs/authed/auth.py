@@ -3,8 +3,9 @@
 Overseer must run it unchanged (issue 29): ``@auth.authenticate`` turns the bearer token
 into a user, the global ``@auth.on`` handler stamps every resource it creates with
 ``owner`` and returns ``{"owner": identity}`` as the filter for every read and write, and
-two narrower handlers show the resolution order: deleting a thread takes the
-``threads:delete`` permission, and assistants are open to everyone.
+three narrower handlers show the resolution order: deleting a thread takes the
+``threads:delete`` permission, assistants are open to everyone, and each user's store
+items live under its identity (LangGraph's store-auth example).
 """
 
 from __future__ import annotations
@@ -58,3 +59,10 @@ async def delete_needs_permission(ctx: Auth.types.AuthContext,
 async def assistants_are_public(ctx: Auth.types.AuthContext, value: Any) -> None:
     """Every user may see every assistant."""
     return None
+
+
+@auth.on.store()
+async def own_namespace(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
+    """A user's store items live under its identity: ``namespace[0]`` must be it."""
+    namespace = tuple(value.get("namespace") or ())
+    assert namespace[:1] == (ctx.user.identity,), "not your namespace"

@@ -78,3 +78,5 @@ seg_spender = _segments("spender")
 nodes_three_one = Pipeline(name="three_one", graph=_USER["three_one"].graph,
                            workflow="GraphRunWorkflow",
                            description="three_one node by node (a plain graph runs as segments)")
+nodes_memory = Pipeline(name="memory", graph=_USER["memory"].graph, workflow="GraphRunWorkflow",
+                       description="memory node by node: its node gets the store in its activity")

@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
@@ -515,3 +516,31 @@ def _greeter() -> Any:
 greeter = _greeter()
 """Config, context and breakpoints as a run passes them (``config``, ``context``, ``interrupt_*``)."""
 
+
+# -- long-term memory in LangGraph's store (issue 26) ----------------------------------------------
+
+class MemoryState(TypedDict, total=False):
+    note: str
+    recalled: list[str]
+
+
+async def remember(state: MemoryState, config: RunnableConfig, *,
+                   store: BaseStore) -> dict[str, Any]:
+    """Puts the note under the caller's namespace, then reads back every note it holds."""
+    user = config.get("configurable", {}).get("langgraph_auth_user_id") or "anonymous"
+    namespace = (user, "memories")
+    held = await store.asearch(namespace, limit=100)
+    await store.aput(namespace, f"note-{len(held) + 1}", {"text": state["note"]})
+    return {"recalled": sorted(i.value["text"] for i in await store.asearch(namespace, limit=100))}
+
+
+def _memory() -> Any:
+    graph = StateGraph(MemoryState)
+    graph.add_node("remember", remember)
+    graph.add_edge(START, "remember")
+    graph.add_edge("remember", END)
+    return graph
+
+
+memory = _memory()
+"""A graph with long-term memory: it gets LangGraph's ``BaseStore`` (``store`` argument)."""
