@@ -293,7 +293,7 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
 
 async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         subject: str) -> None:
-    """Delete a thread and its runs; a workflow still attached to it is cancelled first.
+    """Delete a thread, its runs and its crons; a workflow still attached to it is cancelled first.
 
     A thread that runs as segments also loses its LangGraph checkpoints, blobs and writes,
     and the tokens its runs streamed.
@@ -312,10 +312,16 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                 "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
                 row["thread_id"])])
         await conn.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+        crons = [r["cron_id"] for r in await conn.fetch(
+            "DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id", row["thread_id"])]
         if segments:
             for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
                 await conn.execute(f"DELETE FROM {table} WHERE thread_id = $1",  # noqa: S608
                                    str(row["thread_id"]))
+    if crons:  # the thread's crons go with it, their schedules too
+        from overseer.crons import drop_schedules
+
+        await drop_schedules(temporal, crons)
 
 
 PRUNE_STRATEGIES = ("delete", "keep_latest")
@@ -759,7 +765,8 @@ async def list_runs(pool: asyncpg.Pool, thread_id: str, limit: int, offset: int,
 
 async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                      thread_id: str, body: dict[str, Any], subject: str, role: str,
-                     is_admin: bool, check_role: bool = True) -> asyncpg.Record:
+                     is_admin: bool, check_role: bool = True,
+                     run_id: str | None = None) -> asyncpg.Record:
     """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
 
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
@@ -782,6 +789,9 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         role: the caller's role: ``submitter`` may start runs, ``reviewer`` may resume.
         check_role: False when a deployment's LangGraph ``Auth`` handlers already decided
             who may start and resume runs (its users have no Overseer role).
+        run_id: the new run's id (a cron's tick gives one derived from the tick, so a
+            retried tick finds its run instead of starting a second); a uuid4 when None.
+            A run with this id already on the thread is returned as it is.
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.
@@ -823,8 +833,13 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         raise InvalidRequestError("durability must be sync, async or exit",
                                   details={"field": "durability"})
     check_run_options(pipeline, body)
+    if run_id is not None:
+        known = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1",
+                                    uuid.UUID(run_id))
+        if known is not None:
+            return known
     row = await sync_thread(pool, temporal, thread_id, settings)
-    run_id = str(uuid.uuid4())
+    run_id = run_id or str(uuid.uuid4())
     graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
     queued = await pool.fetchval("SELECT count(*) FROM agent_runs WHERE thread_id = $1 "
                                  "AND status = 'pending'", row["thread_id"])
@@ -842,7 +857,8 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
                                    from_offset, kind, status, metadata, kwargs,
                                    multitask_strategy, created_by)
-           VALUES ($1, $2, $3, $4, $1, 0, 'start', 'pending', $5::jsonb, $6::jsonb, $7, $8)""",
+           VALUES ($1, $2, $3, $4, $1, 0, 'start', 'pending', $5::jsonb, $6::jsonb, $7, $8)
+           ON CONFLICT (run_id) DO NOTHING""",
         uuid.UUID(run_id), row["thread_id"], assistant_id_of(pipeline.name), pipeline.name,
         json.dumps(dict(body.get("metadata") or {})), json.dumps(_kwargs(body)), strategy,
         subject)

@@ -222,6 +222,30 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX agent_runs_workflow_run ON agent_runs (workflow_run_id);
         """,
     ),
+    (
+        # issue 26: Agent Server crons, each run by a Temporal Schedule (overseer.crons)
+        "agent_crons",
+        """
+        CREATE TABLE agent_crons (
+            cron_id uuid PRIMARY KEY,
+            assistant_id text NOT NULL,
+            graph_id text NOT NULL,
+            thread_id uuid,
+            schedule text NOT NULL,
+            timezone text,
+            end_time timestamptz,
+            enabled boolean NOT NULL DEFAULT true,
+            on_run_completed text,
+            payload jsonb NOT NULL,
+            metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX agent_crons_owner ON agent_crons (created_by, created_at);
+        CREATE INDEX agent_crons_thread ON agent_crons (thread_id);
+        """,
+    ),
 ]
 
 

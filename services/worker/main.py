@@ -20,6 +20,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import runtime
+from activities.crons import finish_cron_run, fire_cron
 from activities.events import record_events
 from activities.graph_nodes import put_state_blob, run_node
 from activities.notify import notify_webhook
@@ -29,22 +30,24 @@ from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
+from workflows.cron_tick import CronTickWorkflow
 from workflows.graph_run import GraphRunWorkflow, prepare_all
 from workflows.segment_run import SegmentRunWorkflow
 
 log = logging.getLogger("overseer.worker")
 
 PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob,
-                                      run_segment)
+                                      run_segment, fire_cron, finish_cron_run)
 
 
 def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
     """Workflows, activities and plugin graphs of the registry.
 
-    ``GraphRunWorkflow`` and the platform activities, plus what each pipeline with a
+    ``GraphRunWorkflow``, ``SegmentRunWorkflow``, ``CronTickWorkflow`` (a cron's tick) and
+    the platform activities, plus what each pipeline with a
     workflow of its own declares (``Pipeline.worker_parts``).
     """
-    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow]
+    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow, CronTickWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
     graphs: dict[str, Any] = {}
     for pipeline in get_registry():

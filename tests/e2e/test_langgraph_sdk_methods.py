@@ -81,7 +81,7 @@ def test_info_answers_without_a_key_as_the_agent_server_does(stack: Stack):
     import httpx
 
     body = httpx.get(f"{stack.base_url}/info", timeout=10).json()
-    assert body["flags"] == {"assistants": True, "crons": False, "langsmith": False}
+    assert body["flags"] == {"assistants": True, "crons": True, "langsmith": False}
     assert body["langgraph_py_version"].split(".")[0] == "1" and body["version"]
 
 

@@ -93,8 +93,8 @@ async def info() -> dict[str, Any]:
 
     Returns:
         ``{"version", "langgraph_py_version", "flags": {"assistants", "crons", "langsmith"},
-        "host": {"kind"}}``; crons and LangSmith are off (issue 26: crons not served yet;
-        traces go to OpenTelemetry).
+        "host": {"kind"}}``; crons are on (each a Temporal Schedule), LangSmith off (traces
+        go to OpenTelemetry).
     """
     from importlib.metadata import PackageNotFoundError, version
 
@@ -105,7 +105,7 @@ async def info() -> dict[str, Any]:
             return None
 
     return {"version": installed("overseer"), "langgraph_py_version": installed("langgraph"),
-            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "flags": {"assistants": True, "crons": True, "langsmith": False},
             "host": {"kind": "self-hosted", "server": "overseer"}}
 
 

@@ -1,0 +1,38 @@
+"""The activities of a cron tick (:mod:`workflows.cron_tick`): make its run, clean its thread.
+
+Both call :mod:`overseer.crons` with the worker's pool, settings and Temporal client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+
+from activities.errors import as_application_error
+from activities.runtime import get_runtime
+from overseer import crons
+from overseer.errors import OverseerError
+
+
+@activity.defn(name="fire_cron")
+async def fire_cron(cron_id: str, tick: str) -> dict[str, Any]:
+    """Make the run of one tick (:func:`overseer.crons.fire`; idempotent per ``tick``).
+
+    Raises:
+        ApplicationError: a refusal of the run (its error code; not retried when permanent,
+            e.g. a payload the graph no longer accepts).
+    """
+    runtime = get_runtime()
+    try:
+        return await crons.fire(runtime.pool, activity.client(), runtime.settings, cron_id, tick)
+    except OverseerError as err:
+        raise as_application_error(err) from err
+
+
+@activity.defn(name="finish_cron_run")
+async def finish_cron_run(run_id: str, thread_id: str) -> str:
+    """Wait for a stateless cron's run to end and delete its thread (:func:`overseer.crons.finish`)."""
+    runtime = get_runtime()
+    return await crons.finish(runtime.pool, activity.client(), run_id, thread_id,
+                              beat=activity.heartbeat)
