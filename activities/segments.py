@@ -51,7 +51,7 @@ from overseer.graph_codec import (
     to_jsonable,
 )
 from overseer.store.events import NODE_COMPLETED, NewEvent
-from overseer.token_stream import TokenWriter, token_item
+from overseer.token_stream import TokenWriter, custom_item, token_item
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
@@ -78,9 +78,10 @@ class SegmentCall:
         go_on: the same segment already ran in part (a local try that did not finish in
             time, or a stop at the run's LLM budget that a reviewer raised): go on from
             what it checkpointed, as a retry does.
-        stream: also return the segment's ``values``/``updates``/``custom`` chunks and the
-            thread's state (an Agent Server run: the workflow publishes them on its durable
-            stream, as ``GraphRunWorkflow`` does).
+        stream: also return the segment's ``values``/``updates`` chunks and the thread's
+            state (an Agent Server run: the workflow publishes them on its durable stream,
+            as ``GraphRunWorkflow`` does); its ``custom`` writes go live to
+            ``agent_run_tokens`` as the nodes make them (:mod:`overseer.token_stream`).
         segment: the segment's number in its run (0 = the start; each resume adds one): keys
             the ledger entries of the chat-model calls made in it.
         checkpoint_id: start from this past checkpoint of the thread (an Agent Server run
@@ -157,8 +158,8 @@ class SegmentResult:
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
         stream: with ``SegmentCall.stream``: ``[{"event": mode, "data": chunk}]`` in order;
-            past :data:`STREAM_BUDGET_BYTES` only the ``updates`` and ``custom`` chunks and
-            the last ``values`` are kept.
+            past :data:`STREAM_BUDGET_BYTES` only the ``updates`` chunks and the last
+            ``values`` are kept.
         snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
             ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
             ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
@@ -317,7 +318,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     live = call.stream and "messages" in call.modes  # the run asked for messages: tokens
     modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks"),
              *(["messages"] if live else [])] if call.stream else ["tasks"]
-    tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if live else None
+    # tokens and custom writes go live through Postgres (overseer.token_stream)
+    tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
+        else None
     placed = _placed(call.pipeline)
     breakpoints = _breakpoints(call, placed)
     subgraphs = call.stream and call.subgraphs
@@ -332,6 +335,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             if mode == "messages":  # a token (or a node's whole message), live to the API
                 if tokens is not None:
                     await tokens.add(token_item(chunk[0], chunk[1], namespace=ns))
+                continue
+            if mode == "custom":  # get_stream_writer(): live too, as the node writes it
+                if tokens is not None:
+                    await tokens.add(custom_item(chunk, ns))
                 continue
             if ns:  # a subgraph's chunk: the client's, named by its namespace
                 if mode != "tasks" or "tasks" in asked:
@@ -490,7 +497,7 @@ class _Chunks:
         else:
             data = await claim_checked(chunk)
         self._size += len(json.dumps(data, default=str))
-        if self._size > STREAM_BUDGET_BYTES:  # keep updates, custom and tasks; drop snapshots
+        if self._size > STREAM_BUDGET_BYTES:  # keep updates and tasks; drop snapshots
             self.items = [i for i in self.items if i["event"].split("|")[0]
                           not in ("values", "checkpoints", "debug")]
         self.items.append({"event": mode, "data": data})

@@ -1656,7 +1656,8 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     derives exactly what the first read did); ids are ``"<item offset>.<j>"``. For a graph
     that runs as segments and a run started with ``messages`` / ``messages-tuple``, those
     come from LangGraph's own ``messages`` mode as the segment writes them (tokens while
-    the model streams; ids ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`). A run still ``pending``
+    the model streams; ids ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`), and
+    as segments ``custom`` writes come the same way, as the nodes make them. A run still ``pending``
     (queued behind another) is started here if its turn came (:func:`advance_queue`).
     """
     if after is None:
@@ -1671,7 +1672,7 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    if live and deriver.messages:
+    if (live and deriver.messages) or ("custom" in modes and on_segments(run["graph_id"])):
         entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)
     async for entry in entries:
         if entry[0] == "fail":
@@ -1778,13 +1779,20 @@ class StreamDeriver:
         return out
 
     def token(self, data: Any) -> list[tuple[str, Any]]:
-        """The events of one item of LangGraph's ``messages`` mode ``[message, metadata]``.
+        """The events of one live row: a ``messages`` item ``[message, metadata]``, or ``{"custom": …}``.
+
+        A ``custom`` row (a node's ``get_stream_writer()`` write) is a ``custom`` event
+        (``custom|<namespace>`` from a subgraph) when ``custom`` is asked for.
 
         As the Agent Server sends them: ``messages`` ``[message, metadata]`` for
         ``messages-tuple``; for ``messages``, ``messages/metadata`` the first time a message
         id is seen, then ``messages/partial`` with the message so far (chunks of one id
         added up, as a whole message) or ``messages/complete`` for a whole message.
         """
+        if isinstance(data, dict) and "custom" in data:  # a node's get_stream_writer() write
+            if "custom" not in self.modes:
+                return []
+            return [("|".join(["custom", *map(str, data.get("ns") or [])]), data["custom"])]
         if not self.messages or not isinstance(data, list) or len(data) not in (2, 3):
             return []
         message, metadata = data[0], data[1]

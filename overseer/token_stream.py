@@ -1,10 +1,11 @@
-"""Live ``messages`` for Agent Server runs that run as segments: tokens as a model makes them (issue 26).
+"""Live ``messages`` and ``custom`` for Agent Server runs that run as segments (issue 26).
 
 A run segment (:func:`activities.segments.run_segment`) runs LangGraph's own loop with its
 ``messages`` stream mode, which gives every chat-model token chunk of every node (and every
-whole message a node returns that was not streamed) with LangGraph's metadata. The segment
-writes them to ``agent_run_tokens`` in small batches (:class:`TokenWriter`) and wakes the
-API with ``NOTIFY`` on :data:`CHANNEL`; the API's readers of the run's stream wait on one
+whole message a node returns that was not streamed) with LangGraph's metadata, and its
+``custom`` mode (what nodes write with ``get_stream_writer()``). The segment writes them
+to ``agent_run_tokens`` in small batches (:class:`TokenWriter`) and wakes the API with
+``NOTIFY`` on :data:`CHANNEL`; the API's readers of the run's stream wait on one
 ``LISTEN`` connection per process (:class:`TokenListener`) and read the rows in order
 (:func:`read_tokens`). A token never crosses Temporal: it costs one row, not a round trip.
 
@@ -67,8 +68,23 @@ def token_item(message: Any, metadata: dict[str, Any] | None,
     return [*item, list(namespace)] if namespace else item
 
 
+def custom_item(chunk: Any, namespace: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``{"custom": chunk}`` as JSON: a node's ``get_stream_writer()`` write, live like a token.
+
+    Args:
+        chunk: what the node wrote.
+        namespace: the subgraph that wrote it, when the run streams subgraphs (``"ns"``).
+    """
+    from overseer.graph_codec import to_jsonable
+
+    item: dict[str, Any] = {"custom": to_jsonable(chunk)}
+    if namespace:
+        item["ns"] = list(namespace)
+    return item
+
+
 class TokenWriter:
-    """Buffers one segment's ``[message, metadata]`` items and writes them in order.
+    """Buffers one segment's live items (tokens, custom writes) and writes them in order.
 
     Args:
         pool: Overseer's pool.
@@ -78,14 +94,14 @@ class TokenWriter:
 
     def __init__(self, pool: asyncpg.Pool, workflow_run_id: str, stream_base: int) -> None:
         self.pool, self.run, self.base = pool, uuid.UUID(workflow_run_id), stream_base
-        self._buffer: list[list[Any]] = []
+        self._buffer: list[list[Any] | dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._failed: BaseException | None = None
         self.written = 0
 
-    async def add(self, item: list[Any]) -> None:
-        """Buffer an item; it is written within :data:`FLUSH_SECONDS` (at once when full)."""
+    async def add(self, item: list[Any] | dict[str, Any]) -> None:
+        """Buffer an item (:func:`token_item`, :func:`custom_item`); written within :data:`FLUSH_SECONDS`."""
         self._buffer.append(item)
         if len(self._buffer) >= FLUSH_ITEMS:
             await self.flush()
@@ -143,7 +159,8 @@ async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
     every token due before that item and none of a later segment.
 
     Returns:
-        Records ``(seq, stream_base, data)``; ``data`` is ``[message, metadata]``.
+        Records ``(seq, stream_base, data)``; ``data`` is ``[message, metadata]`` (a token,
+        :func:`token_item`) or ``{"custom": chunk}`` (:func:`custom_item`).
     """
     return list(await pool.fetch(
         "SELECT seq, stream_base, data FROM agent_run_tokens WHERE workflow_run_id = $1 "

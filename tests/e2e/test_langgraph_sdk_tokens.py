@@ -99,3 +99,31 @@ async def test_messages_mode_sends_partials_then_the_complete_message(stack: Sta
     state = await client.threads.get_state(tid)
     assert [m["content"] for m in state["values"]["messages"]][1:] == [
         partials[-1]["content"], "signed"]
+
+
+async def test_custom_writes_reach_the_client_while_the_node_runs(stack: Stack):
+    """``progress``: ``crunch`` writes three steps with ``get_stream_writer()``, 0.6 s apart."""
+    from overseer.pipelines import builder_of, load_langgraph_json
+
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    parts: list[tuple[float, Any]] = []
+    async for part in client.runs.stream(tid, "progress", input={"job": "index"},
+                                         stream_mode=["custom", "updates"]):
+        parts.append((time.monotonic(), part))
+    got = [(p.event, p.data) for _, p in parts if p.event in ("custom", "updates")]
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["progress"].graph).compile(
+        checkpointer=InMemorySaver())
+    want = [tuple(c) async for c in app.astream(
+        {"job": "index"}, {"configurable": {"thread_id": "ref"}},
+        stream_mode=["custom", "updates"])]
+    assert got == want
+    assert [d["step"] for e, d in got if e == "custom"] == [1, 2, 3]
+    first = next(t for t, p in parts if p.event == "custom")
+    update = next(t for t, p in parts if p.event == "updates")
+    assert update - first > 1.0  # the first write arrived while crunch still worked
+
+    run_id = parts[0][1].data["run_id"]  # joined afterwards: each write once, in order
+    again = [p.data async for p in client.runs.join_stream(tid, run_id, stream_mode="custom")
+             if p.event == "custom"]
+    assert [d["step"] for d in again] == [1, 2, 3]

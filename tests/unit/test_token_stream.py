@@ -102,3 +102,12 @@ def _json(value: Any) -> Any:
     import json
 
     return json.loads(value) if isinstance(value, str) else value
+
+
+def test_a_custom_row_is_a_custom_event_only_when_asked():
+    row = token_stream.custom_item({"step": 1})
+    assert row == {"custom": {"step": 1}}
+    assert StreamDeriver(RUN, ["custom"]).token(row) == [("custom", {"step": 1})]  # type: ignore[arg-type]
+    assert StreamDeriver(RUN, ["values", "messages-tuple"]).token(row) == []  # type: ignore[arg-type]
+    nested = token_stream.custom_item({"step": 2}, ("sub:1",))
+    assert StreamDeriver(RUN, ["custom"]).token(nested) == [("custom|sub:1", {"step": 2})]  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
+from langgraph.config import get_stream_writer
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
@@ -544,3 +545,36 @@ def _memory() -> Any:
 
 memory = _memory()
 """A graph with long-term memory: it gets LangGraph's ``BaseStore`` (``store`` argument)."""
+
+
+# -- progress a node writes while it works (issue 26) ----------------------------------------------
+
+PROGRESS_STEPS = 3
+PROGRESS_PAUSE_SECONDS = 0.6
+"""How long ``crunch`` works after each write: a client must see each before the node ends."""
+
+
+class Progress(TypedDict, total=False):
+    job: str
+    done: bool
+
+
+async def crunch(state: Progress) -> dict[str, Any]:
+    """Writes its progress with ``get_stream_writer()`` (generative UI, progress bars)."""
+    write = get_stream_writer()
+    for step in range(1, PROGRESS_STEPS + 1):
+        write({"job": state["job"], "step": step, "of": PROGRESS_STEPS})
+        await asyncio.sleep(PROGRESS_PAUSE_SECONDS)
+    return {"done": True}
+
+
+def _progress() -> Any:
+    graph = StateGraph(Progress)
+    graph.add_node("crunch", crunch)
+    graph.add_edge(START, "crunch")
+    graph.add_edge("crunch", END)
+    return graph
+
+
+progress = _progress()
+"""A node that streams ``custom`` progress: as segments each write reaches a client at once."""
