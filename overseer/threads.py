@@ -1258,12 +1258,13 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
                                        details={"status": row["status"]})
     graph = get_registry().get(row["graph_id"])
     kind = "approve" if "approve" in graph.decisions else graph.decisions[0]
-    interrupt_id, value = resume_target(body["command"]["resume"], (
-        _json(row["checkpoint"]) or {}).get("interrupts") or [])
+    interrupt_id, value, more = resume_target(body["command"]["resume"], (
+        _json(row["checkpoint"]) or {}).get("interrupts") or [], many=on_segments(graph))
     run_id = uuid.uuid4()
     note = f"resumed through the Agent Server API (run {run_id})"
     decision = DecisionInput(decision=kind, resume=value, raw_resume=True, decided_by=subject,
-                             is_admin=is_admin, note=note, interrupt_id=interrupt_id)
+                             is_admin=is_admin, note=note, interrupt_id=interrupt_id,
+                             more_resumes=more or None)
     handle = temporal.get_workflow_handle(graph.workflow_id(str(row["last_run_id"])))
     deadline = asyncio.get_running_loop().time() + 10.0
     seen: int | None = None
@@ -1325,30 +1326,35 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
     return run
 
 
-def resume_target(resume: Any, shown: list[dict[str, Any]]) -> tuple[str | None, Any]:
-    """``(interrupt id, value)`` a ``command.resume`` answers, as LangGraph reads it.
+def resume_target(resume: Any, shown: list[dict[str, Any]], *,
+                  many: bool = False) -> tuple[str | None, Any, dict[str, Any]]:
+    """``(interrupt id, value, other answers)`` a ``command.resume`` gives, as LangGraph reads it.
 
     A non-empty dict whose keys are all interrupt ids (32 hex digits, LangGraph's
-    ``is_xxh3_128_hexdigest``) names its interrupt: ``{id: value}`` answers ``id`` with
+    ``is_xxh3_128_hexdigest``) names its interrupts: ``{id: value}`` answers ``id`` with
     ``value`` (the gate refuses an id that is not the one it waits on: 409
-    ``not_awaiting_approval``). Any other value answers the interrupt the server last
-    showed for the thread (the oldest id, the one the gate asks first), so a resume never
-    lands on an interrupt its client has not seen.
+    ``not_awaiting_approval``). With ``many`` (a graph that runs as segments) it may name
+    several, as LangGraph allows: the oldest is the gate's, the others come back as
+    ``{id: value}`` and are answered with it (each must be pending). Any other value
+    answers the interrupt the server last showed for the thread (the oldest id, the one the
+    gate asks first), so a resume never lands on an interrupt its client has not seen.
 
     Raises:
-        ResumeUnsupportedError: a map naming several interrupts (422); answer one per resume.
+        ResumeUnsupportedError: a map naming several interrupts of a graph that runs node by
+            node (422); answer one per resume there.
     """
     if isinstance(resume, dict) and resume and \
             all(isinstance(k, str) and re.fullmatch(r"[0-9a-f]{32}", k) for k in resume):
-        if len(resume) > 1:
+        if len(resume) > 1 and not many:
             raise ResumeUnsupportedError(
-                "a resume map may name one interrupt: Overseer answers the pending interrupts "
-                "one at a time (each is an approval)",
+                "a resume map may name one interrupt of a graph that runs node by node: "
+                "answer its pending interrupts one at a time (each is an approval)",
                 details={"interrupt_ids": sorted(resume),
                          "pending": sorted(i["id"] for i in shown)})
-        return next(iter(resume.items()))
+        first, *others = sorted(resume)
+        return first, resume[first], {k: resume[k] for k in others}
     ids = sorted(str(i["id"]) for i in shown if i.get("id"))
-    return (ids[0] if ids else None), resume
+    return (ids[0] if ids else None), resume, {}
 
 
 async def _applied(temporal: Client, row: asyncpg.Record, update: Any, note: str) -> None:

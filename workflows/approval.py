@@ -85,6 +85,10 @@ class DecisionInput:
     """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
     interrupt_id: str | None = None
     """When set, the decision answers only this interrupt (refused once another is open)."""
+    more_resumes: dict[str, Any] | None = None
+    """Other pending interrupts this decision answers too, ``{interrupt id: value}``: a
+    resume map naming several interrupts, as LangGraph takes it (graphs that run as
+    segments); each id must be one of the run's pending interrupts."""
 
 
 @dataclass

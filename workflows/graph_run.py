@@ -228,6 +228,10 @@ class GraphRunWorkflow(ApprovalGate):
 
     overseer_graph_run = True
     """Marker for LangGraph's id functions patched below (:func:`_graph_run_instance`)."""
+    answers_many = False
+    """Whether one decision may answer several pending interrupts (a resume map naming
+    them, ``DecisionInput.more_resumes``): node by node, interrupts are answered one at a
+    time."""
 
     @workflow.init
     def __init__(self, inp: GraphRunInput) -> None:
@@ -522,6 +526,10 @@ class GraphRunWorkflow(ApprovalGate):
         payload = dict(value) if isinstance(value, dict) else {"value": value}
         payload.update({"interrupt_id": first.id,
                         "pending_interrupts": [i.id for i in pending]})
+        if self.answers_many and len(pending) > 1:  # every question visible to the reviewer
+            payload["other_interrupts"] = [{"id": i.id, "value": to_jsonable(i.value)}
+                                           for i in pending if i.id != first.id]
+        self._more_resumes: dict[str, Any] = {}
         self._interrupt_id = first.id
         ladder = EscalationLadder.from_options(self._inp.options)
         sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
@@ -532,6 +540,7 @@ class GraphRunWorkflow(ApprovalGate):
         decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
                                                ladder=ladder)
         self._last_decision = decision["decision"]
+        self._more_resumes = dict(decision.get("more_resumes") or {})
         if self._run_stream is not None:
             self._emit(self._run_stream.decision(decision))
         if decision.get("raw") or (decision.get("resume") is not None
@@ -574,6 +583,18 @@ class GraphRunWorkflow(ApprovalGate):
                 f"interrupt {decision.interrupt_id} was already answered",
                 {"interrupt_id": decision.interrupt_id, "current": current},
                 type="not_awaiting_approval")
+        if decision.more_resumes:
+            pending = set(self._approval["payload"].get("pending_interrupts") or [])
+            if not self.answers_many:
+                raise ApplicationError(
+                    "this graph runs node by node: answer its interrupts one at a time",
+                    {"interrupt_ids": sorted(decision.more_resumes)},
+                    type="resume_one_interrupt_at_a_time")
+            if not set(decision.more_resumes) <= pending - {current}:
+                raise ApplicationError(
+                    "a resume map may name only the run's pending interrupts",
+                    {"interrupt_ids": sorted(decision.more_resumes),
+                     "pending": sorted(pending)}, type="not_awaiting_approval")
         checked = {"decision": decision.decision, "note": decision.note,
                    "updates": dict(decision.updates or {}), "resume": decision.resume,
                    "decided_by": decision.decided_by, "apply_proposal": decision.apply_proposal,
@@ -585,7 +606,9 @@ class GraphRunWorkflow(ApprovalGate):
             raise ApplicationError(err.message, err.details, type=err.code) from err
         return {"updates": checked["updates"], "resume": checked["resume"],
                 **{k: checked[k] for k in BUDGET_KEYS if checked.get(k) is not None},
-                **({"raw": True} if decision.raw_resume else {})}
+                **({"raw": True} if decision.raw_resume else {}),
+                **({"more_resumes": dict(decision.more_resumes)}
+                   if decision.more_resumes else {})}
 
     def decisions(self) -> tuple[str, ...]:
         """Decision kinds the open approval accepts (the pipeline's; a budget stop's approve/reject)."""

@@ -59,6 +59,9 @@ SEGMENT_TIMEOUT = timedelta(hours=1)
 class SegmentRunWorkflow(GraphRunWorkflow):
     """Drives one run as segments to a terminal status (see the module docstring)."""
 
+    answers_many = True
+    """A resume map naming several pending interrupts answers them together, as LangGraph does."""
+
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
         """Run segments until the graph ends; each interrupt waits on the approval gate."""
@@ -110,7 +113,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                     self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
                 first = pending[0]
                 answer = await self._ask(first, pending, rounds)
-                call.input, call.resume = None, encode({first.id: answer})
+                call.input, call.resume = None, encode({**self._more_resumes, first.id: answer})
                 call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
                 result = await self._next(call, result.interrupted_in, f"resume {rounds}")
         except BudgetDeniedError:

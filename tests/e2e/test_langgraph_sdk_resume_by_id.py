@@ -1,8 +1,10 @@
-"""``Command(resume={interrupt_id: value})`` answers the interrupt it names, or is refused (issue 12).
+"""``Command(resume={interrupt_id: value})`` answers the interrupts it names, or is refused (issues 12, 26).
 
-The ``parallel_approvals`` graph pauses on two interrupts at once (one per branch). The
-gate asks them oldest id first; a resume map naming the other one, an answered one, or
-several at once is refused with a stable code, and nothing is decided.
+The ``parallel_approvals`` graph pauses on two interrupts at once (one per branch). As
+segments (a plain graph's default), one resume map naming both answers them together,
+as LangGraph does, with plain LangGraph's result. One at a time, the gate asks them
+oldest id first; a resume map naming the other one or an answered one is refused with a
+stable code, and nothing is decided. Node by node, a map naming several is refused.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from langgraph_sdk import get_client
 
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import USER_GRAPHS, Stack
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,11 +36,6 @@ async def test_a_resume_map_answers_the_interrupt_it_names(stack: Stack):
     items = {i["id"]: i["value"]["item"] for i in paused["__interrupt__"]}
     current, other = ids
 
-    with pytest.raises(httpx.HTTPStatusError) as several:
-        await reviewer.runs.wait(tid, "parallel_approvals",
-                                 command={"resume": {i: {"decision": "x"} for i in ids}})
-    assert several.value.response.status_code == 422
-    assert several.value.response.json()["code"] == "resume_one_interrupt_at_a_time"
     with pytest.raises(httpx.HTTPStatusError) as not_asked:  # pending, but not the one the gate asks
         await reviewer.runs.wait(tid, "parallel_approvals",
                                  command={"resume": {other: {"decision": "x"}}})
@@ -56,3 +55,44 @@ async def test_a_resume_map_answers_the_interrupt_it_names(stack: Stack):
     assert done["summary"] == ",".join(sorted([f"{items[current]}=yes:", f"{items[other]}=no:"]))
     statuses = [r["status"] for r in await client.runs.list(tid)]
     assert statuses == ["success", "interrupted", "interrupted"]
+
+
+async def test_one_resume_map_answers_parallel_interrupts_together(stack: Stack):
+    from overseer.pipelines import builder_of, load_langgraph_json
+
+    client, reviewer = sdk(stack, "submitter"), sdk(stack, "reviewer")
+    tid = (await client.threads.create())["thread_id"]
+    paused = await client.runs.wait(tid, "parallel_approvals", input={"topic": "a b"})
+    answers = {i["id"]: {"decision": f"ok-{i['value']['item']}"} for i in paused["__interrupt__"]}
+    assert len(answers) == 2
+    state = await client.threads.get_state(tid)
+    assert sorted(i["id"] for i in state["interrupts"]) == sorted(answers)  # both visible
+
+    done = await reviewer.runs.wait(tid, "parallel_approvals", command={"resume": answers})
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["parallel_approvals"].graph).compile(
+        checkpointer=InMemorySaver())
+    ref = {"configurable": {"thread_id": "ref"}}
+    first = await app.ainvoke({"topic": "a b"}, ref)
+    want = await app.ainvoke(Command(resume={
+        i.id: {"decision": f"ok-{i.value['item']}"} for i in first["__interrupt__"]}), ref)
+    assert done["summary"] == want["summary"] == "a=ok-a:,b=ok-b:"
+    assert [r["status"] for r in await client.runs.list(tid)] == ["success", "interrupted"]
+    with stack.client("admin") as admin:  # the approval showed the other question too
+        run_id = (await client.runs.list(tid))[-1]["run_id"]
+        requested = [e for e in admin.get(f"/v1/runs/{run_id}/events").json()["items"]
+                     if e["type"] == "approval.requested"]
+    payload = requested[0]["data"]["payload"]
+    assert len(payload["other_interrupts"]) == 1
+    assert {payload["item"], payload["other_interrupts"][0]["value"]["item"]} == {"a", "b"}
+
+
+async def test_node_by_node_a_resume_map_names_one_interrupt(stack: Stack):
+    client, reviewer = sdk(stack, "submitter"), sdk(stack, "reviewer")
+    tid = (await client.threads.create())["thread_id"]
+    paused = await client.runs.wait(tid, "nodes_parallel_approvals", input={"topic": "a b"})
+    ids = [i["id"] for i in paused["__interrupt__"]]
+    with pytest.raises(httpx.HTTPStatusError) as several:
+        await reviewer.runs.wait(tid, "nodes_parallel_approvals",
+                                 command={"resume": {i: {"decision": "x"} for i in ids}})
+    assert several.value.response.status_code == 422
+    assert several.value.response.json()["code"] == "resume_one_interrupt_at_a_time"

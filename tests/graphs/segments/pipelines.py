@@ -80,3 +80,6 @@ nodes_three_one = Pipeline(name="three_one", graph=_USER["three_one"].graph,
                            description="three_one node by node (a plain graph runs as segments)")
 nodes_memory = Pipeline(name="memory", graph=_USER["memory"].graph, workflow="GraphRunWorkflow",
                        description="memory node by node: its node gets the store in its activity")
+nodes_parallel_approvals = Pipeline(
+    name="parallel_approvals", graph=_USER["parallel_approvals"].graph, workflow="GraphRunWorkflow",
+    description="parallel_approvals node by node: its interrupts are answered one at a time")

@@ -18,11 +18,11 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
-from langgraph.config import get_stream_writer
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
