@@ -188,11 +188,12 @@ async def create_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
         InvalidRequestError: a malformed field, run options the graph cannot honour, or a
             cron expression Temporal does not accept (422).
     """
-    from overseer import threads
+    from overseer import assistants, threads
 
-    pipeline = threads.resolve_assistant(str(body.get("assistant_id") or ""))
+    assistant = await assistants.resolve(pool, str(body.get("assistant_id") or ""))
+    pipeline = assistant.pipeline
     fields = check_schedule(body, creating=True)
-    threads.check_run_options(pipeline, body)
+    threads.check_run_options(pipeline, (await assistants.run_body(pool, body))[0])
     threads.check_webhook(body.get("webhook"))
     if body.get("stream_mode") is not None:
         threads.stream_modes(body["stream_mode"], body.get("assistant_id"))
@@ -209,7 +210,7 @@ async def create_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
                                     metadata, created_by)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12)
            RETURNING *""",
-        cron_id, threads.assistant_id_of(pipeline.name), pipeline.name,
+        cron_id, assistant.assistant_id, pipeline.name,
         uuid.UUID(thread_id) if thread_id else None, fields["schedule"], fields.get("timezone"),
         fields.get("end_time"), fields.get("enabled", True),
         None if thread_id else fields.get("on_run_completed", "delete"),
@@ -377,8 +378,12 @@ def _filters(body: dict[str, Any], args: list[Any]) -> str:
 
     clauses = ["true"]
     if body.get("assistant_id"):
-        args.append(threads.resolve_assistant(str(body["assistant_id"])).name)
-        clauses.append(f"graph_id = ${len(args)}")
+        try:  # a graph's own assistant (id or name): its crons; one made through the API: its
+            args.append(threads.resolve_assistant(str(body["assistant_id"])).name)
+            clauses.append(f"graph_id = ${len(args)}")
+        except NotFoundError:
+            args.append(str(body["assistant_id"]))
+            clauses.append(f"assistant_id = ${len(args)}")
     if body.get("thread_id"):
         try:
             args.append(uuid.UUID(str(body["thread_id"])))
@@ -414,9 +419,10 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
 
     Returns:
         ``{"run_id", "thread_id", "stateless", "on_run_completed"}``, or ``{"skipped":
-        reason}`` for a cron deleted or disabled meanwhile, or whose thread is gone.
+        reason}`` for a cron deleted or disabled meanwhile, or whose thread or assistant
+        is gone.
     """
-    from overseer import threads
+    from overseer import assistants, threads
 
     row = await pool.fetchrow("SELECT * FROM agent_crons WHERE cron_id = $1",
                               uuid.UUID(cron_id))
@@ -428,6 +434,10 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
     body = dict(_json(row["payload"]) or {})
     body["metadata"] = {**(_json(row["metadata"]) or {}), **(body.get("metadata") or {}),
                         "cron_id": cron_id}
+    try:
+        body, assistant = await assistants.run_body(pool, body)  # its latest version's config
+    except NotFoundError:
+        return {"skipped": "the cron's assistant was deleted"}
     stateless = row["thread_id"] is None
     if stateless:
         await threads.create_thread(pool, thread_id=new_thread,
@@ -442,7 +452,8 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
             return {"skipped": "the cron's thread was deleted"}
     run = await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
                                    subject=row["created_by"], role="submitter",
-                                   is_admin=False, check_role=False, run_id=run_id)
+                                   is_admin=False, check_role=False, run_id=run_id,
+                                   assistant_id=assistant)
     return {"run_id": str(run["run_id"]), "thread_id": thread_id, "stateless": stateless,
             "on_run_completed": row["on_run_completed"]}
 

@@ -766,7 +766,8 @@ async def list_runs(pool: asyncpg.Pool, thread_id: str, limit: int, offset: int,
 async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                      thread_id: str, body: dict[str, Any], subject: str, role: str,
                      is_admin: bool, check_role: bool = True,
-                     run_id: str | None = None) -> asyncpg.Record:
+                     run_id: str | None = None,
+                     assistant_id: str | None = None) -> asyncpg.Record:
     """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
 
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
@@ -792,6 +793,9 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         run_id: the new run's id (a cron's tick gives one derived from the tick, so a
             retried tick finds its run instead of starting a second); a uuid4 when None.
             A run with this id already on the thread is returned as it is.
+        assistant_id: the run's assistant when it is one made through the API
+            (:func:`overseer.assistants.run_body` has already applied its config and
+            context, and ``body["assistant_id"]`` names its graph); else the graph's own.
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.
@@ -859,7 +863,8 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                                    multitask_strategy, created_by)
            VALUES ($1, $2, $3, $4, $1, 0, 'start', 'pending', $5::jsonb, $6::jsonb, $7, $8)
            ON CONFLICT (run_id) DO NOTHING""",
-        uuid.UUID(run_id), row["thread_id"], assistant_id_of(pipeline.name), pipeline.name,
+        uuid.UUID(run_id), row["thread_id"], assistant_id or assistant_id_of(pipeline.name),
+        pipeline.name,
         json.dumps(dict(body.get("metadata") or {})), json.dumps(_kwargs(body)), strategy,
         subject)
     await advance_queue(pool, temporal, thread_id, settings)

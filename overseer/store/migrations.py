@@ -246,6 +246,39 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX agent_crons_thread ON agent_crons (thread_id);
         """,
     ),
+    (
+        # issue 26: assistants made through the Agent Server API, with versions
+        # (overseer.assistants); a registered graph is an assistant without a row
+        "agent_assistants",
+        """
+        CREATE TABLE agent_assistants (
+            assistant_id uuid PRIMARY KEY,
+            graph_id text NOT NULL,
+            name text NOT NULL,
+            description text,
+            config jsonb NOT NULL DEFAULT '{}'::jsonb,
+            context jsonb NOT NULL DEFAULT '{}'::jsonb,
+            metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+            version integer NOT NULL,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE agent_assistant_versions (
+            assistant_id uuid NOT NULL REFERENCES agent_assistants (assistant_id)
+                ON DELETE CASCADE,
+            version integer NOT NULL,
+            graph_id text NOT NULL,
+            name text NOT NULL,
+            description text,
+            config jsonb NOT NULL,
+            context jsonb NOT NULL,
+            metadata jsonb NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (assistant_id, version)
+        );
+        """,
+    ),
 ]
 
 

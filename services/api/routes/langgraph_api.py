@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from overseer import threads
+from overseer import assistants, threads
 from overseer.errors import (
     ConflictError,
     InvalidRequestError,
@@ -152,14 +152,18 @@ ThreadDeleter = Annotated[Principal, Depends(thread_gate("delete"))]
 
 
 @router.post("/assistants/search")
-async def search_assistants(principal: AgentPrincipal,
+async def search_assistants(principal: AgentPrincipal, pool: PoolDep,
                             body: JsonBody = None) -> list[dict[str, Any]]:
-    """Every registered graph as an assistant (filters: ``graph_id``, ``name``, ``metadata``)."""
+    """Every registered graph as an assistant, then those made through the API.
+
+    Filters: ``graph_id``, ``name``, ``metadata``; ``limit`` (default 10), ``offset``.
+    """
     body = body or {}
     scope = await agent_auth.authorize(principal, "assistants", "search", {
         "graph_id": body.get("graph_id"), "metadata": body.get("metadata"),
         "limit": body.get("limit"), "offset": body.get("offset")})
-    found = [a for a in (threads.assistant_view(p) for p in threads.graph_pipelines())
+    made = await assistants.search(pool, body)
+    found = [a for a in [*(threads.assistant_view(p) for p in threads.graph_pipelines()), *made]
              if scope.admits(None, a["metadata"])]
     if body.get("graph_id"):
         found = [a for a in found if a["graph_id"] == body["graph_id"]]
@@ -172,15 +176,17 @@ async def search_assistants(principal: AgentPrincipal,
 
 
 @router.post("/assistants/count")
-async def count_assistants(principal: AgentPrincipal, body: JsonBody = None) -> int:
+async def count_assistants(principal: AgentPrincipal, pool: PoolDep,
+                           body: JsonBody = None) -> int:
     """How many assistants match."""
-    return len(await search_assistants(principal, {**(body or {}), "limit": 10_000}))
+    return len(await search_assistants(principal, pool, {**(body or {}), "limit": 10_000}))
 
 
 @router.get("/assistants/{assistant_id}")
-async def read_assistant(assistant_id: str, principal: AgentPrincipal) -> dict[str, Any]:
-    """One assistant, by id or graph name."""
-    view = threads.assistant_view(threads.resolve_assistant(assistant_id))
+async def read_assistant(assistant_id: str, principal: AgentPrincipal,
+                         pool: PoolDep) -> dict[str, Any]:
+    """One assistant, by id or graph name (its latest version)."""
+    view = assistants.view(await assistants.resolve(pool, assistant_id))
     scope = await agent_auth.authorize(principal, "assistants", "read",
                                        {"assistant_id": view["assistant_id"]})
     if scope.metadata is not None and not scope.admits(None, view["metadata"]):
@@ -189,19 +195,20 @@ async def read_assistant(assistant_id: str, principal: AgentPrincipal) -> dict[s
 
 
 @router.get("/assistants/{assistant_id}/graph")
-async def read_assistant_graph(assistant_id: str, _: AgentPrincipal,
+async def read_assistant_graph(assistant_id: str, _: AgentPrincipal, pool: PoolDep,
                                xray: bool | int = False) -> dict[str, Any]:
     """The graph's nodes and edges (LangGraph's ``get_graph().to_json()``)."""
-    pipeline = threads.resolve_assistant(assistant_id)
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
     graph = get_registry().builder(pipeline.name).compile().get_graph(xray=xray)
     view: dict[str, Any] = to_jsonable(graph.to_json())
     return view
 
 
 @router.get("/assistants/{assistant_id}/schemas")
-async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal) -> dict[str, Any]:
+async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal,
+                                 pool: PoolDep) -> dict[str, Any]:
     """Input, output, state, config and context JSON schemas."""
-    pipeline = threads.resolve_assistant(assistant_id)
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
     return _schemas(pipeline.name, get_registry().builder(pipeline.name).compile())
 
 
@@ -225,7 +232,7 @@ def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
 
 @router.get("/assistants/{assistant_id}/subgraphs")
 @router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
-async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal,
+async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal, pool: PoolDep,
                                    namespace: str | None = None,
                                    recurse: bool = False) -> dict[str, Any]:
     """The graph's compiled subgraphs by namespace, each with its schemas.
@@ -233,7 +240,7 @@ async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal,
     LangGraph's ``get_subgraphs``: ``recurse`` walks into subgraphs of subgraphs,
     ``namespace`` picks one.
     """
-    pipeline = threads.resolve_assistant(assistant_id)
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
     app = get_registry().builder(pipeline.name).compile()
     return {ns: _schemas(pipeline.name, sub)
             for ns, sub in app.get_subgraphs(namespace=namespace, recurse=recurse)}
@@ -385,6 +392,7 @@ def _locations(run: Any) -> dict[str, str]:
 
 async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                   thread_id: str | None, body: dict[str, Any]) -> Any:
+    body, assistant = await assistants.run_body(pool, body)  # its config and context applied
     if "stream_mode" in body:
         threads.stream_modes(body["stream_mode"], body.get("assistant_id"))  # 422 first
     if thread_id is None or body.get("if_not_exists") == "create":
@@ -414,7 +422,7 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
     return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
                                     subject=principal.subject, role=principal.role,
                                     is_admin=principal.is_admin,
-                                    check_role=principal.user is None)
+                                    check_role=principal.user is None, assistant_id=assistant)
 
 
 def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
@@ -514,8 +522,9 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     if not isinstance(body, list) or not body or len(body) > MAX_BATCH_RUNS or \
             not all(isinstance(p, dict) for p in body):
         raise InvalidRequestError(f"the body must be a list of 1 to {MAX_BATCH_RUNS} run payloads")
-    for index, payload in enumerate(body):
+    for index, given in enumerate(body):
         try:
+            payload, _ = await assistants.run_body(pool, given)
             threads.check_run_options(
                 threads.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
             threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
