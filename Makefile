@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+JS_CLIENT := tests/e2e/js
 
-.PHONY: run test reliability bench setup system-deps lint examples clean
+.PHONY: run test reliability bench setup system-deps js-client lint examples clean
 
 run: setup ## start the embedded stack (Postgres, Temporal + Web UI, worker, API) in the foreground
 	$(BIN)/overseer run
@@ -19,7 +20,15 @@ reliability: setup ## fault scenarios under load (~20 min), then docs/reliabilit
 	$(BIN)/python -m tests.reliability.report; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) js-client
+
+js-client: ## the official JavaScript client for its e2e test (npm ci, pinned by package-lock.json), when Node is here
+	@if [ -f $(JS_CLIENT)/node_modules/.installed ] && [ $(JS_CLIENT)/node_modules/.installed -nt $(JS_CLIENT)/package-lock.json ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+	  (cd $(JS_CLIENT) && npm ci --silent --no-audit --no-fund) && touch $(JS_CLIENT)/node_modules/.installed; \
+	else \
+	  echo "Node.js/npm is missing: the JS client test will fail (apt-get install nodejs npm, then make setup)"; \
+	fi
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
