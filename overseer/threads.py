@@ -1150,6 +1150,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         extra["search_attributes"] = TypedSearchAttributes([
             SearchAttributePair(PIPELINE_ATTRIBUTE, pipeline.name),
             SearchAttributePair(STATUS_ATTRIBUTE, "running")])
+    if kwargs.get("after_seconds"):  # Temporal holds the run's first task until then
+        extra["start_delay"] = timedelta(seconds=float(kwargs["after_seconds"]))
     try:
         await temporal.start_workflow(
             SegmentRunWorkflow.run if on_segments(pipeline) else GraphRunWorkflow.run, argument,
@@ -1214,18 +1216,28 @@ def segment_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+MAX_AFTER_SECONDS = 366 * 24 * 3600
+"""The longest a run may wait before it starts (``after_seconds``): a year."""
+
+
 def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
     """Refuse run options the graph cannot honour, before the run is queued.
 
     Raises:
         InvalidRequestError: ``config`` that is not an object or with a ``recursion_limit``
-            that is not a positive integer; ``interrupt_before`` / ``interrupt_after`` that
+            that is not a positive integer; ``after_seconds`` that is not 0 to
+            :data:`MAX_AFTER_SECONDS`; ``interrupt_before`` / ``interrupt_after`` that
             is not ``"*"`` or a list of the graph's nodes, or on a graph that runs node by
             node (422, ``details.field`` names it).
     """
     config = body.get("config")
     if config is not None and not isinstance(config, dict):
         raise InvalidRequestError("config must be an object", details={"field": "config"})
+    delay = body.get("after_seconds")
+    if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float)
+                              or not 0 <= delay <= MAX_AFTER_SECONDS):
+        raise InvalidRequestError(f"after_seconds must be a number of seconds from 0 to "
+                                  f"{MAX_AFTER_SECONDS}", details={"field": "after_seconds"})
     limit = (config or {}).get("recursion_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 1):
@@ -1249,7 +1261,7 @@ def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
 def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
     keep = ("input", "command", "config", "context", "stream_mode", "stream_resumable",
             "stream_subgraphs", "interrupt_before", "interrupt_after", "on_completion",
-            "if_not_exists", "checkpoint_id", "durability", "webhook")
+            "if_not_exists", "checkpoint_id", "durability", "webhook", "after_seconds")
     kwargs: dict[str, Any] = to_jsonable({k: body[k] for k in keep if k in body})
     return kwargs
 

@@ -10,11 +10,13 @@ and the key changed, each compared with plain LangGraph given the same options:
   input goes on from there;
 - ``stream_subgraphs`` streams a subgraph's chunks as ``<mode>|<namespace>`` events, the
   same chunks plain LangGraph's ``astream(subgraphs=True)`` gives;
+- ``after_seconds`` holds the run until then (Temporal's start delay);
 - options a graph cannot honour are refused with 422 before anything runs.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -111,10 +113,22 @@ async def test_stream_subgraphs_namespaces_as_plain_langgraph(stack: Stack):
     assert not any("|" in e for e in plain)  # without stream_subgraphs: the parent's only
 
 
+async def test_after_seconds_holds_the_run_until_then(stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    asked = time.monotonic()
+    run = await client.runs.create(tid, "greeter", input={}, context={}, after_seconds=2)
+    assert (await client.runs.get(tid, run["run_id"]))["status"] in ("pending", "running")
+    values = await client.runs.join(tid, run["run_id"])
+    assert time.monotonic() - asked >= 2.0
+    assert values["lines"][-1] == "bye"
+
+
 @pytest.mark.parametrize(("graph", "body", "field"), [
     ("greeter", {"interrupt_before": ["nowhere"]}, "interrupt_before"),
     ("greeter", {"interrupt_after": "middle"}, "interrupt_after"),
     ("greeter", {"config": {"recursion_limit": 0}}, "config"),
+    ("greeter", {"after_seconds": -1}, "after_seconds"),
     ("nodes_three_one", {"interrupt_before": ["think"]}, "interrupt_before"),
 ])
 async def test_options_a_graph_cannot_honour_are_refused(stack: Stack, graph: str,
