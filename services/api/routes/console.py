@@ -45,6 +45,7 @@ from overseer.errors import (
 from overseer.stats import compute_stats, window_start
 from overseer.store.events import TERMINAL_STATUSES, fetch_events
 from services.api.console import session as sessions
+from services.api.console.hitl import human_interrupt, human_resume
 from services.api.console.pages import DocumentRef, document_of_run, document_text, render_page_png
 from services.api.deps import Principal
 from services.api.errors import SECURITY_CODES, record_security_event
@@ -249,6 +250,15 @@ async def decide(request: Request, run_id: str, session: sessions.ConsoleSession
                                     details={"errors": {"resume": f"{err.msg} (line {err.lineno}, "
                                                                   f"column {err.colno})"}}))
     pool, temporal = request.app.state.pool, request.app.state.temporal
+    if values.get("hitl") and body.decision == "approve":  # an action form: its shape's answer
+        approval = await _approval(pool, parse_run_id(run_id))
+        human = human_interrupt(approval.payload) if approval is not None else None
+        if human is not None:
+            try:
+                body = body.model_copy(update={"resume": human_resume(human, values)})
+            except InvalidRequestError as err:
+                return await _item_page(request, session, run_id, status=422,
+                                        form_values=values, error=err)
     try:
         await decide_run(run_id, body, session.principal, pool, temporal)
     except OverseerError as err:
@@ -351,6 +361,7 @@ async def _item_page(request: Request, session: sessions.ConsoleSession, run_id:
         "run": dict(run), "run_id": str(rid), "approval": approval,
         "result": _json(run["result"]) or {}, "run_error": _json(run["error"]),
         "fields": _field_rows(approval, form_values), "payload_kind": _payload_kind(approval),
+        "human": human_interrupt(approval.payload) if approval is not None else None,
         "doc": doc, "doc_pages": _doc_pages(doc), "text_pages": text_pages,
         "events": _timeline(events), "live": run["status"] not in TERMINAL_STATUSES,
         "temporal_url": (f"{settings.temporal_web_base_url()}/namespaces/"

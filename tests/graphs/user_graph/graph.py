@@ -578,3 +578,80 @@ def _progress() -> Any:
 
 progress = _progress()
 """A node that streams ``custom`` progress: as segments each write reaches a client at once."""
+
+
+# -- human-in-the-loop shapes a UI knows (issue 26, items 7 and 10) --------------------------------
+
+def _mail_model() -> Any:
+    """A scripted tool-calling chat model (langchain-core's fake): send a mail, then report."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class ScriptedMailModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                reply = AIMessage(content=f"Mail tool said: {last.content}")
+            else:
+                reply = AIMessage(content="", tool_calls=[{
+                    "name": "send_email", "args": {"to": "alice@example.com", "subject": "Q3"},
+                    "id": "call-mail-1"}])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return ScriptedMailModel(messages=iter([]))
+
+
+def _mail_agent() -> Any:
+    """LangChain's ``create_agent`` with ``HumanInTheLoopMiddleware``, as its docs write it."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langchain_core.tools import tool
+
+    @tool
+    def send_email(to: str, subject: str) -> str:
+        """Send an email."""
+        return f"sent {subject!r} to {to}"
+
+    return create_agent(_mail_model(), [send_email], middleware=[
+        HumanInTheLoopMiddleware(interrupt_on={"send_email": True})])
+
+
+mail_agent = _mail_agent()
+
+
+class Inbox(TypedDict, total=False):
+    to: str
+    outcome: str
+
+
+def draft_reply(state: Inbox) -> dict[str, Any]:
+    """Asks in Agent Inbox's ``HumanInterrupt`` shape and reads its ``HumanResponse``."""
+    request = {"action_request": {"action": "send_reply",
+                                  "args": {"to": state["to"], "body": "Thanks!"}},
+               "config": {"allow_accept": True, "allow_edit": True, "allow_respond": True,
+                          "allow_ignore": True},
+               "description": f"Reply to {state['to']}?"}
+    response = interrupt([request])[0]
+    if response["type"] == "accept":
+        return {"outcome": f"sent: {request['action_request']['args']['body']}"}
+    if response["type"] == "edit":
+        return {"outcome": f"sent: {response['args']['args']['body']}"}
+    if response["type"] == "response":
+        return {"outcome": f"noted: {response['args']}"}
+    return {"outcome": "ignored"}
+
+
+def _inbox() -> Any:
+    graph = StateGraph(Inbox)
+    graph.add_node("draft_reply", draft_reply)
+    graph.add_edge(START, "draft_reply")
+    graph.add_edge("draft_reply", END)
+    return graph
+
+
+inbox_reply = _inbox()
