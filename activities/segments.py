@@ -488,10 +488,8 @@ class _Chunks:
         self._size = 0
 
     async def add(self, mode: str, chunk: Any) -> None:
-        if isinstance(chunk, dict) and "__interrupt__" in chunk:
-            if mode == "updates":
-                return  # the interrupt is published by the workflow, as one item
-            chunk = {k: v for k, v in chunk.items() if k != "__interrupt__"}
+        if isinstance(chunk, dict) and "__interrupt__" in chunk and mode in ("updates", "values"):
+            return  # the pause is the workflow's one interrupt item: updates, then values
         if mode == "updates" and isinstance(chunk, dict):  # {node: update}
             data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
         else:

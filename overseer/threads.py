@@ -1725,8 +1725,8 @@ class StreamDeriver:
     """Turns a ``GraphRunWorkflow``'s durable stream items into the Agent Server's events.
 
     - ``values`` / ``updates`` / ``custom``: the item itself, when its mode is asked for.
-    - ``interrupt``: ``values`` (the last values plus ``__interrupt__``), ``updates``
-      (``{"__interrupt__": [...]}``), then ``end``.
+    - ``interrupt``: ``updates`` (``{"__interrupt__": [...]}``), ``values`` (the last
+      values plus ``__interrupt__``), then ``end``, in LangGraph's own order at a pause.
     - ``messages-tuple`` (``messages`` events, ``[message, metadata]``) and ``messages``
       (``messages/metadata`` then ``messages/complete``): every LangChain message a node
       returns in its update, once per message id, as LangGraph's ``stream_mode="messages"``
@@ -1783,13 +1783,13 @@ class StreamDeriver:
         elif kind is not None and "|" in kind:  # a subgraph's chunk (stream_subgraphs)
             if kind.split("|", 1)[0] in self.modes:
                 out.append((kind, data))
-        elif kind == "interrupt":
+        elif kind == "interrupt":  # as LangGraph streams a pause: updates, then values
             out += self._flush(None)
+            if "updates" in self.modes:
+                out.append(("updates", {"__interrupt__": data}))
             if "values" in self.modes:
                 out.append(("values", {**(self.last_values if isinstance(self.last_values, dict)
                                           else {}), "__interrupt__": data}))
-            if "updates" in self.modes:
-                out.append(("updates", {"__interrupt__": data}))
             out.append(("end", None))
         elif kind == "error":
             out += self._flush(None)

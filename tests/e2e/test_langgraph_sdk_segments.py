@@ -226,3 +226,40 @@ async def test_tasks_checkpoints_and_debug_stream_as_langgraph_streams_them(stac
         await client.runs.create(None, "constructs", input={"topic": "x"}, stream_mode=["tasks"])
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["code"] == "stream_mode_unsupported"
+
+
+def _plain(value: Any) -> Any:
+    """A chunk as JSON, interrupts as ``{"value"}`` (their ids differ between two threads)."""
+    from langgraph.types import Interrupt
+
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Interrupt):
+        return {"value": value.value}
+    return value
+
+
+async def test_streams_match_plain_langgraph_event_by_event_across_a_pause(stack: Stack):
+    """No repeated ``values`` before a pause; at a pause ``updates`` then ``values`` (issue 26)."""
+    from langgraph.types import Command
+
+    client, reviewer = sdk(stack), sdk(stack, "reviewer")
+    tid = (await client.threads.create())["thread_id"]
+    modes = ["values", "updates"]
+    app, ref = reference_app("seg_approvals"), {"configurable": {"thread_id": "reference"}}
+    for given, as_sent in (({"topic": "launch"}, {"input": {"topic": "launch"}}),
+                           (Command(resume={"decision": "a"}),
+                            {"command": {"resume": {"decision": "a"}}}),
+                           (Command(resume={"decision": "b"}),
+                            {"command": {"resume": {"decision": "b"}}})):
+        caller = reviewer if "command" in as_sent else client
+        got = [(p.event, _plain(p.data)) async for p in caller.runs.stream(
+            tid, "seg_approvals", stream_mode=modes, **as_sent)
+            if p.event in modes]
+        for _, data in got:
+            for i in (data.get("__interrupt__") or []) if isinstance(data, dict) else []:
+                i.pop("id", None)
+        want = [(m, _plain(c)) async for m, c in app.astream(given, ref, stream_mode=modes)]
+        assert got == want
