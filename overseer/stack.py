@@ -161,7 +161,9 @@ class ManagedStack:
         log = open(self.data_dir / "api.log", "ab")  # noqa: SIM115
         self.api = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app", "--host",
-             "127.0.0.1", "--port", str(self.api_port), "--log-level", "warning"],
+             "127.0.0.1", "--port", str(self.api_port), "--log-level", "warning",
+             # a thread stream never ends by itself: a stop closes open streams after 10 s
+             "--timeout-graceful-shutdown", "10"],
             env=self.env(), stdout=log, stderr=subprocess.STDOUT)
         self.wait_ready(ready_timeout_seconds)
 

@@ -1721,6 +1721,83 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
             return
 
 
+THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
+"""``GET /threads/{id}/stream`` modes, as the Agent Server names them."""
+THREAD_STREAM_POLL_SECONDS = 0.5
+"""How often a thread stream with no run in progress looks for the thread's next run."""
+
+
+def check_thread_stream_modes(modes: list[str]) -> None:
+    """Refuse a thread stream mode the Agent Server does not have.
+
+    Raises:
+        InvalidRequestError: an unknown mode (422, ``details.unknown``).
+    """
+    unknown = [m for m in modes if m not in THREAD_STREAM_MODES]
+    if unknown:
+        raise InvalidRequestError(f"thread stream modes are {THREAD_STREAM_MODES}",
+                                  details={"field": "stream_modes", "unknown": unknown})
+
+
+async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        modes: list[str], after: str | None = None,
+                        ) -> AsyncIterator[tuple[str | None, str, Any]]:
+    """``GET /threads/{id}/stream``: every run of the thread in order, then each new one as it comes.
+
+    Each run's events are what its own stream gives (:func:`run_events`, in the stream
+    modes the run asked for), its ``end`` replaced by ``metadata`` ``{"status":
+    "run_done", "run_id"}``; ids are ``"<run id>:<the run's own event id>"``, so
+    ``after`` (a ``Last-Event-ID``) resumes inside the run it names. ``modes``:
+    ``run_modes`` (every event, the default), ``lifecycle`` (only ``metadata``: a run's
+    start and its ``run_done``); ``state_update`` is accepted and has no events here.
+    The stream ends when the thread is deleted; otherwise the client closes it.
+
+    Raises:
+        InvalidRequestError: an unknown mode (422).
+    """
+    check_thread_stream_modes(modes)
+    everything = "run_modes" in modes
+    seen: set[uuid.UUID] = set()
+    resume_run, resume_at = None, None
+    if after and ":" in after:
+        head, _, inner = after.partition(":")
+        resume_run, resume_at = _uuid(head, "run"), inner
+    tid = _uuid(thread_id)
+    if resume_run is not None:  # the runs before the one the client saw last are behind it
+        seen |= {r["run_id"] for r in await pool.fetch(
+            """SELECT run_id FROM agent_runs WHERE thread_id = $1 AND (created_at, run_id) <
+                   (SELECT created_at, run_id FROM agent_runs WHERE run_id = $2)""",
+            tid, resume_run)}
+    while True:
+        rows = [r for r in await pool.fetch(
+            "SELECT * FROM agent_runs WHERE thread_id = $1 ORDER BY created_at, run_id", tid)
+            if r["run_id"] not in seen]
+        if not rows:
+            if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1",
+                                   tid) is None:
+                return  # the thread was deleted
+            await asyncio.sleep(THREAD_STREAM_POLL_SECONDS)
+            continue
+        run = rows[0]
+        seen.add(run["run_id"])
+        rid = str(run["run_id"])
+        inner = resume_at if run["run_id"] == resume_run else None
+        if inner == "done":
+            continue
+        kwargs = _json(run["kwargs"]) or {}
+        try:
+            run_modes = stream_modes(kwargs.get("stream_mode"), run["graph_id"])
+        except InvalidRequestError:
+            run_modes = ["values"]
+        async for event_id, name, data in run_events(
+                pool, temporal, run, run_modes, after=parse_last_event_id(inner)):
+            if name == "end":
+                break
+            if everything or name == "metadata":
+                yield f"{rid}:{event_id}" if event_id else None, name, data
+        yield f"{rid}:done", "metadata", {"status": "run_done", "run_id": rid}
+
+
 class StreamDeriver:
     """Turns a ``GraphRunWorkflow``'s durable stream items into the Agent Server's events.
 

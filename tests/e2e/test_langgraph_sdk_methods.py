@@ -156,3 +156,60 @@ async def test_cancel_many_cancels_the_callers_runs_only(stack: Stack):
     again = await client.runs.create(tid, "seg_long", input={"topic": "d"})
     await client.runs.cancel_many(thread_id=tid, run_ids=[again["run_id"]], action="rollback")
     assert (await client.runs.get(tid, again["run_id"]))["status"] == "interrupted"
+
+
+async def test_a_thread_stream_follows_every_run_of_the_thread(stack: Stack):
+    """``threads.join_stream``: the runs so far, then new ones as they come, each ending in
+    ``run_done``; ``Last-Event-ID`` resumes after the event it names; ``lifecycle`` gives
+    only the runs' starts and ends."""
+    import asyncio
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    tid = (await client.threads.create())["thread_id"]
+    first = await client.runs.wait(tid, "greeter", input={}, context={"name": "A"})
+    seen: list[Any] = []
+
+    async def follow() -> None:
+        stream = await client.threads.join_stream(tid)
+        try:
+            async for part in stream:
+                seen.append(part)
+                if sum(1 for p in seen if p.event == "metadata"
+                       and p.data.get("status") == "run_done") == 2:
+                    return
+        finally:  # a thread stream has no end: the client closes it
+            await stream.aclose()
+
+    following = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)
+    second = await client.runs.create(tid, "greeter", input={}, context={"name": "B"})
+    await asyncio.wait_for(following, 60)
+    runs = [p.data["run_id"] for p in seen
+            if p.event == "metadata" and p.data.get("status") == "run_done"]
+    assert runs[1] == second["run_id"] and len(set(runs)) == 2
+    values = [p.data for p in seen if p.event == "values"]
+    assert values[-1]["lines"] == first["lines"] + ["hello B in ? []", "middle after 4", "bye"]
+    ids = [getattr(p, "id", None) for p in seen]
+    assert all(i and i.split(":")[0] in runs for i in ids if i)
+
+    with stack.client("submitter") as raw:  # a rejoin after the first run's end
+        done_id = next(f"{r}:done" for r in runs[:1])
+        with raw.stream("GET", f"/threads/{tid}/stream",
+                        headers={"Last-Event-ID": done_id}, timeout=30) as resp:
+            again = []
+            for line in resp.iter_lines():
+                if line.startswith("data: ") and '"run_done"' in line:
+                    again.append(line)
+                    break
+        assert second["run_id"] in again[0] and runs[0] not in again[0]
+
+        with raw.stream("GET", f"/threads/{tid}/stream?stream_modes=lifecycle",
+                        timeout=30) as resp:
+            events = []
+            for line in resp.iter_lines():
+                if line.startswith("event: "):
+                    events.append(line.removeprefix("event: "))
+                if events.count("metadata") == 4:
+                    break
+        assert set(events) == {"metadata"}
+        assert raw.get(f"/threads/{tid}/stream?stream_modes=everything").status_code == 422

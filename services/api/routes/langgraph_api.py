@@ -654,6 +654,77 @@ async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDe
                                         after=threads.parse_last_event_id(last_event_id)))
 
 
+@router.get("/threads/{thread_id}/stream")
+async def join_thread_stream(request: Request, thread_id: str, _: ThreadReader,
+                             pool: PoolDep, temporal: TemporalDep,
+                             stream_modes: str | None = None,
+                             stream_mode: Annotated[list[str] | None, Query()] = None,
+                             last_event_id: Annotated[str | None, Header()] = None,
+                             ) -> StreamingResponse:
+    """``threads.join_stream``: every run of the thread as it happens (:func:`threads.thread_events`).
+
+    Modes as ``stream_modes`` (comma-separated, as the Agent Server reads it) or
+    ``stream_mode`` (as the SDKs send it): ``run_modes`` (default), ``lifecycle``,
+    ``state_update``. A keep-alive comment every :data:`KEEPALIVE_SECONDS` while nothing
+    happens.
+
+    Raises:
+        InvalidRequestError: an unknown mode (422).
+    """
+    modes = [m.strip() for m in (stream_modes or "").split(",") if m.strip()] + \
+        [m for m in stream_mode or [] if m]
+    modes = modes or ["run_modes"]
+    threads.check_thread_stream_modes(modes)
+    events = threads.thread_events(pool, temporal, thread_id, modes, after=last_event_id)
+    return StreamingResponse(_with_keepalives(request, events), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store"})
+
+
+KEEPALIVE_SECONDS = 15.0
+"""A thread stream sends an SSE comment after this long without an event."""
+
+
+async def _with_keepalives(request: Request, events: AsyncIterator[tuple[str | None, str, Any]],
+                           ) -> AsyncIterator[bytes]:
+    """``events`` as SSE frames, with a keep-alive comment in every silence.
+
+    Stops within a second of the client leaving (a thread stream has no end of its own).
+    """
+    queue: asyncio.Queue[tuple[str | None, str, Any] | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for event in events:
+                await queue.put(event)
+        except Exception:  # noqa: BLE001 - the stream ends; the client rejoins with its last id
+            logger.warning("thread stream ended on an error", exc_info=True)
+        finally:
+            await queue.put(None)
+
+    task = asyncio.create_task(pump())
+    quiet = 0.0
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), 1.0)
+            except TimeoutError:
+                if await request.is_disconnected():
+                    return
+                quiet += 1.0
+                if quiet >= KEEPALIVE_SECONDS:
+                    quiet = 0.0
+                    yield b": keep-alive\n\n"
+                continue
+            quiet = 0.0
+            if item is None:
+                return
+            event_id, name, data = item
+            head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
+            yield (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+    finally:
+        task.cancel()
+
+
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
 async def cancel_run(thread_id: str, run_id: str, principal: ThreadUpdater, pool: PoolDep,
                      temporal: TemporalDep, wait: bool | int = False,
