@@ -1758,10 +1758,11 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     check_thread_stream_modes(modes)
     everything = "run_modes" in modes
     seen: set[uuid.UUID] = set()
-    resume_run, resume_at = None, None
+    resume_run: uuid.UUID | None = None
+    resume_at: str | None = None
     if after and ":" in after:
-        head, _, inner = after.partition(":")
-        resume_run, resume_at = _uuid(head, "run"), inner
+        head, _, tail = after.partition(":")
+        resume_run, resume_at = _uuid(head, "run"), tail
     tid = _uuid(thread_id)
     if resume_run is not None:  # the runs before the one the client saw last are behind it
         seen |= {r["run_id"] for r in await pool.fetch(
