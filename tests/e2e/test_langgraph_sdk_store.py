@@ -9,6 +9,7 @@ A submitter's items live under its own namespace; reviewers read all, admins do 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -26,10 +27,11 @@ def sdk(stack: Stack, role: str = "submitter") -> Any:
 
 async def test_items_put_read_search_and_delete_as_on_the_agent_server(stack: Stack):
     store = sdk(stack).store
-    ns = ["alice", "prefs"]
+    base = ["alice", f"t{uuid.uuid4().hex[:8]}"]  # alice's own, apart from other tests' items
+    ns, old = [*base, "prefs"], [*base, "prefs", "old"]
     await store.put_item(ns, "theme", {"mode": "dark", "size": 3})
     await store.put_item(ns, "lang", {"mode": "fr", "size": 5})
-    await store.put_item(["alice", "prefs", "old"], "theme", {"mode": "light", "size": 1})
+    await store.put_item(old, "theme", {"mode": "light", "size": 1})
 
     item = await store.get_item(ns, "theme")
     assert item["namespace"] == ns and item["key"] == "theme"
@@ -40,25 +42,22 @@ async def test_items_put_read_search_and_delete_as_on_the_agent_server(stack: St
     await store.put_item(ns, "theme", {"mode": "dim", "size": 3})  # replaced
     assert (await store.get_item(ns, "theme"))["value"]["mode"] == "dim"
 
-    found = (await store.search_items(["alice", "prefs"], limit=10))["items"]
+    found = (await store.search_items(ns, limit=10))["items"]
     assert {(*i["namespace"], i["key"]) for i in found} == {
-        ("alice", "prefs", "theme"), ("alice", "prefs", "lang"),
-        ("alice", "prefs", "old", "theme")}
-    matched = (await store.search_items(["alice"], filter={"mode": "fr"}))["items"]
+        (*ns, "theme"), (*ns, "lang"), (*old, "theme")}
+    matched = (await store.search_items(base, filter={"mode": "fr"}))["items"]
     assert [i["key"] for i in matched] == ["lang"]
-    bigger = (await store.search_items(["alice"], filter={"size": {"$gt": 2}}))["items"]
+    bigger = (await store.search_items(base, filter={"size": {"$gt": 2}}))["items"]
     assert sorted(i["key"] for i in bigger) == ["lang", "theme"]
-    first = (await store.search_items(["alice", "prefs"], limit=2, offset=0))["items"]
-    rest = (await store.search_items(["alice", "prefs"], limit=2, offset=2))["items"]
+    first = (await store.search_items(ns, limit=2, offset=0))["items"]
+    rest = (await store.search_items(ns, limit=2, offset=2))["items"]
     assert len(first) == 2 and len(rest) == 1
     assert {i["key"] for i in first + rest} == {"theme", "lang"} and len(first + rest) == 3
 
-    spaces = (await store.list_namespaces(prefix=["alice"]))["namespaces"]
-    assert ["alice", "prefs"] in spaces and ["alice", "prefs", "old"] in spaces
-    cut = (await store.list_namespaces(prefix=["alice"], max_depth=2))["namespaces"]
-    assert cut == [["alice", "prefs"]]
-    assert (await store.list_namespaces(suffix=["old"]))["namespaces"] == [
-        ["alice", "prefs", "old"]]
+    spaces = (await store.list_namespaces(prefix=base))["namespaces"]
+    assert sorted(spaces) == [ns, old]
+    assert (await store.list_namespaces(prefix=base, max_depth=3))["namespaces"] == [ns]
+    assert (await store.list_namespaces(prefix=base, suffix=["old"]))["namespaces"] == [old]
 
     await store.delete_item(ns, "lang")
     assert await store.get_item(ns, "lang") is None
