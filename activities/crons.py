@@ -1,4 +1,4 @@
-"""The activities of a cron tick (:mod:`workflows.cron_tick`): make its run, clean its thread.
+"""The activities of a cron tick and of a stateless run's clean-up (:mod:`workflows.cron_tick`).
 
 Both call :mod:`overseer.crons` with the worker's pool, settings and Temporal client.
 """
@@ -30,9 +30,12 @@ async def fire_cron(cron_id: str, tick: str) -> dict[str, Any]:
         raise as_application_error(err) from err
 
 
-@activity.defn(name="finish_cron_run")
-async def finish_cron_run(run_id: str, thread_id: str) -> str:
-    """Wait for a stateless cron's run to end and delete its thread (:func:`overseer.crons.finish`)."""
+@activity.defn(name="delete_thread_after_run")
+async def delete_thread_after_run(run_id: str, thread_id: str) -> str:
+    """Wait for a stateless run (a cron's, or ``on_completion="delete"``) to end, then delete its thread.
+
+    :func:`overseer.crons.finish`: a run paused on an interrupt keeps its thread.
+    """
     runtime = get_runtime()
     return await crons.finish(runtime.pool, activity.client(), run_id, thread_id,
                               beat=activity.heartbeat)

@@ -5,7 +5,8 @@ the workflow id Temporal derives from the schedule id and the scheduled time. Th
 makes the tick's run with the ``fire_cron`` activity (an ordinary Overseer run, keyed by
 that workflow id, so a retried activity never makes two), then, for a stateless cron whose
 runs' threads are deleted (``on_run_completed="delete"``), waits for the run to end with
-``finish_cron_run`` and deletes its thread. It runs no LangGraph and holds no state of
+``delete_thread_after_run`` and deletes its thread. ``ThreadCleanupWorkflow`` does only
+that, for a background stateless run (``on_completion="delete"``). It runs no LangGraph and holds no state of
 its own: everything it needs is in Postgres.
 """
 
@@ -40,7 +41,25 @@ class CronTickWorkflow:
             summary="start the cron's run")
         if fired.get("stateless") and fired.get("on_run_completed") == "delete":
             fired["ended"] = await workflow.execute_activity(
-                "finish_cron_run", args=[fired["run_id"], fired["thread_id"]],
+                "delete_thread_after_run", args=[fired["run_id"], fired["thread_id"]],
                 start_to_close_timeout=FINISH_TIMEOUT, heartbeat_timeout=timedelta(seconds=30),
                 retry_policy=RetryPolicy(maximum_attempts=3), summary="delete its thread")
         return fired
+
+
+@workflow.defn(name="ThreadCleanupWorkflow")
+class ThreadCleanupWorkflow:
+    """Delete a stateless run's thread once the run has ended (``on_completion="delete"``).
+
+    Started by the API next to a background stateless run (``POST /runs``, ``/runs/batch``),
+    as the Agent Server deletes such a thread; a run paused on an interrupt keeps it.
+    """
+
+    @workflow.run
+    async def run(self, run_id: str, thread_id: str) -> str:
+        """The run's final status (``deleted`` when the thread was already gone)."""
+        ended: str = await workflow.execute_activity(
+            "delete_thread_after_run", args=[run_id, thread_id],
+            start_to_close_timeout=FINISH_TIMEOUT, heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=3), summary="delete its thread")
+        return ended

@@ -20,7 +20,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import runtime
-from activities.crons import finish_cron_run, fire_cron
+from activities.crons import delete_thread_after_run, fire_cron
 from activities.events import record_events
 from activities.graph_nodes import put_state_blob, run_node
 from activities.notify import notify_webhook
@@ -30,14 +30,14 @@ from observability.tracing import setup_tracing, temporal_tracing_plugin
 from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
-from workflows.cron_tick import CronTickWorkflow
+from workflows.cron_tick import CronTickWorkflow, ThreadCleanupWorkflow
 from workflows.graph_run import GraphRunWorkflow, prepare_all
 from workflows.segment_run import SegmentRunWorkflow
 
 log = logging.getLogger("overseer.worker")
 
 PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob,
-                                      run_segment, fire_cron, finish_cron_run)
+                                      run_segment, fire_cron, delete_thread_after_run)
 
 
 def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
@@ -47,7 +47,8 @@ def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
     the platform activities, plus what each pipeline with a
     workflow of its own declares (``Pipeline.worker_parts``).
     """
-    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow, CronTickWorkflow]
+    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow, CronTickWorkflow,
+                             ThreadCleanupWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
     graphs: dict[str, Any] = {}
     for pipeline in get_registry():

@@ -89,9 +89,9 @@ async def test_create_batch_starts_every_run_or_none(stack: Stack):
     from langgraph_sdk.errors import APIStatusError
 
     client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
-    runs = await client.runs.create_batch([
-        {"assistant_id": "seg_constructs", "input": {"topic": "one two"}},
-        {"assistant_id": "seg_constructs", "input": {"topic": "three"}}])
+    runs = await client.runs.create_batch([  # kept, to be joined (the default deletes them)
+        {"assistant_id": "seg_constructs", "input": {"topic": "one two"}, "on_completion": "keep"},
+        {"assistant_id": "seg_constructs", "input": {"topic": "three"}, "on_completion": "keep"}])
     assert len(runs) == 2 and runs[0]["thread_id"] != runs[1]["thread_id"]
     done = [await client.runs.join(r["thread_id"], r["run_id"]) for r in runs]
     assert "THREE" in done[1]["results"] and "THREE" not in done[0]["results"]
@@ -110,6 +110,35 @@ async def test_create_batch_starts_every_run_or_none(stack: Stack):
             {"assistant_id": "seg_constructs", "input": {"topic": "x"}, "webhook": "ftp://x"}])
     assert bad_hook.value.response.json()["details"] == {"field": "webhook", "index": 1}
     assert await client.threads.count() == before
+
+
+async def test_a_background_stateless_runs_thread_is_deleted_once_it_ends_unless_kept(
+        stack: Stack):
+    import asyncio
+
+    from langgraph_sdk.errors import APIStatusError
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    dropped = await client.runs.create(None, "greeter", input={}, context={})
+    kept = await client.runs.create(None, "greeter", input={}, context={}, on_completion="keep")
+    paused = await client.runs.create(None, "approvals", input={"topic": "x"})
+    for _ in range(150):
+        try:
+            await client.threads.get(dropped["thread_id"])
+        except APIStatusError as gone:
+            assert gone.response.status_code == 404
+            break
+        await asyncio.sleep(0.2)
+    else:
+        raise AssertionError("the stateless run's thread was not deleted")
+    assert (await client.runs.join(kept["thread_id"], kept["run_id"]))["lines"][-1] == "bye"
+    assert (await client.threads.get(kept["thread_id"]))["status"] == "idle"
+    await client.runs.join(paused["thread_id"], paused["run_id"])
+    await asyncio.sleep(2.5)  # past the clean-up's poll: a paused run keeps its thread
+    assert (await client.threads.get(paused["thread_id"]))["status"] == "interrupted"
+    with pytest.raises(APIStatusError) as bad:
+        await client.runs.create(None, "greeter", input={}, on_completion="archive")
+    assert bad.value.response.status_code == 422
 
 
 async def test_prune_keeps_the_latest_state_or_deletes_and_only_the_callers_threads(stack: Stack):

@@ -453,10 +453,50 @@ async def create_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
 @router.post("/runs")
 async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
                                settings: SettingsDep, body: JsonBody = None) -> JSONResponse:
-    """A background run on a new thread of its own."""
-    run = await _create(pool, temporal, settings, principal, None, body or {})
+    """A background run on a new thread of its own, deleted once the run ends.
+
+    As on the Agent Server, ``on_completion`` is ``delete`` unless ``keep`` is asked
+    (:func:`_clean_up_after`); a run paused on an interrupt keeps its thread.
+
+    Raises:
+        InvalidRequestError: ``on_completion`` other than ``delete`` / ``keep`` (422).
+    """
+    body = body or {}
+    _on_completion(body)
+    run = await _create(pool, temporal, settings, principal, None, body)
+    await _clean_up_after(temporal, settings, run, body)
     return JSONResponse(threads.run_view(run), headers={"Content-Location": _locations(run)[
         "Content-Location"]})
+
+
+def _on_completion(body: dict[str, Any]) -> str:
+    """A stateless run's ``on_completion`` (default ``delete``).
+
+    Raises:
+        InvalidRequestError: anything but ``delete`` or ``keep`` (422).
+    """
+    value = body.get("on_completion") or "delete"
+    if value not in ("delete", "keep"):
+        raise InvalidRequestError("on_completion must be delete or keep",
+                                  details={"field": "on_completion"})
+    return str(value)
+
+
+async def _clean_up_after(temporal: Any, settings: Any, run: Any, body: dict[str, Any]) -> None:
+    """Have Temporal delete a background stateless run's thread once the run ends.
+
+    A ``ThreadCleanupWorkflow`` (:mod:`workflows.cron_tick`) per run, started idempotently
+    (a retried request starts none twice); nothing for ``on_completion="keep"``.
+    """
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    if _on_completion(body) != "delete":
+        return
+    await temporal.start_workflow(
+        "ThreadCleanupWorkflow", args=[str(run["run_id"]), str(run["thread_id"])],
+        id=f"thread-cleanup-{run['run_id']}", task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"delete thread {run['thread_id']} after its run")
 
 
 MAX_PRUNE_THREADS = 1000
@@ -529,6 +569,7 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
                 threads.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
             threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
             threads.check_webhook(payload.get("webhook"))
+            _on_completion(payload)
             if payload.get("input") is not None and not isinstance(payload["input"], dict):
                 raise InvalidRequestError("input must be a JSON object",
                                           details={"field": "input"})
@@ -536,6 +577,8 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
             err.details = {**(err.details or {}), "index": index}
             raise
     runs = [await _create(pool, temporal, settings, principal, None, payload) for payload in body]
+    for run, payload in zip(runs, body, strict=True):
+        await _clean_up_after(temporal, settings, run, payload)
     return [threads.run_view(run) for run in runs]
 
 
