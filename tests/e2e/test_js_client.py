@@ -81,3 +81,6 @@ def test_the_javascript_client_works_unchanged(stack: Stack):
 
     assert seen["assistants"] == {"greeted": "hello Anke in nl []", "version": 2,
                                   "again": "hello Bram in nl []", "versions": [2, 1]}
+
+    joined = seen["thread_stream"]
+    assert joined["run_done"] and "values" in joined["events"]  # type: ignore[index,operator]

@@ -149,4 +149,19 @@ await scenario("assistants", async () => {
   };
 });
 
+await scenario("thread_stream", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "greeter", { input: {}, context: { name: "T" } });
+  const events = [];
+  const controller = new AbortController();
+  for await (const part of client.threads.joinStream(thread.thread_id, { signal: controller.signal })) {
+    events.push(part.event);
+    if (part.event === "metadata" && part.data.status === "run_done") {
+      controller.abort();
+      return { events, run_done: part.data.run_id === run.run_id };
+    }
+  }
+  return { events, run_done: false };
+});
+
 process.stdout.write(JSON.stringify(out));
