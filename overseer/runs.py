@@ -187,15 +187,18 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
 
     Seed 004: retry from the failed agent without redoing the rest.
 
-    The new run starts as if the last completed progress node had just written the state the
-    failed run had recorded (each progress node's ``node.completed`` event carries its update),
-    so earlier nodes are not run again; a run with no completed progress node starts over.
-    Its ``parent_run_id`` is the failed run.
+    Node by node, the new run starts as if the last completed progress node had just written
+    the state the failed run had recorded (each progress node's ``node.completed`` event
+    carries its update), so earlier nodes are not run again; a run with no completed
+    progress node starts over. As segments, the new run gets a copy of the failed run's
+    LangGraph checkpoints and goes on from the last one (LangGraph runs again only the tasks
+    of the failed superstep that did not finish); one with no checkpoint starts over. Its
+    ``parent_run_id`` is the failed run.
 
     Raises:
         NotFoundError: unknown run (404).
         ConflictError: the run has not failed (409).
-        InvalidRequestError: its pipeline does not run on ``GraphRunWorkflow`` (422).
+        InvalidRequestError: its pipeline runs on a workflow of its own (422).
         DependencyUnavailableError: Temporal did not take the start (503; recorded).
     """
     rid = uuid.UUID(run_id)
@@ -206,7 +209,9 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    if pipeline.extra.get("submit_path") or pipeline.workflow != "GraphRunWorkflow":
+    segments = pipeline.workflow == "SegmentRunWorkflow"
+    if pipeline.extra.get("submit_path") or pipeline.workflow not in ("GraphRunWorkflow",
+                                                                      "SegmentRunWorkflow"):
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)
@@ -216,14 +221,19 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                        settings=settings, document=recorded.get("document"),
                        input=recorded.get("input"))
     completed: list[dict[str, Any]] = []
+    nodes: list[str] = []
     for record in await pool.fetch(
             "SELECT data FROM events WHERE run_id = $1 AND type = 'node.completed' ORDER BY seq",
             rid):
         data = json.loads(record["data"])
+        nodes.append(str(data.get("node")))
         if data.get("snapshot") and data.get("node") in pipeline.progress_nodes:
             completed.append(data)
-    resume_from = None
-    if completed:
+    resume_from: dict[str, Any] | None = None
+    checkpointed = segments and await _fork_checkpoints(pool, pipeline.name, run_id, new_id)
+    if checkpointed:  # LangGraph goes on from the failed run's last checkpoint
+        resume_from = {"as_node": nodes[-1] if nodes else None}
+    elif completed:
         values: dict[str, Any] = {}
         for data in completed:
             values.update({k: v for k, v in data["snapshot"].items() if k != "progress"})
@@ -237,15 +247,38 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                   "retry_of": run_id,
                   "resumed_after": resume_from["as_node"] if resume_from else None,
                   "input": recorded})])
-    run_method, argument = _graph_run(ctx, resume_from=resume_from)
+    run_method, argument = _graph_run(ctx, resume_from=None if segments else resume_from,
+                                      from_checkpoint=bool(checkpointed))
     await _start(pool, temporal, settings, ctx, run_method, argument)
     return Submitted(run_id=new_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{new_id}", "events": f"/v1/runs/{new_id}/events",
                             "retry_of": f"/v1/runs/{run_id}"})
 
 
-def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
-               ) -> tuple[Any, Any]:
+async def _fork_checkpoints(pool: asyncpg.Pool, pipeline: str, failed: str, new: str) -> bool:
+    """Copy a failed segments run's LangGraph thread to its retry's; False when it has none.
+
+    The retry then runs from the failed run's last checkpoint: LangGraph keeps the writes
+    of the tasks that finished in the failed superstep, so only the failed ones run again.
+    """
+    from overseer.threads import copy_checkpoints, segments_app
+
+    await segments_app(pipeline)  # LangGraph's tables exist
+    async with pool.acquire() as conn, conn.transaction():
+        if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM checkpoints "
+                                   "WHERE thread_id = $1)", failed):
+            return False
+        await copy_checkpoints(conn, failed, new)
+    return True
+
+
+def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None,
+               from_checkpoint: bool = False) -> tuple[Any, Any]:
+    """The workflow and its input for a run.
+
+    ``from_checkpoint``: as segments, the run's thread already holds the checkpoints it
+    goes on from (a retry), so its input is None.
+    """
     from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 
     if ctx.pipeline.make_input is not None:
@@ -269,7 +302,8 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None
 
         run_method = SegmentRunWorkflow.run
     return run_method, GraphRunInput(
-        run_id=ctx.run_id, pipeline=ctx.pipeline.name, input=encode(graph_input),
+        run_id=ctx.run_id, pipeline=ctx.pipeline.name,
+        input=encode(None if from_checkpoint else graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
         search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
 

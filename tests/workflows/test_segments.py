@@ -325,3 +325,41 @@ async def test_a_node_with_options_runs_as_its_own_activity_with_them(dev_server
                if e.HasField("activity_task_started_event_attributes")]
     assert started == [1, 2]  # the step's retry, not the segment's
     assert await node_events(db, run_id) == Counter({"sometimes": 1})
+
+
+async def test_a_failed_run_is_retried_from_its_last_checkpoint(dev_server, db, task_queue):
+    """``POST /v1/runs/{id}/retry`` as segments: the retry gets a copy of the failed run's
+    LangGraph checkpoints and runs only what failed; the node before it does not run again."""
+    from overseer.runs import retry_run, submit_run
+    from overseer.settings import Settings
+
+    fragile = get_registry().builder("seg_fixable").nodes["fragile"].runnable.func
+    broken, executions = fragile.__globals__["BROKEN"], fragile.__globals__["EXECUTIONS"]
+    topic = f"fix-{uuid.uuid4()}"
+    settings = Settings(environment="test", task_queue=task_queue)
+    broken["on"] = True
+    try:
+        async with build_worker(dev_server.client, task_queue=task_queue):
+            first = await submit_run(db, dev_server.client, settings, pipeline_name="seg_fixable",
+                                     subject="alice", metadata={}, graph_input={"topic": topic})
+            with pytest.raises(WorkflowFailureError):
+                await dev_server.client.get_workflow_handle(
+                    f"seg_fixable-{first.run_id}").result()
+            assert executions[topic] == 1
+            broken["on"] = False  # the bug is fixed; the failed run is retried
+            again = await retry_run(db, dev_server.client, settings, run_id=first.run_id,
+                                    subject="alice")
+            result = await dev_server.client.get_workflow_handle(
+                f"seg_fixable-{again.run_id}").result()
+    finally:
+        broken["on"] = False
+    assert result["output"]["summary"] == "fixed; counted 1 time(s)"
+    assert executions[topic] == 1  # count_me, finished before the failure, did not run again
+    assert await node_events(db, again.run_id) == Counter({"fragile": 1})
+    row = await db.fetchrow("SELECT status, parent_run_id FROM runs WHERE run_id = $1",
+                            uuid.UUID(again.run_id))
+    assert row["status"] == "completed" and str(row["parent_run_id"]) == first.run_id
+    submitted = next(e for e in await fetch_events(db, again.run_id)
+                     if e["type"] == "run.submitted")
+    assert submitted["data"]["retry_of"] == first.run_id
+    assert submitted["data"]["resumed_after"] == "count_me"

@@ -66,6 +66,17 @@ async def long_nap(state: dict[str, Any]) -> dict[str, Any]:
     return {"summary": "slept long"}
 
 
+BROKEN = {"on": False}
+"""While on, ``fragile`` has a bug (the tests of retry from a failed node switch it)."""
+
+
+def fragile(state: dict[str, Any]) -> dict[str, Any]:
+    if BROKEN["on"]:
+        raise KeyError("lookup table not loaded")  # a bug: the run fails, not retried
+    return {"summary": f"fixed; counted {EXECUTIONS.get(state['topic'], 0)} time(s)"}
+
+
+seg_fixable = _segments("fixable", _counted("fragile", fragile))
 seg_constructs = _segments("constructs")
 seg_approvals = _segments("approvals")
 seg_refund_agent = _segments("refund_agent")
