@@ -55,9 +55,16 @@ SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
 
-@workflow.defn(name="SegmentRunWorkflow")
+@workflow.defn(name="SegmentRunWorkflow", sandboxed=False)
 class SegmentRunWorkflow(GraphRunWorkflow):
-    """Drives one run as segments to a terminal status (see the module docstring)."""
+    """Drives one run as segments to a terminal status (see the module docstring).
+
+    Not sandboxed: no user graph code runs in this workflow (LangGraph's loop runs in the
+    segment activities), only Overseer's own gate, events and bookkeeping and a pipeline's
+    pure hooks (``result``, ``checked_decision``), which must be deterministic anyway. The
+    sandbox's per-activation cost was ~20 ms of worker CPU per run (docs/performance.md,
+    round 7).
+    """
 
     answers_many = True
     """A resume map naming several pending interrupts answers them together, as LangGraph does."""
