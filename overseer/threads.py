@@ -1992,10 +1992,14 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
     return found
 
 
-WAIT_SYNC_SECONDS = 5.0
+WAIT_SYNC_SECONDS = 15.0
 """``runs.wait`` asks the run's workflow itself (a query) after this long without word from it
-in Postgres: a run whose workflow cannot hand its state over (cancelled from the Temporal UI,
-a history recorded before hand-offs) still ends a wait."""
+in Postgres, then after twice as long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`): a
+run whose workflow cannot hand its state over (cancelled from the Temporal UI, a history
+recorded before hand-offs) still ends a wait. Rare, and a query costs a workflow task: under
+load, a run that waits in Temporal's queue for a while must not be asked every few seconds
+(the run's status is read from Postgres every half second anyway)."""
+WAIT_SYNC_MAX_SECONDS = 120.0
 
 
 async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record) -> Any:
@@ -2003,9 +2007,9 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
 
     Waits on Postgres, not on the workflow's stream: the run's workflow writes the thread's
     state and the run's status when it pauses on an interrupt or ends (:func:`hand_off`)
-    and a ``NOTIFY`` wakes the wait; every :data:`WAIT_SYNC_SECONDS` without word it asks
-    the workflow (:func:`sync_thread`'s query). A pipeline with its own stream protocol
-    (which hands nothing over) is followed on its stream.
+    and a ``NOTIFY`` wakes the wait; after :data:`WAIT_SYNC_SECONDS` without word it asks
+    the workflow (:func:`sync_thread`'s query), then less and less often. A pipeline with
+    its own stream protocol (which hands nothing over) is followed on its stream.
     """
     from overseer import token_stream
 
@@ -2019,7 +2023,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     feed = token_stream.listener(pool)
     wake = await feed.watch(wid)
     loop = asyncio.get_running_loop()
-    asked = loop.time()
+    asked, every = loop.time(), WAIT_SYNC_SECONDS
     try:
         while True:
             status = await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
@@ -2028,9 +2032,9 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
                 return {"__error__": {"error": "not_found", "message": "the run was deleted"}}
             if status not in ACTIVE_RUN_STATUSES:
                 break
-            if loop.time() - asked >= WAIT_SYNC_SECONDS:
+            if loop.time() - asked >= every:
                 await _sync(pool, temporal, str(run["thread_id"]))
-                asked = loop.time()
+                asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), token_stream.POLL_SECONDS)
