@@ -1992,13 +1992,12 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
     return found
 
 
-WAIT_SYNC_SECONDS = 15.0
+WAIT_SYNC_SECONDS = 5.0
 """``runs.wait`` asks the run's workflow itself (a query) after this long without word from it
 in Postgres, then after twice as long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`): a
 run whose workflow cannot hand its state over (cancelled from the Temporal UI, a history
-recorded before hand-offs) still ends a wait. Rare, and a query costs a workflow task: under
-load, a run that waits in Temporal's queue for a while must not be asked every few seconds
-(the run's status is read from Postgres every half second anyway)."""
+recorded before hand-offs) still ends a wait. A query costs a workflow task, so a long wait
+asks less and less often (the run's status is read from Postgres every half second anyway)."""
 WAIT_SYNC_MAX_SECONDS = 120.0
 
 
