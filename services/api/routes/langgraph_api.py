@@ -425,13 +425,18 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                                     check_role=principal.user is None, assistant_id=assistant)
 
 
+def _frame(event_id: str | None, name: str, data: Any) -> bytes:
+    """One SSE frame: ``event``, ``id`` when there is one, ``data`` as JSON."""
+    head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
+    return (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+
+
 def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
          after_delete: Any = None) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         try:
-            async for event_id, name, data in events:
-                head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
-                yield (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+            async for event in events:
+                yield _frame(*event)
         finally:
             if after_delete is not None:
                 await after_delete()
@@ -761,9 +766,7 @@ async def _with_keepalives(request: Request, events: AsyncIterator[tuple[str | N
             quiet = 0.0
             if item is None:
                 return
-            event_id, name, data = item
-            head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
-            yield (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+            yield _frame(*item)
     finally:
         task.cancel()
 
