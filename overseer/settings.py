@@ -151,6 +151,14 @@ class Settings(BaseSettings):
                                                                         "DRY_RUN"))
     """``DRY_RUN=1``: a fake model end to end, recorded as ``llm:dry-run``."""
 
+    cors_allow_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Browser origins that may call the API from their own pages (a LangGraph UI such as
+    agent-chat-ui served elsewhere): comma-separated or a JSON list, ``*`` for any. Empty
+    (the default) = no CORS headers, except outside production, where pages on
+    ``localhost`` / ``127.0.0.1`` (any port) may (:func:`cors_policy`)."""
+    cors_allow_origin_regex: str | None = None
+    """An origin pattern allowed as well (Starlette's ``allow_origin_regex``)."""
+
     metrics_token: str | None = None
     """Bearer token both ``/metrics`` endpoints (API and worker) require; None = no auth
     (then only the bind address protects them). Prometheus: ``authorization: {credentials: …}``."""
@@ -173,7 +181,7 @@ class Settings(BaseSettings):
                 return value
         return value
 
-    @field_validator("llm_allowed_models", mode="before")
+    @field_validator("llm_allowed_models", "cors_allow_origins", mode="before")
     @classmethod
     def _parse_models(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -271,6 +279,24 @@ def _grants_from_file(path: Path) -> dict[str, dict[str, str]]:
         else:
             raise ValueError(f"{path}: entry {key!r} is neither a token nor a grant")
     return grants
+
+
+LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?"
+"""Pages on this machine: allowed by default outside production (``make run``, tests)."""
+
+
+def cors_policy(settings: Settings) -> tuple[list[str], str | None]:
+    """``(allowed origins, allowed origin pattern)`` for the API's CORS middleware.
+
+    What the settings name; with neither set, outside production, pages on this machine
+    (:data:`LOCAL_ORIGINS`) so a UI run beside ``make run`` works unchanged. Both empty
+    means no CORS headers at all (a browser page on another origin cannot call the API).
+    """
+    origins = list(settings.cors_allow_origins)
+    regex = settings.cors_allow_origin_regex
+    if not origins and regex is None and settings.environment != "production":
+        regex = LOCAL_ORIGINS
+    return origins, regex
 
 
 @lru_cache(maxsize=1)

@@ -6,16 +6,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from observability.http import install_api_observability
 from observability.metrics import temporal_runtime
 from observability.tracing import setup_tracing
-from overseer.settings import Settings, get_settings
+from overseer.settings import Settings, cors_policy, get_settings
 from overseer.store.db import create_pool
 from services.api.errors import install_error_handlers
 from services.api.limits import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from services.api.routes import approvals, health, pipelines, runs, stats, submissions
 from services.api.routes.console import install_console
+
+EXPOSED_HEADERS = ("content-location", "location", "x-pagination-total", "x-pagination-next")
+"""Response headers a page on another origin may read: the JS client takes a new run's id
+from ``Content-Location`` and pages with the ``x-pagination-*`` ones (as the Agent Server)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -76,6 +81,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from overseer.catalogue import CATALOGUE
 
     install_api_observability(app, pipelines=tuple(CATALOGUE))
+    origins, pattern = cors_policy(settings)
+    if origins or pattern:  # outermost: a preflight is answered before auth, errors keep it
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_origin_regex=pattern,
+                           allow_methods=["*"], allow_headers=["*"], allow_credentials=False,
+                           expose_headers=list(EXPOSED_HEADERS), max_age=600)
     return app
 
 
