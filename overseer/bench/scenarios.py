@@ -498,7 +498,48 @@ async def due_diligence_agreement(h: Harness, cfg: BenchConfig) -> ScenarioResul
     return res
 
 
+RESUME_REQUEST = Path(__file__).resolve().parents[2] / "examples" / "resume_tailoring" / "request.json"
+"""The README's resume_tailoring example (JSON Resume and job text from npm ``resume-schema``)."""
+
+
+async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResult:
+    """Seconds from submission to the reviewer's question for resume_tailoring's example request.
+
+    Seed 001's graph (supervisor, five agents, human review) on the stack's worker, offline
+    rules; submitted as the API does, timed until the run waits for the reviewer; then
+    approved, timed until completed (``approve_to_done_s``), with the stack's CPU per run.
+    What chose the pipeline's runtime (segments or node by node, docs/performance.md).
+    """
+    from overseer.runs import send_update, submit_run
+
+    res = ScenarioResult("resume_tailoring_review", "s submit → review question",
+                         higher_is_better=False)
+    body = json.loads(RESUME_REQUEST.read_text())
+    for i in range(cfg.repeats):
+        load, cpu_before, started = load_average(), h.cpu_seconds(), time.monotonic()
+        run = await submit_run(h.pool, h.client, h.settings, pipeline_name="resume_tailoring",
+                               subject="bench", metadata={"trial": i, **body.get("metadata", {})},
+                               graph_input=body["input"])
+        for _ in range(30_000):  # the read model, every 10 ms, for at most 5 minutes
+            status = await h.pool.fetchval("SELECT status FROM runs WHERE run_id = $1",
+                                           uuid.UUID(run.run_id))
+            if status != "running":
+                break
+            await asyncio.sleep(0.01)
+        asked = time.monotonic()
+        await send_update(h.pool, h.client, run.run_id, "decide",
+                          DecisionInput(decision="approve", decided_by="bench"))
+        out = await h.client.get_workflow_handle(
+            f"resume_tailoring-{run.run_id}").result()
+        done = time.monotonic()
+        res.overseer.append(Trial(round(asked - started, 3), load, {
+            "status": out.get("status") if isinstance(out, dict) else out.status,
+            "approve_to_done_s": round(done - asked, 3),
+            "cpu_ms": cpu_per_run_ms(cpu_before, h.cpu_seconds(), 1)}))
+    return res
+
+
 __all__ = ["BenchConfig", "api_post", "api_post_no_worker", "due_diligence_agreement",
-           "parked_approvals", "pipeline_latency",
+           "parked_approvals", "pipeline_latency", "resume_tailoring_review",
            "recovery", "scaling", "scanned_throughput", "temporal_floor", "text_throughput",
            "wait_worker_polling"]
