@@ -383,6 +383,33 @@ async def _with_heartbeats(work: Any) -> Any:
             task.cancel()
 
 
+def progress_snapshot(node: str, progress_nodes: list[str] | tuple[str, ...],
+                      output: Any) -> dict[str, Any] | None:
+    """A progress node's ``node.completed`` snapshot: its update plus ``progress``, else None.
+
+    Args:
+        node: the node that finished.
+        progress_nodes: the pipeline's ordered progress nodes (``Pipeline.progress_nodes``).
+        output: the node's update (a dict; anything else has no snapshot).
+
+    Returns:
+        ``{<update keys under the claim-check size>..., "progress": {"completed", "total",
+        "current", "label"}}`` (``current``: the next progress node, None after the last),
+        or None when ``node`` is not a progress node or its update is not a dict. The run
+        view shows the progress; a retry of a node-by-node run starts from these snapshots.
+    """
+    if node not in progress_nodes or not isinstance(output, dict):
+        return None
+    index = list(progress_nodes).index(node)
+    total = len(progress_nodes)
+    current = progress_nodes[index + 1] if index + 1 < total else None
+    snapshot = {k: v for k, v in to_jsonable(output).items()
+                if encoded_size({"json": v}) <= CLAIM_CHECK_BYTES}
+    return {**snapshot, "progress": {
+        "completed": index + 1, "total": total, "current": current,
+        "label": f"{index + 1} of {total} agents complete"}}
+
+
 async def _record_completed(call: NodeCall, output: Any, duration_ms: float,
                             snapshot: dict[str, Any] | None = None) -> None:
     """``node.completed`` for this task (once, whatever the retries).
@@ -395,15 +422,9 @@ async def _record_completed(call: NodeCall, output: Any, duration_ms: float,
                             "attempt": info.attempt, "placement": "activity"}
     if snapshot is not None:
         data["snapshot"] = to_jsonable(snapshot)
-    if call.node in call.progress_nodes and isinstance(output, dict):
-        index = call.progress_nodes.index(call.node)
-        total = len(call.progress_nodes)
-        current = call.progress_nodes[index + 1] if index + 1 < total else None
-        snapshot = {k: v for k, v in to_jsonable(output).items()
-                    if encoded_size({"json": v}) <= CLAIM_CHECK_BYTES}
-        data["snapshot"] = {**snapshot, "progress": {
-            "completed": index + 1, "total": total, "current": current,
-            "label": f"{index + 1} of {total} agents complete"}}
+    progress = progress_snapshot(call.node, call.progress_nodes, output)
+    if progress is not None:
+        data["snapshot"] = progress
     await append_from_activity([NewEvent(
         run_id=call.run_id, key=f"node.completed:{call.node}:{call.task}", type=NODE_COMPLETED,
         actor=f"activity:{call.node}", data=data)])

@@ -38,7 +38,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import as_application_error
-from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
+from activities.graph_nodes import (
+    BUG_TYPES,
+    NODE_ERROR,
+    UsageMeter,
+    progress_snapshot,
+    record_ledger,
+)
 from activities.runtime import get_runtime
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
@@ -364,7 +370,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 last_step.append(name)
                 _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
                 await _node_completed(call, task_id, name, seconds * 1000,
-                                      where.of(task_id))
+                                      where.of(task_id), chunk.get("result"))
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped = err
     except OverseerError as err:
@@ -614,16 +620,25 @@ class TaskSteps(BaseCallbackHandler):
 
 
 async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float,
-                          where: str | None) -> None:
+                          where: str | None, update: Any = None) -> None:
     """``node.completed`` for one finished task, once per node execution.
 
     Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
-    task no run metadata named.
+    task no run metadata named. A pipeline's progress node (``Pipeline.progress_nodes``)
+    adds its ``update`` (LangGraph's ``tasks`` result: the channels it wrote) with the run's
+    progress, as node by node (:func:`activities.graph_nodes.progress_snapshot`).
     """
     from activities.events import append_from_activity
+    from overseer.pipelines import get_registry
 
+    data: dict[str, Any] = {"node": node, "duration_ms": round(duration_ms, 3),
+                            "task_id": task_id, "attempt": activity.info().attempt,
+                            "placement": "segment"}
+    spec = get_registry().get(call.pipeline)
+    progress = progress_snapshot(node, spec.progress_nodes, update) if spec.progress_nodes \
+        else None
+    if progress is not None:
+        data["snapshot"] = progress
     await append_from_activity([NewEvent(
         run_id=call.run_id, key=f"node.completed:{node}:{where or task_id}", type=NODE_COMPLETED,
-        actor=f"activity:{node}",
-        data={"node": node, "duration_ms": round(duration_ms, 3), "task_id": task_id,
-              "attempt": activity.info().attempt, "placement": "segment"})])
+        actor=f"activity:{node}", data=data)])

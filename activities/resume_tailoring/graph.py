@@ -18,9 +18,11 @@ finalization; ``approved`` → finalization, ``revise`` → reflexion with the n
 ``error``. A model draft that breaks the honesty rule goes to reflexion with the
 violations. Every agent returns to the supervisor.
 
-The supervisor is pure and cheap, so it runs in the workflow (node metadata
-``{"overseer": {"run_in": "workflow"}}``); so does ``human_review_agent``, which only
-builds the payload from state and calls ``interrupt``. The agents run as activities.
+The graph runs as segments (``SegmentRunWorkflow``): from the start, or a reviewer's
+decision, to the next interrupt or the end, LangGraph's own loop runs in one heartbeating
+activity on its Postgres checkpointer, so no node carries options of its own (a node with
+options would leave the segment as its own activity). The Temporal Web UI names the nodes
+each segment ran; docs/performance.md has the measurement that chose this.
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ DEFAULT_MAX_REVISIONS = 3
 MAX_DRAFT_PASSES = 8
 """Safety bound on drafting visits for one draft (a drafter that never completes)."""
 
-IN_WORKFLOW = {"overseer": {"run_in": "workflow", "summary": "route by current_phase"}}
-
 
 def build_resume_tailoring_graph() -> StateGraph[Any]:
     """Build (not compile) the resume_tailoring graph.
@@ -57,28 +57,15 @@ def build_resume_tailoring_graph() -> StateGraph[Any]:
     """
     from activities.resume_tailoring import nodes
 
-    def meta(summary: str, *, seconds: float = 120) -> dict[str, Any]:
-        return {"overseer": {"run_in": "activity", "timeout_seconds": seconds,
-                             "summary": summary,
-                             "non_retryable": ["invalid_request", "llm_malformed_response"]}}
-
     graph = StateGraph(ResumeState, input_schema=ResumeInputState)
-    graph.add_node("supervisor", supervisor, metadata=IN_WORKFLOW,
-                   destinations=(*AGENTS, END))
-    graph.add_node("input_processing_agent", nodes.input_processing_agent,
-                   metadata=meta("parse the job, normalise the resume, score the base"))
-    graph.add_node("format_strategy_agent", nodes.format_strategy_agent,
-                   metadata=meta("choose section order and length"))
-    graph.add_node("resume_drafting_agent", nodes.resume_drafting_agent,
-                   metadata=meta("draft one pass of the tailored resume", seconds=300))
-    graph.add_node("ats_optimization_agent", nodes.ats_optimization_agent,
-                   metadata=meta("score the draft against the job"))
-    graph.add_node("reflexion_agent", nodes.reflexion_agent,
-                   metadata=meta("turn the report and feedback into directives"))
-    graph.add_node("human_review_agent", human_review_agent,
-                   metadata={"overseer": {"run_in": "workflow", "summary": "reviewer decides"}})
-    graph.add_node("finalization_agent", nodes.finalization_agent,
-                   metadata=meta("validate and render the tailored resume"))
+    graph.add_node("supervisor", supervisor, destinations=(*AGENTS, END))
+    graph.add_node("input_processing_agent", nodes.input_processing_agent)
+    graph.add_node("format_strategy_agent", nodes.format_strategy_agent)
+    graph.add_node("resume_drafting_agent", nodes.resume_drafting_agent)
+    graph.add_node("ats_optimization_agent", nodes.ats_optimization_agent)
+    graph.add_node("reflexion_agent", nodes.reflexion_agent)
+    graph.add_node("human_review_agent", human_review_agent)
+    graph.add_node("finalization_agent", nodes.finalization_agent)
     graph.add_edge(START, "supervisor")
     for agent in AGENTS:
         graph.add_edge(agent, "supervisor")

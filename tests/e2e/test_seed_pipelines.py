@@ -66,6 +66,11 @@ def test_resume_tailoring_review_revise_approve(stack: Stack):
     run_id = started.json()["run_id"]
     first = wait_for(sub, run_id, {"awaiting_approval", "failed"}, timeout=240)
     assert first["status"] == "awaiting_approval", first.get("error")
+    # the agents' progress shows while the run waits (node.completed snapshots, as segments)
+    assert first["result"]["progress"] == {
+        "completed": 4, "total": 5, "current": "finalization_agent",
+        "label": "4 of 5 agents complete"}, first["result"].get("progress")
+    assert first["result"]["ats_score"] == first["result"]["ats_optimization_report"]["score"]
     empty = rev.post(f"/v1/admin/approvals/{run_id}/decision",
                      json={"decision": "revise", "note": "  "})
     assert empty.status_code == 422 and empty.json()["code"] == "feedback_required"
