@@ -22,12 +22,23 @@ reliability: setup ## fault scenarios under load (~20 min), then docs/reliabilit
 
 setup: system-deps $(STAMP) js-client
 
-js-client: ## the official JavaScript client for its e2e test (npm ci, pinned by package-lock.json), when Node is here
+js-client: ## the official JavaScript client and the React page on useStream for their e2e tests (npm ci, pinned by package-lock.json; the page built with esbuild), when Node is here
 	@if [ -f $(JS_CLIENT)/node_modules/.installed ] && [ $(JS_CLIENT)/node_modules/.installed -nt $(JS_CLIENT)/package-lock.json ]; then :; \
 	elif command -v npm >/dev/null 2>&1; then \
 	  (cd $(JS_CLIENT) && npm ci --silent --no-audit --no-fund) && touch $(JS_CLIENT)/node_modules/.installed; \
 	else \
 	  echo "Node.js/npm is missing: the JS client test will fail (apt-get install nodejs npm, then make setup)"; \
+	fi
+	@# the React page on useStream (tests/e2e/react): npm ci when its lock changed, a build when its sources did
+	@r=tests/e2e/react; if command -v npm >/dev/null 2>&1; then \
+	  if [ ! -f $$r/node_modules/.installed ] || [ $$r/package-lock.json -nt $$r/node_modules/.installed ]; then \
+	    (cd $$r && npm ci --silent --no-audit --no-fund) && touch $$r/node_modules/.installed || exit 1; \
+	  fi; \
+	  if [ ! -f $$r/dist/app.js ] || [ -n "$$(find $$r/src $$r/package.json $$r/node_modules/.installed -newer $$r/dist/app.js)" ]; then \
+	    (cd $$r && npm run build --silent) || exit 1; \
+	  fi; \
+	else \
+	  echo "Node.js/npm is missing: the React page test will fail (apt-get install nodejs npm, then make setup)"; \
 	fi
 
 $(STAMP): pyproject.toml
