@@ -488,13 +488,14 @@ async def due_diligence_agreement(h: Harness, cfg: BenchConfig) -> ScenarioResul
                          target_value=120.0, target_on="value")
     pdf = render_pdf(license_text("gradle-enterprise-sla-2022-11-08"), title="Gradle Enterprise SLA")
     for i in range(cfg.repeats):
-        load, started = load_average(), time.monotonic()
+        load, cpu_before, started = load_average(), h.cpu_seconds(), time.monotonic()
         run = await submit_run(h.pool, h.client, h.settings, pipeline_name="due_diligence",
                                subject="bench", metadata={"trial": i},
                                upload=Upload(pdf, f"agreement-{i}.pdf", "application/pdf"))
         out = await h.client.get_workflow_handle(f"due_diligence-{run.run_id}").result()
-        res.overseer.append(Trial(round(time.monotonic() - started, 3), load,
-                                  {"status": out.get("status")}))
+        res.overseer.append(Trial(round(time.monotonic() - started, 3), load, {
+            "status": out.get("status") if isinstance(out, dict) else out.status,
+            "cpu_ms": cpu_per_run_ms(cpu_before, h.cpu_seconds(), 1)}))
     return res
 
 
