@@ -391,7 +391,13 @@ def _locations(run: Any) -> dict[str, str]:
 
 
 async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
-                  thread_id: str | None, body: dict[str, Any]) -> Any:
+                  thread_id: str | None, body: dict[str, Any], *,
+                  run_id: str | None = None) -> Any:
+    """Create (or queue) a run as ``POST /threads/{id}/runs`` does, or resume with ``command.resume``.
+
+    ``run_id``: the new run's id (see :func:`overseer.threads.create_run`; a run with this
+    id already on the thread is returned as it is); a uuid4 when None. Not used by a resume.
+    """
     body, assistant = await assistants.run_body(pool, body)  # its config and context applied
     if "stream_mode" in body:
         threads.stream_modes(body["stream_mode"], body.get("assistant_id"))  # 422 first
@@ -422,7 +428,8 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
     return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
                                     subject=principal.subject, role=principal.role,
                                     is_admin=principal.is_admin,
-                                    check_role=principal.user is None, assistant_id=assistant)
+                                    check_role=principal.user is None, assistant_id=assistant,
+                                    run_id=run_id)
 
 
 def _frame(event_id: str | None, name: str, data: Any) -> bytes:
