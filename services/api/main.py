@@ -71,9 +71,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for pipeline in get_registry():  # a pipeline's own routes (Pipeline.router)
         if pipeline.router is not None:
             app.include_router(pipeline.router())
-    from services.api.routes import agent_assistants, agent_crons, agent_store, langgraph_api
+    from services.api.routes import agent_assistants, agent_crons, agent_protocol, agent_store, langgraph_api
 
     app.include_router(langgraph_api.router)  # the LangGraph Agent Server API (issue 12)
+    app.include_router(agent_protocol.router)  # its thread protocol v2 (useStream 1.x)
     app.include_router(agent_store.router)  # its store API, on LangGraph's Postgres store
     app.include_router(agent_crons.router)  # its crons, each a Temporal Schedule
     app.include_router(agent_assistants.router)  # assistants with their own config, versions
