@@ -201,13 +201,15 @@ class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
 
 
 class BudgetGuard(AsyncCallbackHandler):
-    """Stops a chat-model call before it starts once the run's spend has passed its budget.
+    """Stops a node, or a chat-model call, before it starts once the run's spend has passed its budget.
 
-    ``raise_error`` makes LangChain raise :class:`BudgetStop` from the call in the node, so
-    the call (and its cost) never happens; LangGraph keeps the writes of the superstep's
-    finished tasks, and the next segment (after a reviewer raised the budget) runs the
-    stopped node again from its start. A node that catches every exception of its model
-    call and goes on gets no answer from the model and is not stopped.
+    ``raise_error`` makes LangChain raise :class:`BudgetStop` at the start of the next task
+    (a node, or a subgraph's node: before any of its code runs, as node by node stops
+    before the next node) or from a chat-model call in a node, so the call (and its cost)
+    never happens; LangGraph keeps the writes of the superstep's finished tasks, and the
+    next segment (after a reviewer raised the budget) runs the stopped node again from its
+    start. A node that catches every exception of its model call goes on without the
+    model's answer, and the run stops before its next node.
 
     Args:
         meter: this segment's :class:`UsageMeter` (its calls count on top of ``spent``).
@@ -219,6 +221,7 @@ class BudgetGuard(AsyncCallbackHandler):
 
     def __init__(self, meter: UsageMeter, spent: dict[str, Any], budget: dict[str, Any]) -> None:
         self.meter, self.spent, self.budget = meter, spent, budget
+        self._tasks: set[str] = set()
 
     def total(self) -> dict[str, Any]:
         """The run's spend so far ``{"usd", "tokens", "calls"}`` (before plus this segment)."""
@@ -235,6 +238,27 @@ class BudgetGuard(AsyncCallbackHandler):
 
         if over_budget(self.total(), self.budget):
             raise BudgetStop((metadata or {}).get("langgraph_node"))
+
+    async def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
+                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Raise :class:`BudgetStop` as a task starts when the spend so far has passed the budget.
+
+        A task's first chain is its node (LangGraph's ``langgraph_checkpoint_ns`` ends in
+        its task id); the chains a node calls itself are left to run.
+        """
+        from overseer.budget import over_budget
+
+        meta = metadata or {}
+        ns = str(meta.get("langgraph_checkpoint_ns") or "")
+        if not ns or "langgraph_node" not in meta:
+            return
+        task = ns.rpartition(":")[2]
+        if task in self._tasks:
+            return
+        self._tasks.add(task)
+        if over_budget(self.total(), self.budget):
+            parts = tuple(ns.split("|"))
+            raise BudgetStop(node_path(parts[:-1], str(meta["langgraph_node"])))
 
 
 _saver: Any = None
@@ -329,15 +353,22 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         else None
     placed = _placed(call.pipeline)
     breakpoints = _breakpoints(call, placed)
+    # LangGraph streams subgraphs' chunks only when asked; the segment always asks, for the
+    # tasks of subgraph nodes (each its own node.completed), and drops the rest unless the
+    # run asked (stream_subgraphs): what the client gets is LangGraph's subgraphs=False then
     subgraphs = call.stream and call.subgraphs
+    inner: dict[str, tuple[str, float, int]] = {}  # subgraph tasks in progress
     last_step: list[str] = []  # the nodes of the latest superstep (an interrupt_after stop)
-    beats = None if local else asyncio.create_task(_heartbeats(call, started, ran))
+    beats = None if local else asyncio.create_task(_heartbeats(call, started, ran, inner))
     stopped: BudgetStop | None = None
     try:
-        async for item in app.astream(graph_input, start, stream_mode=modes,
-                                      durability=call.durability, subgraphs=subgraphs,
-                                      context=call.context, **breakpoints):
-            ns, mode, chunk = item if subgraphs else ((), *item)
+        async for ns, mode, chunk in app.astream(
+                graph_input, start, stream_mode=modes, durability=call.durability,
+                subgraphs=True, context=call.context, **breakpoints):
+            if ns and mode == "tasks":  # a subgraph node starts or ends
+                await _inner_task(call, ns, chunk, inner, where)
+            if ns and not subgraphs:
+                continue
             if mode == "messages":  # a token (or a node's whole message), live to the API
                 if tokens is not None:
                     await tokens.add(token_item(chunk[0], chunk[1], namespace=ns))
@@ -473,17 +504,47 @@ def _placed(pipeline: str) -> list[str]:
 
 
 async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
-                      ran: list[str]) -> None:
+                      ran: list[str], inner: dict[str, tuple[str, float, int]]) -> None:
     """Heartbeat three times per heartbeat time-out, naming the nodes in progress.
 
     Runs beside the segment's loop, so a node that runs longer than the time-out (a slow
-    model call, a long computation) is not taken for a dead worker.
+    model call, a long computation) is not taken for a dead worker. A subgraph's node in
+    progress is named by its path (``"clause_extraction/initial_search"``).
     """
     every = max(0.2, call.heartbeat_seconds / 3)
     while True:
         await asyncio.sleep(every)
-        activity.heartbeat({"node": ", ".join(sorted({n for n, _ in started.values()})),
-                            "ran": ran})
+        running = {n for n, _ in started.values()} | {p for p, _, _ in inner.values()}
+        activity.heartbeat({"node": ", ".join(sorted(running)), "ran": ran})
+
+
+def node_path(ns: tuple[str, ...], name: str) -> str:
+    """A subgraph node's path as node by node names it: ``"<parent>/…/<name>"``.
+
+    ``ns`` is LangGraph's namespace of the task's graph (``("clause_extraction:<task id>",)``).
+    """
+    return "/".join([*(part.partition(":")[0] for part in ns), name])
+
+
+async def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, Any],
+                      inner: dict[str, tuple[str, float, int]], where: TaskSteps) -> None:
+    """A subgraph node's ``tasks`` chunk: note its start, or record it once it finished.
+
+    One ``node.completed`` per execution, keyed by the steps and paths of its enclosing
+    tasks and its own (:class:`TaskSteps`), so a subgraph run again after a crash (or
+    again in a later superstep) is recorded once per execution; one duration sample and span.
+    """
+    task_id = str(chunk["id"])
+    if "result" not in chunk and "error" not in chunk:
+        inner[task_id] = (node_path(ns, str(chunk["name"])), time.perf_counter(),
+                          time.time_ns())
+        return
+    path, began, wall = inner.pop(task_id, (node_path(ns, str(chunk["name"])),
+                                            time.perf_counter(), 0))
+    if chunk.get("error") is None and not chunk.get("interrupts"):
+        seconds = time.perf_counter() - began
+        _observe(call, task_id, path, seconds, wall or None)
+        await _node_completed(call, task_id, path, seconds * 1000, where.of(task_id))
 
 
 class _Chunks:
@@ -604,18 +665,29 @@ class TaskSteps(BaseCallbackHandler):
 
     def on_chain_start(self, serialized: Any, inputs: Any, *, metadata: dict[str, Any] | None = None,
                        **kwargs: Any) -> None:
-        """Note the task's step and path (top-level tasks only)."""
+        """Note the task's step and path; a subgraph's task's after its enclosing task's."""
         meta = metadata or {}
         ns = str(meta.get("langgraph_checkpoint_ns") or "")
-        if not ns or "|" in ns or "langgraph_step" not in meta:
+        if not ns or "langgraph_step" not in meta:
             return
-        task_id = ns.rpartition(":")[2]
-        if task_id not in self._where:
-            path = meta.get("langgraph_path") or ()
-            self._where[task_id] = f"{meta['langgraph_step']}:" + "/".join(map(str, path))
+        parts = ns.split("|")
+        task_id = parts[-1].rpartition(":")[2]
+        if task_id in self._where:
+            return
+        path = meta.get("langgraph_path") or ()
+        here = f"{meta['langgraph_step']}:" + "/".join(map(str, path))
+        if len(parts) > 1:  # inside a subgraph: where its enclosing task ran comes first
+            outer = self._where.get(parts[-2].rpartition(":")[2])
+            if outer is None:
+                return
+            here = f"{outer}|{here}"
+        self._where[task_id] = here
 
     def of(self, task_id: str) -> str | None:
-        """``"<step>:<path>"`` of a task seen to start, else None."""
+        """``"<step>:<path>"`` of a task seen to start, else None.
+
+        Inside a subgraph: ``"<its enclosing task's>|<step>:<path>"``.
+        """
         return self._where.get(task_id)
 
 

@@ -8,10 +8,12 @@
     initial_search → validate_clauses ─┬─ retry    → retry_search → validate_clauses …
                                        └─ continue → deduplicate → score_confidence → END
 
-Retry while ``not validation_passed and attempts < max_search_attempts`` (3). Agents do
-I/O or CPU and run as activities (the default); ``signoff`` only calls ``interrupt()`` and
-runs in the workflow. Routers are plain sync functions. Plain LangGraph: nothing here
-imports Temporal; the runtime reads node metadata ``{"overseer": {...}}``.
+Retry while ``not validation_passed and attempts < max_search_attempts`` (3). Routers are
+plain sync functions. Plain LangGraph: nothing here imports Temporal. The graph runs as
+segments (``SegmentRunWorkflow``): from the start to the sign-off's ``interrupt()`` (or the
+end), LangGraph's loop runs in one heartbeating activity on its Postgres checkpointer, the
+subgraph's nodes included, each with its own ``node.completed``; no node carries options
+that would make it leave the segment (docs/performance.md has the measurement).
 """
 
 from __future__ import annotations
@@ -28,38 +30,15 @@ GRAPH_NAME = "due_diligence"
 AGENTS: tuple[str, ...] = ("ingestion", "clause_extraction", "risk_scoring", "summary", "checklist")
 """The five agents in their fixed order (progress "n of 5")."""
 
-_IN_WORKFLOW = {"overseer": {"run_in": "workflow"}}
-CLAUSE_HEARTBEAT_SECONDS = 20.0
-"""Heartbeat time-out of the clause-extraction nodes: a worker killed mid-search is noticed
-after this long and the node retried on another worker (not after the 300 s time-out)."""
-
-
-def _activity(summary: str, *, timeout_seconds: float = 300.0,
-              heartbeat_seconds: float | None = None) -> dict[str, Any]:
-    options: dict[str, Any] = {"summary": summary, "timeout_seconds": timeout_seconds}
-    if heartbeat_seconds:
-        options["heartbeat_seconds"] = heartbeat_seconds
-    return {"overseer": options}
-
 
 def build_clause_extraction_graph() -> StateGraph[Any]:
     """Build (not compile) the clause-extraction subgraph over ``ClauseSearchState``."""
     graph = StateGraph(nodes.ClauseSearchState)
-    graph.add_node("initial_search", nodes.initial_search,
-                   metadata=_activity("clause search 1 (BM25 + patterns)",
-                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
-    graph.add_node("validate_clauses", nodes.validate_clauses,
-                   metadata=_activity("validate clause candidates",
-                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
-    graph.add_node("retry_search", nodes.retry_search,
-                   metadata=_activity("wider clause search",
-                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
-    graph.add_node("deduplicate", nodes.deduplicate,
-                   metadata=_activity("merge near-duplicates",
-                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
-    graph.add_node("score_confidence", nodes.score_confidence,
-                   metadata=_activity("attributes and confidence",
-                                      heartbeat_seconds=CLAUSE_HEARTBEAT_SECONDS))
+    graph.add_node("initial_search", nodes.initial_search)
+    graph.add_node("validate_clauses", nodes.validate_clauses)
+    graph.add_node("retry_search", nodes.retry_search)
+    graph.add_node("deduplicate", nodes.deduplicate)
+    graph.add_node("score_confidence", nodes.score_confidence)
     graph.add_edge(START, "initial_search")
     graph.add_edge("initial_search", "validate_clauses")
     graph.add_conditional_edges("validate_clauses", nodes.route_after_validation,
@@ -78,15 +57,12 @@ def build_due_diligence_graph() -> StateGraph[Any]:
         the compiled :func:`build_clause_extraction_graph`.
     """
     graph = StateGraph(DueDiligenceState)
-    graph.add_node("ingestion", nodes.ingestion,
-                   metadata=_activity("read the agreement (text layer / OCR)",
-                                      timeout_seconds=900.0, heartbeat_seconds=30.0))
-    graph.add_node("clause_extraction", build_clause_extraction_graph().compile(),
-                   metadata=_activity("clause extraction subgraph"))
-    graph.add_node("risk_scoring", nodes.risk_scoring, metadata=_activity("risk rules"))
-    graph.add_node("summary", nodes.summary, metadata=_activity("extractive summary"))
-    graph.add_node("checklist", nodes.checklist, metadata=_activity("checklist"))
-    graph.add_node("signoff", signoff, metadata=_IN_WORKFLOW)
+    graph.add_node("ingestion", nodes.ingestion)
+    graph.add_node("clause_extraction", build_clause_extraction_graph().compile())
+    graph.add_node("risk_scoring", nodes.risk_scoring)
+    graph.add_node("summary", nodes.summary)
+    graph.add_node("checklist", nodes.checklist)
+    graph.add_node("signoff", signoff)
     graph.add_edge(START, "ingestion")
     for earlier, later in zip(AGENTS, AGENTS[1:], strict=False):
         graph.add_edge(earlier, later)

@@ -2,9 +2,11 @@
 
 The approach of ``tests/e2e/test_crash_recovery.py``: the real API and worker run as child
 processes (``stack``); the test watches the run's event log and the workflow's pending
-activities until a clause-extraction node has been picked up by the worker, kills that
-worker with SIGKILL, starts a fresh one and waits for the run to finish. It then compares
-the run with an uninterrupted run of the same agreement on the same stack.
+activities until the run's segment is inside clause extraction, kills that worker with
+SIGKILL, starts a fresh one and waits for the run to finish. The segment runs again on the
+new worker from LangGraph's last checkpoint (the subgraph's own included), so the clause
+nodes that had finished do not run again and the rest finish on the second attempt. It then
+compares the run with an uninterrupted run of the same agreement on the same stack.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ async def test_worker_killed_during_clause_extraction_loses_and_doubles_nothing(
         done = _completed_nodes(_events(sub, run_id))
         desc = await handle.describe()
         started = [a for a in desc.raw_description.pending_activities
-                   if a.activity_type.name == "run_node"
+                   if a.activity_type.name == "run_segment"
                    and a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED]
         if "ingestion" in done and "clause_extraction" not in done and started:
             # The node running now is the first clause node not yet completed, in graph order.

@@ -138,11 +138,12 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
                                                                       fake_model) -> None:
     """The runtime's generic LLM budget gate covers the clause agent: no budget of its own.
 
-    The agent calls the model through LangChain inside a node activity, so the node's
-    :class:`activities.graph_nodes.UsageMeter` counts its tokens and
-    :class:`workflows.graph_run.GraphRunWorkflow` stops before the next node once the
-    request's ``metadata.llm_budget_tokens`` is passed. Each scripted reply reports 360
-    tokens; ``initial_search`` makes two calls (720 > 100).
+    The agent calls the model through LangChain inside the run's segment, whose
+    :class:`activities.graph_nodes.UsageMeter` counts its tokens; once the request's
+    ``metadata.llm_budget_tokens`` is passed, :class:`activities.segments.BudgetGuard`
+    refuses the next chat-model call (``initial_search``'s second: the agent catches it and
+    goes on with its rules) and stops the run before the next node starts. Each scripted
+    reply reports 360 tokens (360 > 100).
     """
     from workflows.approval import DecisionInput
     from workflows.graph_run import GraphRunWorkflow
@@ -166,7 +167,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
         payload = approval["payload"]
         assert payload["kind"] == "llm_budget"
         assert payload["node"] == "clause_extraction/validate_clauses"  # after the agent's step
-        assert payload["budget"]["spent_tokens"] == 720 and payload["budget"]["calls"] == 2
+        assert payload["budget"]["spent_tokens"] == 360 and payload["budget"]["calls"] == 1
         assert payload["budget"]["budget_tokens"] == 100
         done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="ops", note="over budget"))

@@ -1,6 +1,7 @@
-"""Record (OVERSEER_RECORD_HISTORIES=1) and replay histories of GraphRunWorkflow on a project
-pipeline: due diligence with a sign-off, started through the run service. The recorded file
-is replayed by tests/workflows/test_replay.py with every other history."""
+"""Record (OVERSEER_RECORD_HISTORIES=1) and replay a history of a project pipeline: due
+diligence with a sign-off (as segments, ``SegmentRunWorkflow``), started through the run
+service. The recorded file is replayed by tests/workflows/test_replay.py with every other
+history."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ async def test_due_diligence_with_sign_off_replays(dev_server, db, task_queue):
         result = await handle.result()
     assert result["status"] == "completed"
     history = await handle.fetch_history()
+    assert history.events[0].workflow_execution_started_event_attributes.workflow_type.name \
+        == "SegmentRunWorkflow"
     await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
     if os.environ.get("OVERSEER_RECORD_HISTORIES"):
-        (HISTORIES / "graph_run_due_diligence_signoff.json").write_text(history.to_json())
+        (HISTORIES / "segment_run_due_diligence_signoff.json").write_text(history.to_json())

@@ -17,6 +17,7 @@ import pytest
 from langgraph._internal._runnable import RunnableCallable
 from temporalio.client import WorkflowFailureError
 
+from activities import segments
 from activities.due_diligence.graph import build_due_diligence_graph
 from activities.due_diligence.pipeline import PIPELINE
 from overseer.pipelines import Registry, set_registry
@@ -50,9 +51,11 @@ def broken_registry() -> Iterator[None]:
     set_registry(Registry({"due_diligence": dataclasses.replace(
         PIPELINE, graph=graph_with_a_broken_risk_agent)}))
     graph_run._compiled.clear()
+    segments._compiled.clear()  # the pipeline runs as segments: their compiled graphs too
     yield
     set_registry(None)
     graph_run._compiled.clear()
+    segments._compiled.clear()
 
 
 async def node_names(pool: Any, run_id: str) -> list[str]:
