@@ -540,7 +540,39 @@ async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResul
     return res
 
 
+THEMATIC_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "thematic_analysis" / "reviews.csv"
+"""The README's thematic_analysis example upload (brewbox reviews, CSV)."""
+THEMATIC_WINDOW = {"account_id": "brewbox", "start_date": "2024-01-01", "end_date": "2024-12-31"}
+"""The README's window for it."""
+
+
+async def thematic_example(h: Harness, cfg: BenchConfig) -> ScenarioResult:
+    """Seconds from submission to the result for thematic_analysis's README example.
+
+    Seed 002's graph (load, a coder per identity in parallel, code aggregator, reviewer, a
+    theme coder per identity, theme aggregator, finish) on the stack's worker, offline
+    rules, no codebook review; submitted as the API does (upload stored, ``run.submitted``,
+    workflow), timed until the workflow's result, with the stack's CPU per run. What chose
+    the pipeline's runtime (segments or node by node, docs/performance.md).
+    """
+    from overseer.runs import Upload, submit_run
+
+    res = ScenarioResult("thematic_example", "s submit → result", higher_is_better=False)
+    data = THEMATIC_EXAMPLE.read_bytes()
+    for i in range(cfg.repeats):
+        load, cpu_before, started = load_average(), h.cpu_seconds(), time.monotonic()
+        run = await submit_run(h.pool, h.client, h.settings, pipeline_name="thematic_analysis",
+                               subject="bench", metadata={**THEMATIC_WINDOW, "trial": i},
+                               upload=Upload(data, f"reviews-{i}.csv", "text/csv"))
+        out = await h.client.get_workflow_handle(f"thematic_analysis-{run.run_id}").result()
+        res.overseer.append(Trial(round(time.monotonic() - started, 3), load, {
+            "status": out.get("status") if isinstance(out, dict) else out.status,
+            "outcome": out.get("outcome") if isinstance(out, dict) else out.outcome,
+            "cpu_ms": cpu_per_run_ms(cpu_before, h.cpu_seconds(), 1)}))
+    return res
+
+
 __all__ = ["BenchConfig", "api_post", "api_post_no_worker", "due_diligence_agreement",
            "parked_approvals", "pipeline_latency", "resume_tailoring_review",
            "recovery", "scaling", "scanned_throughput", "temporal_floor", "text_throughput",
-           "wait_worker_polling"]
+           "thematic_example", "wait_worker_polling"]
