@@ -535,7 +535,8 @@ class _OpenMessage:
     role: str
     text_index: int | None = None
     text: str = ""
-    tools: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    tools: dict[Any, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    """Tool-call chunks by their own index (or id): (block index, the chunk so far)."""
     usage: dict[str, int] = field(default_factory=dict)
     blocks: int = 0
 
@@ -693,19 +694,20 @@ class RunTranslator:
             if not isinstance(piece, dict):
                 continue
             slot = piece.get("index") if piece.get("index") is not None else piece.get("id")
-            block = current.tools.get(slot)
-            if block is None:
-                block = current.tools[slot] = {"type": "tool_call_chunk", "id": piece.get("id"),
-                                               "name": piece.get("name"), "args": "",
-                                               "index": current.next_index()}
-                out.append(("messages", {"event": "content-block-start", "index": block["index"],
+            if slot not in current.tools:
+                current.tools[slot] = (current.next_index(), {
+                    "type": "tool_call_chunk", "id": piece.get("id"), "name": piece.get("name"),
+                    "args": "", "index": piece.get("index")})
+                at, block = current.tools[slot]
+                out.append(("messages", {"event": "content-block-start", "index": at,
                                          "content": dict(block)}, namespace, node))
+            at, block = current.tools[slot]
             for k in ("id", "name"):
                 if piece.get(k) is not None:
                     block[k] = piece[k]
             if piece.get("args"):
                 block["args"] += str(piece["args"])
-                out.append(("messages", {"event": "content-block-delta", "index": block["index"],
+                out.append(("messages", {"event": "content-block-delta", "index": at,
                                          "delta": {"type": "block-delta", "fields": dict(block)}},
                             namespace, node))
         for k, v in (message.get("usage_metadata") or {}).items():
@@ -728,7 +730,7 @@ class RunTranslator:
         finished: list[tuple[int, dict[str, Any]]] = []
         if current.text_index is not None:
             finished.append((current.text_index, {"type": "text", "text": current.text}))
-        for block in current.tools.values():
+        for at, block in current.tools.values():
             try:
                 args = json.loads(block["args"]) if block["args"] else {}
                 final = {"type": "tool_call", "id": block["id"], "name": block["name"],
@@ -736,7 +738,7 @@ class RunTranslator:
             except ValueError:
                 final = {"type": "invalid_tool_call", "id": block["id"], "name": block["name"],
                          "args": block["args"], "error": "the arguments are not JSON"}
-            finished.append((block["index"], final))
+            finished.append((at, final))
         out: list[tuple[str, Any, tuple[str, ...], str | None]] = [
             ("messages", {"event": "content-block-finish", "index": index, "content": content},
              namespace, node) for index, content in sorted(finished, key=lambda f: f[0])]
