@@ -193,6 +193,8 @@ class ApprovalGate:
         self._claim: dict[str, Any] | None = None
         self._group: str | None = None
         self._approval_key = ""
+        self._handing_over = False
+        """The run continues as new: a ``decide`` waiting for the next state answers now."""
 
     # -- to implement ------------------------------------------------------------------------
 
@@ -215,12 +217,16 @@ class ApprovalGate:
 
     @workflow.update
     async def decide(self, decision: DecisionInput) -> DecisionResult:
-        """Apply a decision; answers once the run has reached its next state."""
+        """Apply a decision; answers once the run has reached its next state.
+
+        Or with ``running``, when the run continues as new before it got there (the new
+        run reaches it).
+        """
         async with self._lock:
             self._accept(decision)
             seq = self._approval_seq
         await workflow.wait_condition(
-            lambda: self._status in TERMINAL_STATUSES
+            lambda: self._status in TERMINAL_STATUSES or self._handing_over
             or (self._approval is not None and self._approval_seq != seq)
         )
         return DecisionResult(run_id=self._run_id, status=self._status, outcome=self._outcome)

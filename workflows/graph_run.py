@@ -689,15 +689,28 @@ class GraphRunWorkflow(ApprovalGate):
         carry = {
             "checkpoint": encode({"checkpoint": latest.checkpoint, "metadata": latest.metadata,
                                   "writes": [list(w) for w in latest.pending_writes or []]}),
-            "counters": {"uuid_last": self._uuid_last, "progress_seq": self._progress_seq,
-                         "published": self._published, "marks": self._marks,
-                         "spent": self._spent, "budget": self._budget,
-                         "budget_stops": self._budget_stops,
-                         "last_decision": self._last_decision,
-                         "approval_seq": self._approval_seq}}
+            "counters": self._counters()}
         workflow.logger.info("continuing as new", extra={"run_id": self._inp.run_id,
                                                          "nodes": self._executed})
+        await self._hand_over(carry)
+
+    def _counters(self) -> dict[str, Any]:
+        """The run's counters a continued run goes on with (spend, budget, stream, gate)."""
+        return {"uuid_last": self._uuid_last, "progress_seq": self._progress_seq,
+                "published": self._published, "marks": self._marks,
+                "spent": self._spent, "budget": self._budget,
+                "budget_stops": self._budget_stops,
+                "last_decision": self._last_decision,
+                "approval_seq": self._approval_seq}
+
+    async def _hand_over(self, carry: dict[str, Any]) -> NoReturn:
+        """Continue as new with ``carry`` and the newest items of the run's event stream.
+
+        Waits for the handlers in flight and the webhooks first.
+        """
+        assert self._inp is not None
         self.stream.detach_pollers()
+        self._handing_over = True  # a decide waiting for the next state answers "running"
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._webhooks_sent()
         # The stream goes along, its newest items only (values chunks hold whole states; the
@@ -711,14 +724,7 @@ class GraphRunWorkflow(ApprovalGate):
 
     def _restore(self, app: Any, carry: dict[str, Any]) -> None:
         """Load a carried checkpoint into this run's saver and its counters into this run."""
-        counters = carry["counters"]
-        self._uuid_last = int(counters["uuid_last"])
-        self._progress_seq = int(counters["progress_seq"])
-        self._published, self._marks = int(counters["published"]), list(counters["marks"])
-        self._spent, self._budget = dict(counters["spent"]), dict(counters["budget"])
-        self._budget_stops = int(counters["budget_stops"])
-        self._last_decision = counters.get("last_decision")
-        self._approval_seq = int(counters.get("approval_seq") or 0)
+        self._restore_counters(carry["counters"])
         saved = decode(carry["checkpoint"])
         checkpoint = saved["checkpoint"]
         base = {"configurable": {"thread_id": self._thread_id(), "checkpoint_ns": ""}}
@@ -729,6 +735,16 @@ class GraphRunWorkflow(ApprovalGate):
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             app.checkpointer.put_writes(at, writes, task_id)
+
+    def _restore_counters(self, counters: dict[str, Any]) -> None:
+        """Go on with a continued run's counters (:meth:`_counters`)."""
+        self._uuid_last = int(counters["uuid_last"])
+        self._progress_seq = int(counters["progress_seq"])
+        self._published, self._marks = int(counters["published"]), list(counters["marks"])
+        self._spent, self._budget = dict(counters["spent"]), dict(counters["budget"])
+        self._budget_stops = int(counters["budget_stops"])
+        self._last_decision = counters.get("last_decision")
+        self._approval_seq = int(counters.get("approval_seq") or 0)
 
     def _thread_id(self) -> str:
         assert self._inp is not None

@@ -14,9 +14,12 @@ and attempts, between segments), cancellation and the run's events.
 
 It reuses ``GraphRunWorkflow``'s gate, handlers, durable stream and event plumbing (it
 subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks
-and state are published per segment from what the activity returns. Not yet on this path
-(docs/your-graph.md, "Runs as segments"): ``run_in: workflow | local_activity`` (such a
-node runs inside the segment), splits, continue-as-new.
+and state are published per segment from what the activity returns. Between two segments
+the run continues as new when Temporal suggests it (its history is large): the graph's
+state is in LangGraph's checkpointer, so only the run's counters, the segment that just
+ended and the stream's newest items go along. Not yet on this path (docs/your-graph.md,
+"Runs as segments"): ``run_in: workflow | local_activity`` (such a node runs inside the
+segment), splits.
 """
 
 from __future__ import annotations
@@ -78,8 +81,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._spec = get_registry().get(inp.pipeline)
         self._budget = {"usd": inp.options.get("llm_budget_usd"),
                         "tokens": inp.options.get("llm_budget_tokens")}
-        self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
-                                   "workflow_id": workflow.info().workflow_id})
+        self._segments_run = 0
+        if inp.carry is None:
+            self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
+                                       "workflow_id": workflow.info().workflow_id})
         if workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":
             self._status = "running"  # the starter set the search attributes: no upsert
         else:
@@ -100,9 +105,19 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            interrupt_after=inp.options.get("interrupt_after"),
                            subgraphs=bool(inp.options.get("stream_subgraphs")))
         try:
-            result = await self._segment(call, "start")
-            rounds = 0
+            if inp.carry is not None:  # a continued run: on from where the last one stopped
+                self._restore_counters(inp.carry["counters"])
+                call = SegmentCall(**inp.carry["call"])
+                result = SegmentResult(**inp.carry["result"])
+                rounds = int(inp.carry["rounds"])
+                if result.snapshot is not None:
+                    self._snapshot = result.snapshot
+            else:
+                result = await self._segment(call, "start")
+                rounds = 0
             while result.status != "done":
+                if self._continue_as_new_due():
+                    await self._continue_segments_as_new(call, result, rounds)
                 if result.status == "budget":  # stopped before a chat-model call past the budget
                     await self._within_budget(result.stopped_at or "a node")
                     call.go_on, call.leg = True, call.leg + 1
@@ -152,6 +167,31 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
                               result=spec_result, final_event=self._final)
 
+    def _continue_as_new_due(self) -> bool:
+        """Temporal suggests it (the history is large), or the run's options say so.
+
+        Checked between segments; ``continue_as_new_after_segments`` (tests and tuning)
+        continues after that many segments of this workflow run.
+        """
+        assert self._inp is not None
+        limit = int(self._inp.options.get("continue_as_new_after_segments") or 0)
+        return workflow.info().is_continue_as_new_suggested() or \
+            (limit > 0 and self._segments_run >= limit)
+
+    async def _continue_segments_as_new(self, call: SegmentCall, result: SegmentResult,
+                                        rounds: int) -> None:
+        """Continue as new between two segments: the graph's state is in LangGraph's checkpointer.
+
+        What goes along is the run's counters, the segment that just ended (so the new run
+        asks its interrupts or goes on as this one would have), the next segment's call and
+        the newest items of the event stream; nothing of the graph itself.
+        """
+        assert self._inp is not None
+        workflow.logger.info("continuing as new", extra={"run_id": self._inp.run_id,
+                                                         "segments": self._segments_run})
+        await self._hand_over({"counters": self._counters(), "call": dataclasses.asdict(call),
+                               "result": dataclasses.asdict(result), "rounds": rounds})
+
     def events_locally(self) -> bool:
         """Always through a local activity.
 
@@ -190,6 +230,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
         call.stream_base = self._published  # its tokens come before its items (token_stream)
         result = await self._run_segment(call, label, opts)
+        self._segments_run += 1
         self._count_usage(result.usage)
         for item in result.stream:
             self._publish(item["event"], item["data"])

@@ -125,6 +125,46 @@ async def test_interrupts_are_approvals_and_the_resume_reaches_interrupt(dev_ser
         "Done: refund of 40 for order 7 approved"
 
 
+async def test_a_run_continues_as_new_between_segments_and_ends_as_it_would_have(
+        dev_server, db, task_queue):
+    """Forced after every segment: two interrupts, three workflow runs, one run's result."""
+    from temporalio.api.enums.v1 import EventType
+
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, started = await start(dev_server.client, db, task_queue, "seg_approvals",
+                                      {"topic": "launch"},
+                                      options={"continue_as_new_after_segments": 1})
+        handle = dev_server.client.get_workflow_handle(started.id)  # the latest run
+        first = await pending_approval(handle)
+        assert first["payload"]["question"] == "publish?"
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="approve", note="go", decided_by="rev"))
+        second = await pending_approval(handle)
+        assert second["payload"]["question"] == "really?"
+        assert second["payload"]["first"] == "approve"
+        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            decision="reject", decided_by="rev"))
+        result = await handle.result()
+        chain, run = [], started.result_run_id
+        while run:  # each continued run's history, from the first
+            history = await dev_server.client.get_workflow_handle(
+                started.id, run_id=run).fetch_history()
+            last = history.events[-1]
+            chain.append(last.event_type)
+            run = (last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                   if last.event_type
+                   == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW else None)
+    assert chain == [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW] * 2 + [
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED]
+    assert result["output"]["summary"] == "approve then reject"
+    assert result["outcome"] == "rejected"
+    events = await fetch_events(db, run_id)
+    kinds = Counter(e["type"] for e in events)
+    assert kinds["approval.requested"] == 2 and kinds["approval.decided"] == 2
+    assert kinds["run.completed"] + kinds["run.rejected"] == 1, kinds
+    assert len({e["event_id"] for e in events}) == len(events)
+
+
 async def test_a_retried_segment_resumes_from_its_last_checkpoint(dev_server, db, task_queue):
     count_me = get_registry().builder("seg_retry").nodes["count_me"].runnable.func
     executions = count_me.__globals__["EXECUTIONS"]  # the module the registry loaded
