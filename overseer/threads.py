@@ -484,6 +484,26 @@ def state_view(row: asyncpg.Record) -> dict[str, Any]:
                                   if cp.get("parent_checkpoint_id") else None)}
 
 
+async def current_state(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        settings: Settings | None = None) -> dict[str, Any]:
+    """The thread's ``ThreadState`` now; during a segments run, its latest checkpoint.
+
+    As the Agent Server reads it: the checkpoint LangGraph wrote last (``next`` names the
+    nodes running), so a UI that reloads mid-run sees the run going on; before the run's
+    first checkpoint, the state before it with ``next: ["__start__"]`` (LangGraph's first
+    checkpoint of a run names the same). Otherwise (idle, paused on an interrupt, node by
+    node) the thread's own state (:func:`state_view`).
+    """
+    row = await sync_thread(pool, temporal, thread_id, settings)
+    if row["status"] == "busy" and row["graph_id"] is not None and on_segments(row["graph_id"]):
+        app = await segments_app(row["graph_id"])
+        state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"])}})
+        if state.config and state.next:
+            return checkpoint_view(str(row["thread_id"]), state)
+        return {**state_view(row), "next": ["__start__"]}
+    return state_view(row)
+
+
 def checkpoint_view(thread_id: str, state: Any) -> dict[str, Any]:
     """A LangGraph ``StateSnapshot`` as the SDK reads a ``ThreadState``."""
     from activities.segments import snapshot_of

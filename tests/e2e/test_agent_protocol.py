@@ -455,13 +455,9 @@ def test_a_streamed_tool_call_becomes_block_deltas_then_a_tool_call():
     assert all(e["event_id"].startswith(f"{run_id}:") for e in events)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GET /threads/{id}/state reports next: [] while a run is in progress (the thread's "
-    "checkpoint is the one saved before the run), so useStream takes a thread reloaded "
-    "mid-run for idle and connects only at its next submit; the fix belongs in "
-    "overseer/threads.py (state_view / sync_thread)"))
 async def test_state_reports_a_non_empty_next_while_a_run_is_in_progress(
         stack: Stack, http: httpx.AsyncClient):
+    """A page reloaded mid-run must see the run going on (useStream reconnects only then)."""
     thread_id = str(uuid.uuid4())
     headers = _key(stack, "admin")
     await _command(http, thread_id, _start(thread_id, 1, "slow_plain", {"topic": "3"}), headers)
@@ -470,7 +466,13 @@ async def test_state_reports_a_non_empty_next_while_a_run_is_in_progress(
             break
         await asyncio.sleep(0.1)
     state = (await http.get(f"/threads/{thread_id}/state", headers=headers)).json()
-    assert state["next"] != []
+    assert state["next"] != [] and state["checkpoint"]["checkpoint_id"]
+    for _ in range(200):  # and once the run has ended, nothing is next
+        if (await http.get(f"/threads/{thread_id}", headers=headers)).json()["status"] == "idle":
+            break
+        await asyncio.sleep(0.1)
+    done = (await http.get(f"/threads/{thread_id}/state", headers=headers)).json()
+    assert done["next"] == [] and done["values"]
 
 
 def run_hook(stack: Stack) -> dict[str, Any]:

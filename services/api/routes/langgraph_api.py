@@ -318,8 +318,11 @@ async def delete_thread(thread_id: str, principal: ThreadDeleter, pool: PoolDep,
 @router.get("/threads/{thread_id}/state")
 async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep,
                      temporal: TemporalDep) -> dict[str, Any]:
-    """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint."""
-    return threads.state_view(await threads.sync_thread(pool, temporal, thread_id))
+    """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint.
+
+    While a run is in progress, its latest checkpoint (:func:`overseer.threads.current_state`).
+    """
+    return await threads.current_state(pool, temporal, thread_id)
 
 
 @router.post("/threads/{thread_id}/state")
@@ -346,7 +349,7 @@ async def read_state_at_checkpoint(thread_id: str, principal: ThreadReader, pool
     checkpoint = (body or {}).get("checkpoint") or {}
     checkpoint_id = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
     if not checkpoint_id:
-        return threads.state_view(await threads.sync_thread(pool, temporal, thread_id, settings))
+        return await threads.current_state(pool, temporal, thread_id, settings)
     return await read_state_at(thread_id, str(checkpoint_id), principal, pool)
 
 
