@@ -28,7 +28,6 @@ runs alike) for pipelines declared with
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,14 +56,12 @@ from overseer.graph_codec import (
     to_jsonable,
 )
 from overseer.store.events import NODE_COMPLETED, NewEvent
-from overseer.token_stream import TokenWriter, custom_item, token_item
+from overseer.token_stream import TokenWriter, chunk_item, custom_item, token_item
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
 EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug")
 """LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
-STREAM_BUDGET_BYTES = 512 * 1024
-"""Past this many bytes of chunks, intermediate ``values`` are dropped (a result is one payload)."""
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
 
@@ -163,9 +160,8 @@ class SegmentResult:
             interrupted (the checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
-        stream: with ``SegmentCall.stream``: ``[{"event": mode, "data": chunk}]`` in order;
-            past :data:`STREAM_BUDGET_BYTES` only the ``updates`` chunks and the last
-            ``values`` are kept.
+        stream: ``[{"event": mode, "data": chunk}]`` for the workflow to publish; empty
+            since a streamed segment writes its chunks live (:mod:`overseer.token_stream`).
         snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
             ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
             ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
@@ -343,7 +339,6 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
     ran: list[str] = []
-    chunks = _Chunks()
     asked = [m for m in call.modes if m in EXTRA_STREAM_MODES] if call.stream else []
     live = call.stream and "messages" in call.modes  # the run asked for messages: tokens
     modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks"),
@@ -378,11 +373,11 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                     await tokens.add(custom_item(chunk, ns))
                 continue
             if ns:  # a subgraph's chunk: the client's, named by its namespace
-                if mode != "tasks" or "tasks" in asked:
-                    await chunks.add(f"{mode}|{'|'.join(ns)}", chunk)
+                if tokens is not None and (mode != "tasks" or "tasks" in asked):
+                    await _live_chunk(tokens, f"{mode}|{'|'.join(ns)}", chunk)
                 continue
-            if mode != "tasks" or "tasks" in asked:
-                await chunks.add(mode, chunk)
+            if tokens is not None and (mode != "tasks" or "tasks" in asked):
+                await _live_chunk(tokens, mode, chunk)
             if mode != "tasks":
                 continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
@@ -426,7 +421,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         snapshot = snapshot_of(state)
         if values != snapshot["values"]:  # a value was claim-checked: the state refers to it
             snapshot.update(values=values, encoded=encode(values))
-        extra = {"stream": chunks.items, "snapshot": snapshot}
+        extra = {"snapshot": snapshot}
     extra["usage"] = {"cost_usd": meter.cost_usd, "input_tokens": meter.input_tokens,
                       "output_tokens": meter.output_tokens, "calls": meter.calls}
     if stopped is not None:
@@ -547,25 +542,20 @@ async def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, A
         await _node_completed(call, task_id, path, seconds * 1000, where.of(task_id))
 
 
-class _Chunks:
-    """A segment's stream chunks as ``GraphRunWorkflow._drive`` publishes them, within a budget."""
+async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:
+    """One of LangGraph's chunks, live to the run's readers as the loop makes it.
 
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-        self._size = 0
-
-    async def add(self, mode: str, chunk: Any) -> None:
-        if isinstance(chunk, dict) and "__interrupt__" in chunk and mode in ("updates", "values"):
-            return  # the pause is the workflow's one interrupt item: updates, then values
-        if mode == "updates" and isinstance(chunk, dict):  # {node: update}
-            data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
-        else:
-            data = await claim_checked(chunk)
-        self._size += len(json.dumps(data, default=str))
-        if self._size > STREAM_BUDGET_BYTES:  # keep updates and tasks; drop snapshots
-            self.items = [i for i in self.items if i["event"].split("|")[0]
-                          not in ("values", "checkpoints", "debug")]
-        self.items.append({"event": mode, "data": data})
+    Claim-checked like the thread's state; a chunk holding the pause (``__interrupt__``)
+    is left to the workflow's one ``interrupt`` item (the API gives ``updates``, then
+    ``values``, as LangGraph streams a pause).
+    """
+    if isinstance(chunk, dict) and "__interrupt__" in chunk and mode in ("updates", "values"):
+        return
+    if mode == "updates" and isinstance(chunk, dict):  # {node: update}
+        data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
+    else:
+        data = await claim_checked(chunk)
+    await tokens.add(chunk_item(mode, data))
 
 
 async def claim_checked(values: Any) -> Any:

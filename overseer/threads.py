@@ -1715,7 +1715,7 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    if (live and deriver.messages) or ("custom" in modes and on_segments(run["graph_id"])):
+    if on_segments(run["graph_id"]):  # its chunks, tokens and custom writes come as rows
         entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)
     async for entry in entries:
         if entry[0] == "fail":
@@ -1723,7 +1723,7 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
             return
         if entry[0] == "token":
             _, seq, base, data = entry
-            out = deriver.token(data)
+            out = deriver.token(data, base)
             if base < first:
                 continue
             for name, payload in out:
@@ -1899,17 +1899,23 @@ class StreamDeriver:
             out.append(("end", None))
         return out
 
-    def token(self, data: Any) -> list[tuple[str, Any]]:
-        """The events of one live row: a ``messages`` item ``[message, metadata]``, or ``{"custom": …}``.
+    def token(self, data: Any, base: int = 0) -> list[tuple[str, Any]]:
+        """The events of one live row: a token, a custom write or one of LangGraph's chunks.
 
-        A ``custom`` row (a node's ``get_stream_writer()`` write) is a ``custom`` event
-        (``custom|<namespace>`` from a subgraph) when ``custom`` is asked for.
+        Rows are ``[message, metadata]`` (``messages``), ``{"custom": …}`` or
+        ``{"item": mode, "data": …}``. A chunk row (``values``, ``updates`` … as the
+        segment's loop made it; ``base`` is the segment's stream base) is derived as a
+        durable item of that kind would be (:meth:`feed`). A ``custom`` row (a node's
+        ``get_stream_writer()`` write) is a ``custom`` event (``custom|<namespace>`` from a
+        subgraph) when ``custom`` is asked for.
 
         As the Agent Server sends them: ``messages`` ``[message, metadata]`` for
         ``messages-tuple``; for ``messages``, ``messages/metadata`` the first time a message
         id is seen, then ``messages/partial`` with the message so far (chunks of one id
         added up, as a whole message) or ``messages/complete`` for a whole message.
         """
+        if isinstance(data, dict) and "item" in data:  # a chunk of the segment's loop
+            return self.feed(base, str(data["item"]), data.get("data"))
         if isinstance(data, dict) and "custom" in data:  # a node's get_stream_writer() write
             if "custom" not in self.modes:
                 return []

@@ -1,13 +1,15 @@
-"""Live ``messages`` and ``custom`` for Agent Server runs that run as segments (issue 26).
+"""Live streams for Agent Server runs that run as segments (issue 26): tokens, custom writes, state.
 
 A run segment (:func:`activities.segments.run_segment`) runs LangGraph's own loop with its
 ``messages`` stream mode, which gives every chat-model token chunk of every node (and every
-whole message a node returns that was not streamed) with LangGraph's metadata, and its
-``custom`` mode (what nodes write with ``get_stream_writer()``). The segment writes them
-to ``agent_run_tokens`` in small batches (:class:`TokenWriter`) and wakes the API with
-``NOTIFY`` on :data:`CHANNEL`; the API's readers of the run's stream wait on one
-``LISTEN`` connection per process (:class:`TokenListener`) and read the rows in order
-(:func:`read_tokens`). A token never crosses Temporal: it costs one row, not a round trip.
+whole message a node returns that was not streamed) with LangGraph's metadata, its
+``custom`` mode (what nodes write with ``get_stream_writer()``) and every other chunk the
+run asked for (``values``, ``updates``, ``tasks`` …, a subgraph's), all in LangGraph's
+order. The segment writes them to ``agent_run_tokens`` in small batches
+(:class:`TokenWriter`) and wakes the API with ``NOTIFY`` on :data:`CHANNEL`; the API's
+readers of the run's stream wait on one ``LISTEN`` connection per process
+(:class:`TokenListener`) and read the rows in order (:func:`read_tokens`). A token never
+crosses Temporal: it costs one row, not a round trip.
 
 Each row carries the segment's ``stream_base``: how many items the run's durable stream
 (Temporal's) held when the segment started. The segment's own items come after its tokens,
@@ -16,7 +18,8 @@ SSE id sorts it there when a client rejoins with ``Last-Event-ID``.
 
 What a crash does: a retried segment runs the node it died in again, and that node's model
 streams again, so a client sees that message's tokens twice (as on LangGraph's Agent
-Server); a token is never lost, since rows are committed before the segment reports.
+Server), and the chunks of the superstep that ran again (its ``updates``, the ``values``
+after it) twice too; nothing is lost, since rows are committed before the segment reports.
 """
 
 from __future__ import annotations
@@ -83,6 +86,15 @@ def custom_item(chunk: Any, namespace: tuple[str, ...] = ()) -> dict[str, Any]:
     return item
 
 
+def chunk_item(mode: str, data: Any) -> dict[str, Any]:
+    """``{"item": mode, "data": data}``: one of LangGraph's stream chunks, live like a token.
+
+    ``mode`` is ``values``, ``updates``, ``tasks`` … or ``"<mode>|<namespace>"`` from a
+    subgraph; ``data`` is already JSON (claim-checked by the segment).
+    """
+    return {"item": mode, "data": data}
+
+
 class TokenWriter:
     """Buffers one segment's live items (tokens, custom writes) and writes them in order.
 
@@ -144,7 +156,7 @@ class TokenWriter:
             async with self.pool.acquire() as conn, conn.transaction():
                 await conn.executemany(
                     "INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
-                    "VALUES ($1, $2, $3::jsonb)",
+                    "VALUES ($1, $2, $3::json)",
                     [(self.run, self.base, json.dumps(i, default=str)) for i in items])
                 await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(self.run))
             self.written += len(items)
@@ -160,7 +172,8 @@ async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
 
     Returns:
         Records ``(seq, stream_base, data)``; ``data`` is ``[message, metadata]`` (a token,
-        :func:`token_item`) or ``{"custom": chunk}`` (:func:`custom_item`).
+        :func:`token_item`), ``{"custom": chunk}`` (:func:`custom_item`) or
+        ``{"item": mode, "data": chunk}`` (:func:`chunk_item`).
     """
     return list(await pool.fetch(
         "SELECT seq, stream_base, data FROM agent_run_tokens WHERE workflow_run_id = $1 "

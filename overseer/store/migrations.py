@@ -279,6 +279,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # issue 26: a segment's values/updates chunks go live as these rows too; json (not
+        # jsonb) keeps each object's keys in the order LangGraph gave them
+        "agent_run_tokens_json",
+        """
+        ALTER TABLE agent_run_tokens ALTER COLUMN data TYPE json USING data::json;
+        """,
+    ),
 ]
 
 

@@ -177,7 +177,13 @@ async def test_a_message_to_chatty_streams_tokens_then_values_then_completed(
         assert {d["type"] for d in deltas} == {"text-delta"}
         assert "".join(d["text"] for d in deltas) == CHATTY_REPLY
         assert tokens[-2]["params"]["data"]["content"] == {"type": "text", "text": CHATTY_REPLY}
-        assert methods.index("values") > methods.index("messages:message-finish")
+        # as LangGraph streams it: the input state first, the tokens, then the state after
+        # the node (a UI never sees a state without the message it just streamed)
+        values_at = [i for i, m in enumerate(methods) if m == "values"]
+        assert values_at[0] < methods.index("messages:message-start")
+        assert values_at[1] > methods.index("messages:message-finish")
+        first = [e for e in events if e["method"] == "values"][0]["params"]["data"]
+        assert [(m["type"], m["content"]) for m in first["messages"]] == [("human", "hi")]
         state = [e for e in events if e["method"] == "values"][-1]["params"]["data"]
         assert [(m["type"], m["content"]) for m in state["messages"]] == [
             ("human", "hi"), ("ai", CHATTY_REPLY), ("ai", "signed")]

@@ -147,6 +147,11 @@ async def test_tokens_appear_while_the_node_runs(page: Page, page_server: str, s
     assert len(set(texts)) >= 2, seen
     assert all(CHATTY_REPLY.startswith(t) for t in texts), texts
     assert texts[-1] == CHATTY_REPLY, texts
+    # no flicker: a message once shown stays (the states come in LangGraph's order, each
+    # after the tokens of the step it closes)
+    lists = [e["ids"] for e in seen if e["kind"] == "messages"]
+    for earlier, later in zip(lists, lists[1:], strict=False):
+        assert set(earlier) <= set(later), lists
     talk_ended = next(e["at"] for e in seen if e["kind"] == "update" and e["node"] == "talk")
     assert talk_ended - partial[0]["at"] > 1000, seen
     assert seen[signed]["at"] - partial[-1]["at"] > 1000, seen
