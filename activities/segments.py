@@ -56,7 +56,13 @@ from overseer.graph_codec import (
     to_jsonable,
 )
 from overseer.store.events import NODE_COMPLETED, NewEvent
-from overseer.token_stream import TokenWriter, chunk_item, custom_item, token_item
+from overseer.token_stream import (
+    CHUNK_FLUSH_SECONDS,
+    TokenWriter,
+    chunk_item,
+    custom_item,
+    token_item,
+)
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
@@ -555,7 +561,7 @@ async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:
         data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
     else:
         data = await claim_checked(chunk)
-    await tokens.add(chunk_item(mode, data))
+    await tokens.add(chunk_item(mode, data), within=CHUNK_FLUSH_SECONDS)
 
 
 async def claim_checked(values: Any) -> Any:

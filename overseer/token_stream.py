@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -43,6 +44,9 @@ FLUSH_SECONDS = 0.04
 """A segment writes its buffered tokens at least this often while a model streams."""
 FLUSH_ITEMS = 64
 """… or as soon as this many are buffered."""
+CHUNK_FLUSH_SECONDS = 1.0
+"""A segment writes LangGraph's other chunks (``values``, ``updates`` …) at least this often,
+or with the next token, whichever comes first."""
 POLL_SECONDS = 0.5
 """A reader looks again after this long without a notification (a lost ``NOTIFY``, a
 listener that reconnects)."""
@@ -96,7 +100,12 @@ def chunk_item(mode: str, data: Any) -> dict[str, Any]:
 
 
 class TokenWriter:
-    """Buffers one segment's live items (tokens, custom writes) and writes them in order.
+    """Buffers one segment's live items (tokens, custom writes, chunks) and writes them in order.
+
+    A token or a custom write is written within :data:`FLUSH_SECONDS`; one of LangGraph's
+    chunks (``values``, ``updates`` …) within :data:`CHUNK_FLUSH_SECONDS`, or sooner with
+    the next token (the order is always the loop's), so a run nobody watches token by token
+    costs one write per segment or per second, not one per chunk.
 
     Args:
         pool: Overseer's pool.
@@ -108,20 +117,35 @@ class TokenWriter:
         self.pool, self.run, self.base = pool, uuid.UUID(workflow_run_id), stream_base
         self._buffer: list[list[Any] | dict[str, Any]] = []
         self._lock = asyncio.Lock()
-        self._timer: asyncio.Task[None] | None = None
+        self._timers: set[asyncio.Task[None]] = set()
+        self._due: float | None = None
+        self._closing = asyncio.Event()
         self._failed: BaseException | None = None
         self.written = 0
 
-    async def add(self, item: list[Any] | dict[str, Any]) -> None:
-        """Buffer an item (:func:`token_item`, :func:`custom_item`); written within :data:`FLUSH_SECONDS`."""
+    async def add(self, item: list[Any] | dict[str, Any], *,
+                  within: float = FLUSH_SECONDS) -> None:
+        """Buffer an item (:func:`token_item`, :func:`custom_item`, :func:`chunk_item`).
+
+        It is written within ``within`` seconds (with every item buffered before it), or
+        at once when :data:`FLUSH_ITEMS` are buffered.
+        """
         self._buffer.append(item)
         if len(self._buffer) >= FLUSH_ITEMS:
             await self.flush()
-        elif self._timer is None or self._timer.done():
-            self._timer = asyncio.create_task(self._later())
+            return
+        due = time.monotonic() + within
+        if self._due is not None and self._due <= due:
+            return  # a write is due by then anyway
+        self._due = due
+        timer = asyncio.create_task(self._later(within))
+        self._timers.add(timer)
+        timer.add_done_callback(self._timers.discard)
 
-    async def _later(self) -> None:
-        await asyncio.sleep(FLUSH_SECONDS)
+    async def _later(self, delay: float) -> None:
+        """Write after ``delay`` (or as the writer closes); never cancelled mid-write."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), timeout=delay)
         try:
             await self.flush()
         except (asyncpg.PostgresError, OSError) as err:  # raised again by close()
@@ -134,10 +158,9 @@ class TokenWriter:
             asyncpg.PostgresError, OSError: a write failed (the segment fails and Temporal
                 retries it).
         """
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
+        self._closing.set()  # pending writes go now, none is cut off half-way
+        if self._timers:
+            await asyncio.gather(*self._timers)
         await self.flush()
         if self._failed is not None:
             raise self._failed
@@ -150,7 +173,7 @@ class TokenWriter:
                 and Temporal retries it).
         """
         async with self._lock:
-            items, self._buffer = self._buffer, []
+            items, self._buffer, self._due = self._buffer, [], None
             if not items:
                 return
             async with self.pool.acquire() as conn, conn.transaction():

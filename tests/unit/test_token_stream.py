@@ -111,3 +111,35 @@ def test_a_custom_row_is_a_custom_event_only_when_asked():
     assert StreamDeriver(RUN, ["values", "messages-tuple"]).token(row) == []  # type: ignore[arg-type]
     nested = token_stream.custom_item({"step": 2}, ("sub:1",))
     assert StreamDeriver(RUN, ["custom"]).token(nested) == [("custom|sub:1", {"step": 2})]  # type: ignore[arg-type]
+
+
+async def test_chunks_wait_for_the_next_token_and_keep_the_loops_order(pool: asyncpg.Pool):
+    """A state chunk alone is not written at once; the next token takes it along, in order."""
+    run = str(uuid.uuid4())
+    writer = token_stream.TokenWriter(pool, run, stream_base=1)
+    await writer.add(token_stream.chunk_item("values", {"n": 1}),
+                     within=token_stream.CHUNK_FLUSH_SECONDS)
+    await asyncio.sleep(3 * token_stream.FLUSH_SECONDS)
+    assert await token_stream.read_tokens(pool, run, 0, max_base=1) == []  # not yet
+    await writer.add(_chunk("tok"))
+    await asyncio.sleep(3 * token_stream.FLUSH_SECONDS)
+    rows = [_json(r["data"]) for r in await token_stream.read_tokens(pool, run, 0, max_base=1)]
+    assert rows[0] == {"item": "values", "data": {"n": 1}} and rows[1][0]["content"] == "tok"
+    await writer.close()
+    assert writer.written == 2
+
+
+async def test_closing_while_a_write_is_under_way_loses_nothing(pool: asyncpg.Pool):
+    run = str(uuid.uuid4())
+    writer = token_stream.TokenWriter(pool, run, stream_base=1)
+    for i in range(5):
+        await writer.add(_chunk(f"t{i}"))
+        await asyncio.sleep(token_stream.FLUSH_SECONDS * (0.6 + 0.2 * i))  # timers fire now and then
+    await writer.add(token_stream.chunk_item("updates", {"sign": {"m": 1}}),
+                     within=token_stream.CHUNK_FLUSH_SECONDS)
+    await writer.close()  # whatever timer is writing finishes its write first
+    rows = [_json(r["data"]) for r in await token_stream.read_tokens(pool, run, 0, max_base=1)]
+    assert [r[0]["content"] for r in rows[:5]] == [f"t{i}" for i in range(5)]
+    assert rows[5] == {"item": "updates", "data": {"sign": {"m": 1}}} and len(rows) == 6
+    assert StreamDeriver(RUN, ["updates"]).token(rows[5], 1) == [  # type: ignore[arg-type]
+        ("updates", {"sign": {"m": 1}})]
