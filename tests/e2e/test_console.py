@@ -18,16 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from tests import corpus
+from tests.e2e.browser import CHROMIUM, chromium, strict_page
 from tests.e2e.conftest import EXAMPLES, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 XSS = "<script>alert(1)</script>"
 
@@ -39,31 +37,15 @@ async def browser() -> AsyncIterator[Browser]:
     Playwright's async API, on the session's event loop: its sync API would hold a running
     loop of its own and break the session's async fixtures (Postgres pool, Temporal).
     """
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (make system-deps does it as root)")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        await chromium.close()
+    async with chromium(ARTIFACTS) as launched:
+        yield launched
 
 
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A fresh browser context (no cookies) per test; fails the test on any JS dialog or error."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    p = await context.new_page()
-    problems: list[str] = []
-
-    async def on_dialog(dialog) -> None:  # type: ignore[no-untyped-def]
-        problems.append(f"dialog: {dialog.message}")
-        await dialog.dismiss()
-
-    p.on("dialog", on_dialog)
-    p.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    yield p
-    await context.close()
-    assert not problems, problems
+    async with strict_page(browser, 1400, 1000) as p:
+        yield p
 
 
 async def shot(page: Page, name: str) -> None:

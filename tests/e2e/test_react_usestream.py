@@ -23,15 +23,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
+from tests.e2e.browser import chromium, strict_page
 from tests.e2e.conftest import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 APP = Path(__file__).resolve().parent / "react"
 DIST = APP / "dist"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "react"
@@ -63,31 +61,15 @@ def page_server() -> Iterator[str]:
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
     """Debian's Chromium, headless, launched once for this module (Playwright's async API)."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (make system-deps does it as root)")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        await chromium.close()
+    async with chromium(ARTIFACTS) as launched:
+        yield launched
 
 
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A fresh browser context per test; fails the test on any JS dialog or page error."""
-    context = await browser.new_context(viewport={"width": 900, "height": 700})
-    p = await context.new_page()
-    problems: list[str] = []
-
-    async def on_dialog(dialog) -> None:  # type: ignore[no-untyped-def]
-        problems.append(f"dialog: {dialog.message}")
-        await dialog.dismiss()
-
-    p.on("dialog", on_dialog)
-    p.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    yield p
-    await context.close()
-    assert not problems, problems
+    async with strict_page(browser, 900, 700) as p:
+        yield p
 
 
 async def open_chat(page: Page, page_server: str, stack: Stack, assistant: str,
