@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -24,6 +21,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import Stack
+from tests.e2e.test_js_client import run_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -483,20 +481,8 @@ async def test_state_reports_a_non_empty_next_while_a_run_is_in_progress(
 
 def run_hook(stack: Stack) -> dict[str, Any]:
     """Run ``js/protocol.mjs`` (the real ``useStream``) against the stack; what it printed."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("Node.js 20+ is needed for the useStream test: apt-get install nodejs npm, "
-                    "then make setup")
-    for package in ("@langchain/react", "react", "react-test-renderer"):
-        if not (JS / "node_modules" / package).is_dir():
-            pytest.fail(f"{package} is not installed: run make setup (npm ci in {JS})")
-    done = subprocess.run(
-        [node, str(JS / "protocol.mjs")], cwd=JS, capture_output=True, text=True, timeout=180,
-        env={**os.environ, "OVERSEER_URL": stack.base_url, "OVERSEER_KEY": stack.tokens["admin"]},
-        check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_script(stack, "protocol.mjs", ("@langchain/react", "react", "react-test-renderer"),
+                      timeout=180)
 
 
 def test_the_real_usestream_hook_streams_tokens_and_answers_an_interrupt(stack: Stack):

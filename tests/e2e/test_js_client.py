@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,20 +26,31 @@ pytestmark = pytest.mark.timeout(300)
 JS = Path(__file__).resolve().parent / "js"
 
 
-def run_client(stack: Stack) -> dict[str, object]:
+def run_script(stack: Stack, script: str, packages: tuple[str, ...], *,
+               timeout: float = 240) -> dict[str, Any]:
+    """Run ``js/<script>`` with Node against the stack (admin key); the JSON it printed last.
+
+    Fails the test with the install command when Node or one of ``packages`` is missing.
+    """
     node = shutil.which("node")
     if node is None:
-        pytest.fail("Node.js 20+ is needed for the JS client test: apt-get install nodejs npm, "
+        pytest.fail(f"Node.js 20+ is needed for {script}: apt-get install nodejs npm, "
                     "then make setup")
-    if not (JS / "node_modules" / "@langchain" / "langgraph-sdk").is_dir():
-        pytest.fail(f"the JS client is not installed: run make setup (npm ci in {JS})")
+    for package in packages:
+        if not (JS / "node_modules" / package).is_dir():
+            pytest.fail(f"{package} is not installed: run make setup (npm ci in {JS})")
     done = subprocess.run(
-        [node, str(JS / "client.mjs")], cwd=JS, capture_output=True, text=True, timeout=240,
+        [node, str(JS / script)], cwd=JS, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "OVERSEER_URL": stack.base_url, "OVERSEER_KEY": stack.tokens["admin"]},
         check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    result: dict[str, object] = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_client(stack: Stack) -> dict[str, Any]:
+    """``js/client.mjs``: the official JS client through every Agent Server feature."""
+    return run_script(stack, "client.mjs", ("@langchain/langgraph-sdk",))
 
 
 def test_the_javascript_client_works_unchanged(stack: Stack):
