@@ -65,7 +65,7 @@ from overseer.token_stream import (
 )
 
 STREAM_MODES = ("values", "updates", "custom")
-"""What an Agent Server run's segment hands its workflow to publish (``GraphRunWorkflow``'s modes)."""
+"""What an Agent Server run's segment always streams, live (:mod:`overseer.token_stream`)."""
 EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug")
 """LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
 RUN_ID_KEY = "overseer_run_id"
@@ -87,10 +87,9 @@ class SegmentCall:
         go_on: the same segment already ran in part (a local try that did not finish in
             time, or a stop at the run's LLM budget that a reviewer raised): go on from
             what it checkpointed, as a retry does.
-        stream: also return the segment's ``values``/``updates`` chunks and the thread's
-            state (an Agent Server run: the workflow publishes them on its durable stream,
-            as ``GraphRunWorkflow`` does); its ``custom`` writes go live to
-            ``agent_run_tokens`` as the nodes make them (:mod:`overseer.token_stream`).
+        stream: an Agent Server run: write the segment's chunks (``values``, ``updates``,
+            ``custom`` and what ``modes`` asks for) live to ``agent_run_tokens`` as LangGraph's
+            loop makes them (:mod:`overseer.token_stream`), and return the thread's state.
         segment: the segment's number in its run (0 = the start; each resume adds one): keys
             the ledger entries of the chat-model calls made in it.
         checkpoint_id: start from this past checkpoint of the thread (an Agent Server run
