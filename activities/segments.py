@@ -58,6 +58,7 @@ from overseer.graph_codec import (
 from overseer.store.events import NODE_COMPLETED, NewEvent
 from overseer.token_stream import (
     CHUNK_FLUSH_SECONDS,
+    FLUSH_SECONDS,
     TokenWriter,
     chunk_item,
     custom_item,
@@ -66,7 +67,7 @@ from overseer.token_stream import (
 
 STREAM_MODES = ("values", "updates", "custom")
 """What an Agent Server run's segment always streams, live (:mod:`overseer.token_stream`)."""
-EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug")
+EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
 """LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
@@ -560,7 +561,8 @@ async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:
         data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
     else:
         data = await claim_checked(chunk)
-    await tokens.add(chunk_item(mode, data), within=CHUNK_FLUSH_SECONDS)
+    await tokens.add(chunk_item(mode, data), within=(  # a tool's start shows at once
+        FLUSH_SECONDS if mode.split("|")[0] == "tools" else CHUNK_FLUSH_SECONDS))
 
 
 async def claim_checked(values: Any) -> Any:

@@ -70,15 +70,16 @@ STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
 """Stream modes Overseer serves, derived from the run's durable stream (:func:`run_events`);
 ``messages`` / ``messages-tuple`` of a graph that runs as segments come live from LangGraph's
 own messages mode instead (:mod:`overseer.token_stream`)."""
-SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug")
+SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
 """Modes served for a graph that runs as segments: LangGraph's own chunks, which the segment
-collects when the run asks for them and publishes on the run's durable stream."""
+writes live when the run asks for them (:mod:`overseer.token_stream`); ``tools`` is
+LangGraph's tool-call lifecycle (``tool-started``, ``tool-finished``, ``tool-error``)."""
 UNSERVED_STREAM_MODES = {
     "events": "LangChain callback events (astream_events) are not recorded in the durable stream",
     "debug": "served for graphs that run as segments; this graph runs node by node",
     "tasks": "served for graphs that run as segments; this graph runs node by node",
     "checkpoints": "served for graphs that run as segments; this graph runs node by node",
-    "tools": "tool callback events are not recorded in the durable stream",
+    "tools": "served for graphs that run as segments; this graph runs node by node",
     "lifecycle": "subgraph start/end events are not recorded in the durable stream",
 }
 """Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""

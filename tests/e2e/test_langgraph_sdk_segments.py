@@ -263,3 +263,40 @@ async def test_streams_match_plain_langgraph_event_by_event_across_a_pause(stack
                 i.pop("id", None)
         want = [(m, _plain(c)) async for m, c in app.astream(given, ref, stream_mode=modes)]
         assert got == want
+
+
+async def test_tool_events_stream_as_langgraph_streams_them(stack: Stack):
+    """``tools`` mode: a prebuilt agent's tool starts, interrupts, and finishes after the resume."""
+    from langgraph.types import Command
+
+    client, reviewer = sdk(stack), sdk(stack, "reviewer")
+    tid = (await client.threads.create())["thread_id"]
+    app, ref = reference_app("seg_refund_agent"), {"configurable": {"thread_id": "reference"}}
+    asked = {"messages": [{"role": "user", "content": "refund order 7"}]}
+    seen: list[list[dict[str, Any]]] = []
+    for caller, given, as_sent in (
+            (client, asked, {"input": asked}),
+            (reviewer, Command(resume={"approved": True}),
+             {"command": {"resume": {"approved": True}}})):
+        got = [_tool_event(p.data) async for p in caller.runs.stream(
+            tid, "seg_refund_agent", stream_mode=["tools"], **as_sent) if p.event == "tools"]
+        want = [_tool_event(c) async for c in app.astream(given, ref, stream_mode="tools")]
+        assert got == want
+        seen.append(got)
+    assert [e["event"] for e in seen[0]] == ["tool-started"]  # then the interrupt
+    assert seen[0][0]["tool_call_id"] == "call-refund-7"
+    assert seen[0][0]["input"] == {"order": 7, "amount": 40}
+    assert [e["event"] for e in seen[1]][-1] == "tool-finished"
+
+
+def _tool_event(event: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools`` event as JSON; a tool message's ``id`` left out (the reference's message
+    object gets its id from the reducer after the event, in place)."""
+    from langchain_core.messages import BaseMessage
+
+    output = event.get("output")
+    if isinstance(output, BaseMessage):
+        output = output.model_dump()
+    if isinstance(output, dict):
+        output = {k: v for k, v in output.items() if k != "id"}
+    return {**event, **({"output": output} if "output" in event else {})}

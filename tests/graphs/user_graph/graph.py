@@ -348,11 +348,17 @@ def _refund_model() -> Any:
     Stateless, so every run and every resume gets the same script: with no tool result yet
     it calls ``refund``; after one it answers with the tool's words.
     """
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     class ScriptedToolModel(GenericFakeChatModel):
+        # a model that does not stream (as many providers' tool-calling modes): with a
+        # stream handler attached (messages or tools mode) LangChain calls _generate
+        _stream = BaseChatModel._stream
+        _astream = BaseChatModel._astream
+
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
@@ -584,11 +590,17 @@ progress = _progress()
 
 def _mail_model() -> Any:
     """A scripted tool-calling chat model (langchain-core's fake): send a mail, then report."""
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     class ScriptedMailModel(GenericFakeChatModel):
+        # a model that does not stream (as many providers' tool-calling modes): with a
+        # stream handler attached (messages or tools mode) LangChain calls _generate
+        _stream = BaseChatModel._stream
+        _astream = BaseChatModel._astream
+
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
