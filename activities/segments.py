@@ -263,6 +263,108 @@ class BudgetGuard(AsyncCallbackHandler):
             raise BudgetStop(node_path(parts[:-1], str(meta["langgraph_node"])))
 
 
+class StepBarrier(AsyncCallbackHandler):
+    """In a one-step segment, a task that fails waits for the step's other tasks before it raises.
+
+    LangGraph cancels a superstep's tasks still running when one of them fails; in the step
+    of a node with options (run as its own activity, with its attempts) that would run them
+    again on the next attempt (their model calls twice, from a higher attempt number). A
+    task's error is reported through ``on_chain_error`` of its first chain, which LangGraph
+    awaits in the task before the error reaches its runner, so waiting there until the other
+    tasks are done (their writes kept) lets the retry run the failed tasks only. Tasks that
+    fail together do not wait for each other.
+    """
+
+    run_inline = True  # awaited in the task itself: asyncio.current_task() is the task
+
+    def __init__(self) -> None:
+        self._first: dict[Any, asyncio.Task[Any]] = {}  # a task's first chain → the task
+        self._seen: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._failing: set[asyncio.Task[Any]] = set()
+
+    async def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
+                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Note a top-level task's first chain, and the asyncio task it runs in."""
+        meta = metadata or {}
+        ns = str(meta.get("langgraph_checkpoint_ns") or "")
+        current = asyncio.current_task()
+        if not ns or "|" in ns or "langgraph_node" not in meta or current is None:
+            return
+        task = ns.rpartition(":")[2]
+        if task in self._seen:
+            return
+        self._seen.add(task)
+        self._first[run_id] = current
+        self._tasks.add(current)
+
+    async def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+        """A task failed: unless the run fails, wait until the step's other tasks are done."""
+        me = self._first.pop(run_id, None)
+        if me is None or not _retried(error):
+            return
+        self._failing.add(me)
+        try:
+            while others := [t for t in self._tasks
+                             if t is not me and not t.done() and t not in self._failing]:
+                await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._failing.discard(me)
+
+
+def _retried(error: BaseException) -> bool:
+    """Whether Temporal retries a segment that failed with ``error``.
+
+    Not after a bug, an interrupt, a cancellation or a permanent domain error.
+    """
+    from langgraph.errors import GraphBubbleUp
+
+    if isinstance(error, (*BUG_TYPES, GraphBubbleUp, asyncio.CancelledError)):
+        return False
+    if isinstance(error, ApplicationError):
+        return not error.non_retryable
+    return error.retryable if isinstance(error, OverseerError) else True
+
+
+async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
+                      started: dict[str, tuple[str, float]], wall_started: dict[str, int],
+                      where: TaskSteps) -> list[str]:
+    """After a failure or a stop: ``node.completed`` for this attempt's tasks LangGraph kept.
+
+    A task that finished as another task of its superstep failed (or was stopped at the
+    LLM budget) has its writes kept by LangGraph, which does not run it again, but its
+    ``tasks`` chunk may never have reached the segment's loop: it is recorded from the
+    thread's state (a task whose writes were kept from an earlier attempt started no chain
+    in this one, and is not recorded again).
+
+    Returns:
+        The names of the tasks that failed, in task order (the first names the failure).
+    """
+    state = await app.aget_state(config)
+    failed: list[str] = []
+    for task in state.tasks:
+        if task.error is not None:
+            failed.append(task.name)
+        elif task.id in started and where.of(task.id) is not None \
+                and task.result is not None and not task.interrupts:  # ran in this attempt
+            name, began = started.pop(task.id)
+            seconds = time.perf_counter() - began
+            _observe(call, task.id, name, seconds, wall_started.pop(task.id, None))
+            await _node_completed(call, task.id, name, seconds * 1000, where.of(task.id),
+                                  task.result)
+    return failed
+
+
+def _naming(err: ApplicationError, node: str) -> ApplicationError:
+    """``err`` with the failed node in its details (the run's ``error.node``), as node by node."""
+    details = err.details[0] if err.details and isinstance(err.details[0], dict) else {}
+    if details.get("node") or node == "?":
+        return err
+    return ApplicationError(err.message, {**details, "node": node}, type=err.type,
+                            non_retryable=err.non_retryable,
+                            next_retry_delay=err.next_retry_delay)
+
+
 _saver: Any = None
 _saver_lock = asyncio.Lock()
 _compiled: dict[str, Any] = {}
@@ -332,6 +434,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if call.budget and any(v is not None for v in call.budget.values()):
         guard = BudgetGuard(meter, call.spent, call.budget)
         callbacks.append(guard)
+    if call.one_step:
+        callbacks.append(StepBarrier())
     config = run_config(call, callbacks)
     graph_input: Any = (Command(resume=decode(call.resume)) if call.resume is not None
                         else decode(call.input) if call.input is not None else None)
@@ -405,14 +509,22 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                                       where.of(task_id), chunk.get("result"))
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped = err
-    except OverseerError as err:
-        raise as_application_error(err) from err
-    except BUG_TYPES as err:  # a bug fails the run once, with the node named
-        node = next(iter(started.values()), ("?", 0.0))[0]
-        raise ApplicationError(
-            f"node {node} raised {type(err).__name__}: {str(err)[:500]}",
-            {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
-            non_retryable=True) from err
+    except Exception as err:
+        try:
+            failed = await _kept_tasks(app, config, call, started, wall_started, where)
+        except Exception:  # noqa: BLE001 - the state unreadable (a database outage): raise err
+            failed = []
+        node = failed[0] if failed else next(iter(started.values()), ("?", 0.0))[0]
+        if isinstance(err, OverseerError):
+            raise _naming(as_application_error(err), node) from err
+        if isinstance(err, ApplicationError):  # raised by the node itself
+            raise _naming(err, node) from err
+        if isinstance(err, BUG_TYPES):  # a bug fails the run once, with the node named
+            raise ApplicationError(
+                f"node {node} raised {type(err).__name__}: {str(err)[:500]}",
+                {"node": node, "exception": type(err).__name__}, type=NODE_ERROR,
+                non_retryable=True) from err
+        raise
     finally:  # every chat-model call a node made is in the run's ledger, failed ones too
         if beats is not None:
             beats.cancel()
@@ -420,6 +532,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             await tokens.close()
         await record_ledger(call.run_id, "segment", f"segment{call.segment}"
                             + (f".{call.leg}" if call.leg else ""), meter)
+    if stopped is not None:
+        await _kept_tasks(app, config, call, started, wall_started, where)
     state = await app.aget_state(config)
     values = await claim_checked(state.values)
     extra: dict[str, Any] = {}
