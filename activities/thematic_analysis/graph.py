@@ -8,14 +8,18 @@
               ├─ (codes, not rejected) → Send(theme_coder, identity) × N → theme_aggregator → finish
               └─ (0 codes or rejected) ──────────────────────────────────────────────────→ finish → END
 
-Plain LangGraph: no Temporal import. Node metadata ``{"overseer": {...}}`` (see
-:class:`overseer.pipelines.NodeOptions`) places ``codebook_review`` in the workflow (cheap,
-pure, interrupts) and ``finish`` in a local activity (it reads the clock); everything else
-is an activity, so the N coders show as parallel activities. Coder and theme-coder
-activities allow :data:`~activities.thematic_analysis.options.MAX_MODEL_ATTEMPTS` attempts
-and the node stops at the run's ``llm_max_attempts`` (default 3; seed R5.6: model retries
-with backoff are Temporal's), so the option never outgrows the retry policy and a coder
-never fails the run. Routers are sync and pure.
+Plain LangGraph: no Temporal import. The graph runs as segments (``SegmentRunWorkflow``;
+docs/performance.md has the measurement): LangGraph's loop in one heartbeating activity per
+stretch. Only ``coder`` and ``theme_coder`` carry node options (``{"overseer": {...}}``, see
+:class:`overseer.pipelines.NodeOptions`), so each fan-out's superstep leaves the segment as
+one activity of its own with their time-out, heartbeat and attempts (the N coders run
+together in it); the other nodes, the ``codebook_review`` interrupt and ``finish`` (it
+reads the clock: inside an activity) run inside segments. The step allows
+:data:`~activities.thematic_analysis.options.MAX_MODEL_ATTEMPTS` attempts and a coder stops
+at the run's ``llm_max_attempts`` (default 3; seed R5.6: model retries with backoff are
+Temporal's), so the option never outgrows the retry policy and a coder never fails the run;
+a retry runs only the coders that have not finished (LangGraph keeps the others' writes).
+Routers are sync and pure.
 Build a fresh graph per registration.
 """
 
@@ -53,28 +57,18 @@ def build_thematic_analysis_graph() -> StateGraph[Any]:
     """
     # The nodes take plain dicts; LangGraph's typing wants each node typed with the state.
     graph: Any = StateGraph(ThematicState)
-    graph.add_node("load_dataset", nodes.load_dataset,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
-                                  summary="parse, window and split the dataset"))
+    graph.add_node("load_dataset", nodes.load_dataset)
     graph.add_node("coder", nodes.coder,
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=MAX_MODEL_ATTEMPTS,
-                                  summary="coder: code the window through one identity"))
-    graph.add_node("code_aggregator", nodes.code_aggregator,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
-                                  summary="merge the coders' codes"))
-    graph.add_node("reviewer", nodes.reviewer,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
-                                  summary="review and update the codebook"))
-    graph.add_node("codebook_review", codebook_review, metadata=_meta(run_in="workflow"))
+                                  summary="coders: code the window, one per identity"))
+    graph.add_node("code_aggregator", nodes.code_aggregator)
+    graph.add_node("reviewer", nodes.reviewer)
+    graph.add_node("codebook_review", codebook_review)
     graph.add_node("theme_coder", nodes.theme_coder,
                    metadata=_meta(timeout_seconds=600, heartbeat_seconds=30, max_attempts=MAX_MODEL_ATTEMPTS,
-                                  summary="theme coder: group codes through one identity"))
-    graph.add_node("theme_aggregator", nodes.theme_aggregator,
-                   metadata=_meta(timeout_seconds=600, heartbeat_seconds=30,
-                                  summary="consensus themes, names, quotes, sentiment"))
-    graph.add_node("finish", nodes.finish,
-                   metadata=_meta(run_in="local_activity", timeout_seconds=10,
-                                  summary="token usage, durations, completion"))
+                                  summary="theme coders: group the codes, one per identity"))
+    graph.add_node("theme_aggregator", nodes.theme_aggregator)
+    graph.add_node("finish", nodes.finish)
     graph.add_edge(START, "load_dataset")
     graph.add_conditional_edges("load_dataset", fan_out_coders, ["coder", "code_aggregator"])
     graph.add_edge("coder", "code_aggregator")

@@ -1,8 +1,9 @@
 """Nodes of the thematic_analysis graph (seed 002 R3-R5, R7, R8, R10).
 
-Activity nodes (the default placement): ``load_dataset``, ``coder`` and ``theme_coder``
-(one per identity, in parallel), ``code_aggregator``, ``reviewer``, ``theme_aggregator``
-and ``finish``. The human gate ``codebook_review`` runs in the workflow (see graph.py).
+Nodes: ``load_dataset``, ``coder`` and ``theme_coder`` (one per identity, in parallel; each
+fan-out an activity of its own with the coders' attempts), ``code_aggregator``,
+``reviewer``, ``theme_aggregator`` and ``finish``, all in activities; the human gate
+``codebook_review`` is in graph.py. The graph runs as segments (see graph.py).
 
 Error policy (seed R5): a coder or theme coder never fails the run — its error is caught
 and recorded in ``errors`` (after the last attempt when a model call is transient, so
@@ -73,7 +74,7 @@ T = TypeVar("T")
 async def off_loop(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run the CPU-bound ``fn(*args, **kwargs)`` in a worker thread and await its result.
 
-    The event loop stays free for heartbeats (``run_node`` heartbeats while the node runs)
+    The event loop stays free for heartbeats (the segment heartbeats while the node runs)
     and for the worker's other activities; pure-Python work still shares the GIL, which
     the interpreter hands back to the loop every few milliseconds. A cancelled activity
     stops waiting at once; the thread finishes its computation and the result is dropped.

@@ -47,7 +47,7 @@ def test_thematic_analysis_on_the_example_reviews(stack: Stack):
     assert run["status"] == "completed", run.get("error")
     events = sub.get(f"/v1/runs/{run['run_id']}/events").json()["items"]
     coders = [e for e in events if e["type"] == "node.completed" and e["data"]["node"] == "coder"]
-    assert len(coders) >= 2  # one coder activity per identity
+    assert len(coders) >= 2  # one coder per identity (run together in one step)
     themes = run["result"]["output"]["themes"]
     ids = [q for t in themes for q in t["quote_ids"]][:5]
     assert sub.get(f"/v1/runs/{run['run_id']}/quotes", params={"ids": ",".join(ids)}

@@ -26,7 +26,7 @@ from activities.thematic_analysis.graph import build_thematic_analysis_graph, fa
 from activities.thematic_analysis.identities import load_identities
 from activities.thematic_analysis.pipeline import PIPELINE
 from activities.thematic_analysis.report import render_report
-from overseer.pipelines import DecisionRefusedError
+from overseer.pipelines import DecisionRefusedError, placed_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "thematic_analysis"
@@ -109,9 +109,14 @@ def test_pipeline_declaration():
     assert PIPELINE.name == "thematic_analysis" and PIPELINE.seed == "002"
     assert PIPELINE.takes_upload and "text/csv" in PIPELINE.accepts
     assert PIPELINE.options_model is not None and PIPELINE.options_model().max_themes == 8
+    # as segments (docs/performance.md, thematic_example); each coder and theme-coder step
+    # leaves the segment as its own activity, with the coders' attempts and time-outs
+    assert PIPELINE.workflow == "SegmentRunWorkflow"
     graph = build_thematic_analysis_graph()
-    assert graph.nodes["codebook_review"].metadata["overseer"]["run_in"] == "workflow"
-    assert "run_in" not in graph.nodes["coder"].metadata["overseer"]  # an activity
+    assert placed_nodes(graph) == ["coder", "theme_coder"]
+    for node in ("coder", "theme_coder"):
+        options = graph.nodes[node].metadata["overseer"]
+        assert "run_in" not in options and options["timeout_seconds"] == 600
 
 
 # --- the whole run ------------------------------------------------------------------------------

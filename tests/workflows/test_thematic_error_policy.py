@@ -1,12 +1,13 @@
-"""Thematic analysis error policy (seed 002 R5) through GraphRunWorkflow on the dev server.
+"""Thematic analysis error policy (seed 002 R5) through SegmentRunWorkflow on the dev server.
 
 Only the model is faked (a langchain-core ``GenericFakeChatModel`` set through the LLM
 layer's factory); every failure below is the pipeline's own reaction to it:
 
-- one coder whose model times out on every call: Temporal retries its activity with
-  exponential backoff, it gives up after exactly 3 attempts (counted from the ``llm.called``
-  ledger and the history), and the run completes with an ``errors[]`` entry naming it (R5.1,
-  R5.6);
+- one coder whose model times out on every call: Temporal retries the coders' step (an
+  activity of its own, with the coder's attempts) with exponential backoff, and each retry
+  runs that coder only (LangGraph keeps the other coders' writes); it gives up after
+  exactly 3 attempts (counted from the ``llm.called`` ledger and the history), and the run
+  completes with an ``errors[]`` entry naming it (R5.1, R5.6);
 - every coder refused for the run's LLM budget: the code aggregator has nothing to merge
   and fails the run, with a failed checkpoint in the event log (R5.2, R4.4);
 - every theme coder's model timing out on every attempt: the theme aggregator fails the
@@ -28,11 +29,12 @@ from tests.workflows.llm_support import llm_settings
 from tests.workflows.test_thematic_stack import (
     IDENTITY_IDS,
     THEME_PROMPT,
-    activity_timeline,
+    completed_nodes,
     events,
     identity_prompt,
     model_reply,
     prompted_model,
+    segment_timeline,
     submit,
 )
 
@@ -68,13 +70,15 @@ async def test_one_coder_fails_after_exactly_three_attempts_and_the_run_complete
     first_gap, second_gap = ((b["occurred_at"] - a["occurred_at"]).total_seconds()
                              for a, b in zip(calls, calls[1:], strict=False))
     assert first_gap >= 0.9 and second_gap >= 1.8 and second_gap > first_gap
-    # ... and the history: the failing coder's activity closed on its 3rd attempt, as a
-    # completion (its error is recorded, the run is not failed); the others on their 1st.
-    coders = [a for a in await activity_timeline(handle) if a["node"] == "coder"]
-    assert sorted(a["attempt"] for a in coders) == [1, 1, 3]
-    assert all(a["closed"] is not None for a in coders)
-    completed = [e["data"]["attempt"] for e in await events(db, run_id, "node.completed")
-                 if e["data"]["node"] == "coder"]
+    # ... and the history: the coders' step left the segment as one activity with the
+    # coder's options (its attempts, time-out, heartbeat); it closed on its 3rd attempt as a
+    # completion (the error is recorded, the run is not failed), and that attempt ran the
+    # failing coder only: LangGraph kept the writes of the coders that had finished.
+    timeline = await segment_timeline(handle)
+    (step,) = [a for a in timeline if "coder" in a["nodes"]]
+    assert step["one_step"] and step["summary"].startswith("node coders")
+    assert step["attempt"] == 3 and step["completed"] and step["nodes"] == ["coder"]
+    completed = [e["attempt"] for e in await completed_nodes(db, run_id) if e["node"] == "coder"]
     assert sorted(completed) == [1, 1, 3]
     # the other identities' coders each called the model once and succeeded
     ok = [e["data"] for e in await events(db, run_id, "llm.called")
@@ -104,11 +108,14 @@ async def test_code_aggregator_failing_fails_the_run_with_a_failed_checkpoint(
     assert checkpoint["data"]["error"]["code"] == "coding_failed"
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(run_id))
     assert row["status"] == "failed"
-    timeline = await activity_timeline(handle)
-    nodes = [a["node"] for a in timeline]
-    assert nodes.count("coder") == len(IDENTITY_IDS)  # each coder's failure was tolerated
-    assert [a["attempt"] for a in timeline if a["node"] == "code_aggregator"] == [1]  # permanent
-    assert not {"reviewer", "theme_coder", "theme_aggregator"} & set(nodes)
+    timeline = await segment_timeline(handle)
+    # each coder's failure was tolerated: the coders' step completed on its first attempt
+    assert timeline[1]["nodes"] == ["coder"] * len(IDENTITY_IDS)
+    assert timeline[1]["completed"] and timeline[1]["attempt"] == 1
+    # the aggregator's error is permanent: its segment failed on its first attempt
+    assert len(timeline) == 3 and not timeline[2]["completed"] and timeline[2]["attempt"] == 1
+    nodes = [e["node"] for e in await completed_nodes(db, run_id)]
+    assert nodes == ["load_dataset", *["coder"] * len(IDENTITY_IDS)]
 
 
 async def test_theme_aggregator_failing_fails_the_run_with_a_failed_checkpoint(
@@ -132,9 +139,19 @@ async def test_theme_aggregator_failing_fails_the_run_with_a_failed_checkpoint(
     checkpoints = [(c["data"]["stage"], c["data"]["status"])
                    for c in await events(db, run_id, "checkpoint.recorded")]
     assert checkpoints == [("coding_complete", "in_progress"), ("theme_aggregator", "failed")]
-    timeline = await activity_timeline(handle)
-    assert [a["node"] for a in timeline].count("theme_coder") == len(IDENTITY_IDS)
-    assert [a["attempt"] for a in timeline if a["node"] == "theme_aggregator"] == [1]
+    # every theme coder got its 3 attempts (the step retried with backoff, all three failing
+    # each time), then recorded its error: the step completed on its 3rd attempt ...
+    for identity in IDENTITY_IDS:
+        assert [e["data"]["attempt"] for e in await events(db, run_id, "llm.called")
+                if e["data"]["node"] == f"theme_coder:{identity}"] == [1, 2, 3]
+    timeline = await segment_timeline(handle)
+    (step,) = [a for a in timeline if "theme_coder" in a["nodes"]]
+    assert step["nodes"] == ["theme_coder"] * len(IDENTITY_IDS)
+    assert step["completed"] and step["attempt"] == 3
+    # ... and the theme aggregator's error is permanent: its segment failed on its first attempt
+    assert timeline[-1] is not step and not timeline[-1]["completed"]
+    assert timeline[-1]["attempt"] == 1
+    assert "theme_aggregator" not in {e["node"] for e in await completed_nodes(db, run_id)}
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(run_id))
     assert row["status"] == "failed"
 

