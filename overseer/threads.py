@@ -67,9 +67,9 @@ from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append
 from overseer.token_stream import STATE_CHANNEL
 
 STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
-"""Stream modes Overseer serves, derived from the run's durable stream (:func:`run_events`);
-``messages`` / ``messages-tuple`` of a graph that runs as segments come live from LangGraph's
-own messages mode instead (:mod:`overseer.token_stream`)."""
+"""Stream modes Overseer serves (:func:`run_events`): node by node, derived from the run's
+durable stream; as segments, every chunk comes live from LangGraph's own loop
+(:mod:`overseer.token_stream`)."""
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
 """Modes served for a graph that runs as segments: LangGraph's own chunks, which the segment
 writes live when the run asks for them (:mod:`overseer.token_stream`); ``tools`` is
@@ -1760,6 +1760,33 @@ def check_thread_stream_modes(modes: list[str]) -> None:
                                   details={"field": "stream_modes", "unknown": unknown})
 
 
+async def thread_runs(pool: asyncpg.Pool, thread_id: uuid.UUID,
+                      first: asyncpg.Record | None = None) -> AsyncIterator[asyncpg.Record]:
+    """The thread's runs (``agent_runs`` rows) in the order they were made, then each new one.
+
+    From ``first`` (a row with its ``created_at`` and ``run_id``) on, or from the thread's
+    first run. With none left, the thread is looked at again every
+    :data:`THREAD_STREAM_POLL_SECONDS`; the iteration ends when the thread is deleted.
+    Shared by the thread streams (:func:`thread_events`, the protocol's in
+    :mod:`services.api.routes.agent_protocol`).
+    """
+    seen: set[uuid.UUID] = set()
+    while True:
+        rows = [r for r in await pool.fetch(
+            "SELECT * FROM agent_runs WHERE thread_id = $1 AND ($2::timestamptz IS NULL "
+            "OR (created_at, run_id) >= ($2::timestamptz, $3::uuid)) ORDER BY created_at, run_id",
+            thread_id, first["created_at"] if first else None, first["run_id"] if first else None)
+            if r["run_id"] not in seen]
+        if not rows:
+            if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1",
+                                   thread_id) is None:
+                return  # the thread was deleted
+            await asyncio.sleep(THREAD_STREAM_POLL_SECONDS)
+            continue
+        seen.add(rows[0]["run_id"])
+        yield rows[0]
+
+
 async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         modes: list[str], after: str | None = None,
                         ) -> AsyncIterator[tuple[str | None, str, Any]]:
@@ -1778,30 +1805,15 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     """
     check_thread_stream_modes(modes)
     everything = "run_modes" in modes
-    seen: set[uuid.UUID] = set()
     resume_run: uuid.UUID | None = None
     resume_at: str | None = None
     if after and ":" in after:
         head, _, tail = after.partition(":")
         resume_run, resume_at = _uuid(head, "run"), tail
     tid = _uuid(thread_id)
-    if resume_run is not None:  # the runs before the one the client saw last are behind it
-        seen |= {r["run_id"] for r in await pool.fetch(
-            """SELECT run_id FROM agent_runs WHERE thread_id = $1 AND (created_at, run_id) <
-                   (SELECT created_at, run_id FROM agent_runs WHERE run_id = $2)""",
-            tid, resume_run)}
-    while True:
-        rows = [r for r in await pool.fetch(
-            "SELECT * FROM agent_runs WHERE thread_id = $1 ORDER BY created_at, run_id", tid)
-            if r["run_id"] not in seen]
-        if not rows:
-            if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1",
-                                   tid) is None:
-                return  # the thread was deleted
-            await asyncio.sleep(THREAD_STREAM_POLL_SECONDS)
-            continue
-        run = rows[0]
-        seen.add(run["run_id"])
+    first = None if resume_run is None else await pool.fetchrow(  # the runs before it are behind
+        "SELECT created_at, run_id FROM agent_runs WHERE run_id = $1", resume_run)
+    async for run in thread_runs(pool, tid, first):
         rid = str(run["run_id"])
         inner = resume_at if run["run_id"] == resume_run else None
         if inner == "done":

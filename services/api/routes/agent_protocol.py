@@ -457,9 +457,8 @@ async def thread_protocol_events(pool: asyncpg.Pool, temporal: Client,
 
     The current run is the oldest one queued or running, else the latest (a paused run's
     ``input.requested`` is replayed). Runs are read one after the other in the order they
-    were made (:func:`overseer.threads.run_events`); with none left, the thread is looked
-    at again every :data:`overseer.threads.THREAD_STREAM_POLL_SECONDS`. Ends when the
-    thread is deleted.
+    were made (:func:`overseer.threads.thread_runs`, each by
+    :func:`overseer.threads.run_events`). Ends when the thread is deleted.
 
     Yields:
         ``{"type": "event", "event_id", "seq", "method", "params": {"namespace",
@@ -471,20 +470,7 @@ async def thread_protocol_events(pool: asyncpg.Pool, temporal: Client,
         "ORDER BY created_at, run_id LIMIT 1", tid, list(threads.ACTIVE_RUN_STATUSES)) or \
         await pool.fetchrow("SELECT created_at, run_id FROM agent_runs WHERE thread_id = $1 "
                             "ORDER BY created_at DESC, run_id DESC LIMIT 1", tid)
-    seen: set[uuid.UUID] = set()
-    while True:
-        rows = [r for r in await pool.fetch(
-            "SELECT * FROM agent_runs WHERE thread_id = $1 AND ($2::timestamptz IS NULL "
-            "OR (created_at, run_id) >= ($2::timestamptz, $3::uuid)) ORDER BY created_at, run_id",
-            tid, start["created_at"] if start else None, start["run_id"] if start else None)
-            if r["run_id"] not in seen]
-        if not rows:
-            if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1", tid) is None:
-                return
-            await asyncio.sleep(threads.THREAD_STREAM_POLL_SECONDS)
-            continue
-        run = rows[0]
-        seen.add(run["run_id"])
+    async for run in threads.thread_runs(pool, tid, start):
         place = 1 + int(await pool.fetchval(
             "SELECT count(*) FROM agent_runs WHERE thread_id = $1 AND (created_at, run_id) < "
             "($2::timestamptz, $3::uuid)", tid, run["created_at"], run["run_id"]))
