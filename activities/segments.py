@@ -166,8 +166,6 @@ class SegmentResult:
             interrupted (the checkpointer holds them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
-        stream: ``[{"event": mode, "data": chunk}]`` for the workflow to publish; empty
-            since a streamed segment writes its chunks live (:mod:`overseer.token_stream`).
         snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
             ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
             ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
@@ -183,7 +181,6 @@ class SegmentResult:
     values: dict[str, Any] | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
-    stream: list[dict[str, Any]] = field(default_factory=list)
     snapshot: dict[str, Any] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     stopped_at: str | None = None

@@ -13,8 +13,9 @@ the run), nodes with options (each runs as its own activity with its time-out, h
 and attempts, between segments), cancellation and the run's events.
 
 It reuses ``GraphRunWorkflow``'s gate, handlers, durable stream and event plumbing (it
-subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks
-and state are published per segment from what the activity returns. Between two segments
+subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks go
+live from the segment (:mod:`overseer.token_stream`), its state per segment from what the
+activity returns. Between two segments
 the run continues as new when Temporal suggests it (its history is large): the graph's
 state is in LangGraph's checkpointer, so only the run's counters, the segment that just
 ended and the stream's newest items go along. Not yet on this path (docs/your-graph.md,
@@ -221,10 +222,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
 
     async def _segment(self, call: SegmentCall, label: str,
                        opts: NodeOptions | None = None) -> SegmentResult:
-        """Run a segment and publish what it returned.
+        """Run a segment and keep what it returned.
 
-        An Agent Server run's chunks go on the durable stream and its state to
-        :meth:`get_thread_state`, as ``GraphRunWorkflow`` publishes them (per segment here).
+        An Agent Server run's state goes to :meth:`get_thread_state`; its chunks went live
+        from the segment itself (:mod:`overseer.token_stream`).
         """
         if any(v is not None for v in self._budget.values()):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
@@ -232,8 +233,6 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         result = await self._run_segment(call, label, opts)
         self._segments_run += 1
         self._count_usage(result.usage)
-        for item in result.stream:
-            self._publish(item["event"], item["data"])
         if result.snapshot is not None:
             self._snapshot = result.snapshot
         return result
