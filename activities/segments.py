@@ -125,6 +125,8 @@ class SegmentCall:
             with ``next`` set); the thread's next run with no input goes on from there.
         subgraphs: with ``stream``, stream subgraphs' chunks too, their event named
             ``"<mode>|<namespace>"`` as the Agent Server names them (``stream_subgraphs``).
+        values_at_pause: return the thread's values at an interrupt too: the pipeline's
+            ``check_decision`` reads the state at the pause (``Pipeline.decides_on_state``).
     """
 
     run_id: str
@@ -150,6 +152,7 @@ class SegmentCall:
     interrupt_before: list[str] | str | None = None
     interrupt_after: list[str] | str | None = None
     subgraphs: bool = False
+    values_at_pause: bool = False
 
 
 @dataclass
@@ -162,8 +165,9 @@ class SegmentResult:
             graph goes on with the nodes in ``next``: a node with options is among them, or a
             one-step segment ended) or ``done`` (the graph ended, or stopped at one of the
             run's own breakpoints: then ``next`` names the nodes it stopped before).
-        values: the thread's values (JSON) when ``done`` or ``budget``; None while
-            interrupted (the checkpointer holds them).
+        values: the thread's values (JSON) when ``done``, ``budget`` or ``paused``; while
+            interrupted only with ``SegmentCall.values_at_pause`` (the checkpointer holds
+            them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
         snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
@@ -420,6 +424,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     """
     from langgraph.types import Command
 
+    from overseer.pipelines import get_registry
+
     if call.durability not in DURABILITY_MODES:
         raise ApplicationError(f"durability must be one of {DURABILITY_MODES}",
                                type="invalid_durability", non_retryable=True)
@@ -450,6 +456,12 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     live = call.stream and "messages" in call.modes  # the run asked for messages: tokens
     modes = ["tasks", *STREAM_MODES, *(m for m in asked if m != "tasks"),
              *(["messages"] if live else [])] if call.stream else ["tasks"]
+    # a pipeline's node_snapshot reads the state after each node: the state before its
+    # superstep (LangGraph's values chunks) with the node's update
+    snapshot_of_node = get_registry().get(call.pipeline).node_snapshot
+    if snapshot_of_node is not None and "values" not in modes:
+        modes.append("values")
+    before: Any = None
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
@@ -485,6 +497,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 continue
             if tokens is not None and (mode != "tasks" or "tasks" in asked):
                 await _live_chunk(tokens, mode, chunk)
+            if mode == "values":
+                before = chunk
             if mode != "tasks":
                 continue
             task_id, name = str(chunk["id"]), str(chunk["name"])
@@ -502,8 +516,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 ran.append(name)
                 last_step.append(name)
                 _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
+                view = None
+                if snapshot_of_node is not None and isinstance(chunk.get("result"), dict):
+                    if before is None:  # no values chunk yet (a resume): the last checkpoint's
+                        before = (await app.aget_state(config)).values
+                    view = snapshot_of_node({**before, **chunk["result"]})
                 await _node_completed(call, task_id, name, seconds * 1000,
-                                      where.of(task_id), chunk.get("result"))
+                                      where.of(task_id), chunk.get("result"), view)
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped = err
     except Exception as err:
@@ -545,7 +564,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         return SegmentResult(status="budget", values=values, nodes=ran,
                              stopped_at=stopped.node, **extra)
     if state.interrupts:
-        return SegmentResult(status="interrupted", nodes=ran, interrupts=[
+        return SegmentResult(status="interrupted", nodes=ran,
+                             values=values if call.values_at_pause else None, interrupts=[
             {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts],
             interrupted_in=sorted({t.name for t in state.tasks if t.interrupts}), **extra)
     if state.next and _own_breakpoint(call, list(state.next), last_step):
@@ -800,13 +820,16 @@ class TaskSteps(BaseCallbackHandler):
 
 
 async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float,
-                          where: str | None, update: Any = None) -> None:
+                          where: str | None, update: Any = None,
+                          view: dict[str, Any] | None = None) -> None:
     """``node.completed`` for one finished task, once per node execution.
 
     Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
-    task no run metadata named. A pipeline's progress node (``Pipeline.progress_nodes``)
-    adds its ``update`` (LangGraph's ``tasks`` result: the channels it wrote) with the run's
-    progress, as node by node (:func:`activities.graph_nodes.progress_snapshot`).
+    task no run metadata named. ``view`` (a pipeline's ``node_snapshot`` of the state after
+    the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
+    progress node (``Pipeline.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
+    result: the channels it wrote) with the run's progress instead, as node by node
+    (:func:`activities.graph_nodes.progress_snapshot`).
     """
     from activities.events import append_from_activity
     from overseer.pipelines import get_registry
@@ -814,6 +837,8 @@ async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_m
     data: dict[str, Any] = {"node": node, "duration_ms": round(duration_ms, 3),
                             "task_id": task_id, "attempt": activity.info().attempt,
                             "placement": "segment"}
+    if view is not None:
+        data["snapshot"] = to_jsonable(view)
     spec = get_registry().get(call.pipeline)
     progress = progress_snapshot(node, spec.progress_nodes, update) if spec.progress_nodes \
         else None

@@ -36,7 +36,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,11 +189,11 @@ class Pipeline:
             (a text layer of a few pages), so it runs as a local activity in the run's own
             workflow task instead of a scheduled activity (one task-queue round trip fewer;
             docs/performance.md). Default: always a scheduled, heartbeating activity.
-        local_nodes: ``(input state) -> node paths``, pure: activity nodes that run as local
-            activities for this input, because for it they are short (a text layer rather
-            than a scan). Saves a workflow task and a task-queue round trip per node; a
-            local activity holds the run's workflow task while it runs and does not
-            heartbeat, so name only nodes that finish in seconds for that input.
+        local_segments: ``(input state) -> bool``, pure: True when this input's segments are
+            short (a text layer rather than a scan), so each is first tried as a local
+            activity in the run's own workflow task (``SegmentRunWorkflow``; one task-queue
+            round trip fewer; it falls back to a heartbeating activity after
+            ``LOCAL_SEGMENT_SECONDS``, going on from the local try's checkpoints).
         workflow: the Temporal workflow type that runs it: ``GraphRunWorkflow`` (node by
             node, each node its own activity; the default for a ``Pipeline``) or
             ``SegmentRunWorkflow`` (segments on LangGraph's Postgres checkpointer; what a
@@ -225,7 +225,7 @@ class Pipeline:
     node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     split: str | None = None
     split_locally: Callable[[Any], bool] | None = None
-    local_nodes: Callable[[Any], Collection[str]] | None = None
+    local_segments: Callable[[Any], bool] | None = None
     stream: Callable[[Any], RunStream] | None = None
     workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None
@@ -241,11 +241,17 @@ class Pipeline:
         """
         if self.check_decision is None:
             return decision
-        takes_state = len([p for p in inspect.signature(self.check_decision).parameters.values()
-                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 3
-        replaced = (self.check_decision(payload, decision, state) if takes_state
+        replaced = (self.check_decision(payload, decision, state) if self.decides_on_state
                     else self.check_decision(payload, decision))
         return {**decision, **(replaced or {})}
+
+    @property
+    def decides_on_state(self) -> bool:
+        """True when :attr:`check_decision` takes the graph's state at the pause (a third argument)."""
+        if self.check_decision is None:
+            return False
+        return len([p for p in inspect.signature(self.check_decision).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 3
 
     @property
     def takes_upload(self) -> bool:

@@ -34,7 +34,7 @@ from overseer.store.db import create_pool
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import submit_document
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import SEARCH_ATTRIBUTES
 
 
@@ -102,7 +102,7 @@ async def evaluate(n: int) -> list[Outcome]:
                 started = time.monotonic()
                 inp = await submit_document(pool, doc.data, doc.filename)
                 handle = await env.client.start_workflow(
-                    GraphRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+                    SegmentRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
                     task_queue="eval")
                 status = await _settle(handle)
                 row = await pool.fetchrow("SELECT result FROM runs WHERE run_id = $1",
@@ -117,7 +117,7 @@ async def evaluate(n: int) -> list[Outcome]:
                                                                 doc.truth)
                     out.fields = field_outcomes(result.get("record", {}), doc.truth)
                 elif status == "awaiting_approval":
-                    view = await handle.query(GraphRunWorkflow.get_status)
+                    view = await handle.query(SegmentRunWorkflow.get_status)
                     shown = ((view.approval or {}).get("payload") or {}).get("record") or {}
                     out.fields = field_outcomes(shown, doc.truth)
                 outcomes.append(out)
@@ -131,7 +131,7 @@ async def evaluate(n: int) -> list[Outcome]:
 
 async def _settle(handle: Any) -> str:
     while True:
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         if view.status in ("awaiting_approval", "completed", "rejected", "failed"):
             return str(view.status)
         await asyncio.sleep(0.2)

@@ -40,7 +40,7 @@ async def submit_document(pool: asyncpg.Pool, data: bytes, filename: str, *,
                           settings: Settings | None = None, search_attributes: bool = True,
                           options: dict[str, Any] | None = None) -> GraphRunInput:
     """Store a document and record ``run.submitted`` as the API does; return the workflow input
-    (a ``document_intake`` run of ``GraphRunWorkflow``, id ``document_intake-<run_id>``)."""
+    (a ``document_intake`` run of ``SegmentRunWorkflow``, id ``document_intake-<run_id>``)."""
     settings = settings or Settings(environment="test")
     kind = sniff_kind(data, filename, None)
     info = inspect_document(data, kind)

@@ -120,8 +120,6 @@ LEAN_EVENTS_PATCH = "lean-events"
 """Patch id of :meth:`GraphRunWorkflow.events_locally` (local-activity event writes)."""
 LOCAL_SPLIT_PATCH = "local-split"
 """Patch id: a short split (``Pipeline.split_locally``) runs as a local activity."""
-LOCAL_NODES_PATCH = "local-nodes"
-"""Patch id: activity nodes a run's input names (``Pipeline.local_nodes``) run as local activities."""
 RESUME_AS_SENT_PATCH = "resume-as-sent"
 """Patch id: a decision's ``resume`` reaches ``interrupt()`` unchanged on every path (issue 26)."""
 CARRIED_STREAM_ITEMS = 100
@@ -258,8 +256,6 @@ class GraphRunWorkflow(ApprovalGate):
         self._denied = False
         self._executed = 0
         self._ids: random.Random | None = None
-        self._local_nodes: frozenset[str] = frozenset()
-        self._local_nodes_on: bool | None = None
         self._webhooks: list[Any] = []
 
     @workflow.run
@@ -270,8 +266,6 @@ class GraphRunWorkflow(ApprovalGate):
         self._spec, compiled = hosted(inp.pipeline)
         self._budget = {"usd": inp.options.get("llm_budget_usd"),
                         "tokens": inp.options.get("llm_budget_tokens")}
-        if self._spec.local_nodes is not None:
-            self._local_nodes = frozenset(self._spec.local_nodes(to_jsonable(decode(inp.input))))
         if self._spec.stream is not None:
             self._run_stream = self._spec.stream(decode(inp.input))
             self._own_topic = self.stream.topic(self._run_stream.topic)
@@ -396,7 +390,7 @@ class GraphRunWorkflow(ApprovalGate):
                            "input": {"part": to_jsonable(part)}}}],
                 f"submit part {index + 1}")
             await workflow.start_child_workflow(
-                GraphRunWorkflow.run,
+                type(self).run,  # the child runs as its parent does (node by node or segments)
                 dataclasses.replace(inp, run_id=child_id, input=encode(child_input),
                                     parent_run_id=inp.run_id),
                 id=workflow_id, parent_close_policy=workflow.ParentClosePolicy.ABANDON)
@@ -803,7 +797,7 @@ class GraphRunWorkflow(ApprovalGate):
         timeout = timedelta(seconds=opts.timeout_seconds)
         try:
             result: NodeResult
-            if opts.run_in == "local_activity" or self._placed_locally(path, opts):
+            if opts.run_in == "local_activity":
                 result = await workflow.execute_local_activity(
                     "run_node", call, result_type=NodeResult, start_to_close_timeout=timeout,
                     retry_policy=policy, summary=opts.summary or path)
@@ -820,18 +814,6 @@ class GraphRunWorkflow(ApprovalGate):
             cause = failure_cause(err)
             raise NodeFailedError(path, (cause.type if cause and cause.type else "activity_failed"),
                                   cause.message if cause else str(err)) from err
-
-    def _placed_locally(self, path: str, opts: NodeOptions) -> bool:
-        """An activity node this run's input places in a local activity (``Pipeline.local_nodes``).
-
-        Behind the patch ``local-nodes``, asked once per run and only by runs that have such
-        nodes (every patch costs the run a search-attribute upsert).
-        """
-        if opts.run_in != "activity" or path not in self._local_nodes:
-            return False
-        if self._local_nodes_on is None:
-            self._local_nodes_on = workflow.patched(LOCAL_NODES_PATCH)
-        return self._local_nodes_on
 
     def note_workflow_node(self, path: str, task: str, started: float) -> None:
         """A workflow-placed node finished: its duration metric and span (replay-safe).

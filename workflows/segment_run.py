@@ -18,9 +18,11 @@ live from the segment (:mod:`overseer.token_stream`), its state per segment from
 activity returns. Between two segments
 the run continues as new when Temporal suggests it (its history is large): the graph's
 state is in LangGraph's checkpointer, so only the run's counters, the segment that just
-ended and the stream's newest items go along. Not yet on this path (docs/your-graph.md,
-"Runs as segments"): ``run_in: workflow | local_activity`` (such a node runs inside the
-segment), splits.
+ended and the stream's newest items go along. A pipeline that splits a submission
+(``Pipeline.split``) runs its split activity first; with several parts the run starts one
+child run of this workflow per part and completes with outcome ``split``. Not on this path
+(docs/your-graph.md, "Runs as segments"): ``run_in: workflow | local_activity`` (such a node
+runs inside the segment).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
-    from overseer.graph_codec import encode
+    from overseer.graph_codec import decode, encode
     from overseer.pipelines import NodeOptions, get_registry, placed_nodes
     from workflows.graph_run import (
         DEFAULT_RECURSION_LIMIT,
@@ -55,6 +57,9 @@ with workflow.unsafe.imports_passed_through():
 SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long (issue 25); the run
 option ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
+LOCAL_SEGMENT_SECONDS = 5.0
+"""How long a segment a pipeline calls short for its input (``Pipeline.local_segments``) may
+run as a local activity before it goes on as a heartbeating activity."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
@@ -83,6 +88,13 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._budget = {"usd": inp.options.get("llm_budget_usd"),
                         "tokens": inp.options.get("llm_budget_tokens")}
         self._segments_run = 0
+        self._local_seconds = float(inp.options.get("segment_local_seconds") or 0)
+        durability = "async"
+        if not self._local_seconds and self._spec.local_segments is not None and \
+                self._spec.local_segments(decode(inp.input) or {}):
+            # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
+            self._local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
+        durability = str(inp.options.get("durability") or durability)  # the run's, or the operator's
         if inp.carry is None:
             self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                        "workflow_id": workflow.info().workflow_id})
@@ -92,7 +104,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
             await self.set_status("running")
         call = SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
                            thread_id=inp.thread_id or inp.run_id, input=inp.input,
-                           durability=str(inp.options.get("durability") or "async"),
+                           durability=durability,
                            recursion_limit=int(inp.options.get("recursion_limit")
                                                or DEFAULT_RECURSION_LIMIT),
                            stream=inp.thread_id is not None,
@@ -104,15 +116,22 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                            context=inp.options.get("context"),
                            interrupt_before=inp.options.get("interrupt_before"),
                            interrupt_after=inp.options.get("interrupt_after"),
-                           subgraphs=bool(inp.options.get("stream_subgraphs")))
+                           subgraphs=bool(inp.options.get("stream_subgraphs")),
+                           values_at_pause=self._spec.decides_on_state
+                           and inp.thread_id is None)
+        if self._spec.split and inp.carry is None and inp.parent_run_id is None and \
+                inp.resume_from is None:  # a submission of several parts: one child run each
+            graph_input = decode(inp.input)
+            parts = await self._split_parts(graph_input)
+            if len(parts) > 1:
+                return await self._start_children(graph_input, parts)
         try:
             if inp.carry is not None:  # a continued run: on from where the last one stopped
                 self._restore_counters(inp.carry["counters"])
                 call = SegmentCall(**inp.carry["call"])
                 result = SegmentResult(**inp.carry["result"])
                 rounds = int(inp.carry["rounds"])
-                if result.snapshot is not None:
-                    self._snapshot = result.snapshot
+                self._keep_state(call, result)
             else:
                 result = await self._segment(call, "start")
                 rounds = 0
@@ -233,16 +252,27 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         result = await self._run_segment(call, label, opts)
         self._segments_run += 1
         self._count_usage(result.usage)
+        self._keep_state(call, result)
+        return result
+
+    def _keep_state(self, call: SegmentCall, result: SegmentResult) -> None:
+        """The thread's state after a segment, for :meth:`get_thread_state` and decision checks.
+
+        An Agent Server run's whole snapshot; a ``/v1`` run's values at a pause when its
+        pipeline's ``check_decision`` reads them (``SegmentCall.values_at_pause``).
+        """
         if result.snapshot is not None:
             self._snapshot = result.snapshot
-        return result
+        elif call.values_at_pause and result.values is not None:
+            self._snapshot = {"values": result.values}
 
     async def _run_segment(self, call: SegmentCall, label: str,
                            opts: NodeOptions | None = None) -> SegmentResult:
         """One segment, retried by Temporal; first tried as a local activity when the run allows.
 
-        Without ``segment_local_seconds`` (or when the local try does not finish in time)
-        it is a heartbeating activity.
+        Without ``segment_local_seconds`` or a pipeline that calls the run's input short
+        (``Pipeline.local_segments``), or when the local try does not finish in time, it is
+        a heartbeating activity.
 
         A bug fails the run once, on either path. A local try that times out or fails
         otherwise hands over to the activity, which goes on from the checkpoints the local
@@ -266,7 +296,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                                              *opts.non_retryable]),
                 summary=label)
             return step
-        local_seconds = float(self._inp.options.get("segment_local_seconds") or 0)
+        local_seconds = self._local_seconds
         if local_seconds > 0:
             try:
                 local: SegmentResult = await workflow.execute_local_activity(

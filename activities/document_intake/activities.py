@@ -12,8 +12,6 @@ from activities.document_intake.schema import FieldSchema
 from activities.errors import temporal_errors
 
 
-@activity.defn(name="split_document")
-@temporal_errors
 async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
                          options: dict[str, Any]) -> list[dict[str, Any]]:
     """Find the entries in a possibly multi-entry file (seed 000 batch → one run per chunk).
@@ -27,7 +25,7 @@ async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
         ``EntrySpan`` dicts; one span for a single-entry document.
 
     Raises:
-        ApplicationError: non-retryable ``unreadable_document`` for poison documents.
+        overseer.errors.UnreadableDocumentError: a poison document.
     """
     pages = await load_pages(document, dpi=int(options["ocr_dpi"]),
                              limits=limits_from_options(options))

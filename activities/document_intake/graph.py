@@ -5,22 +5,22 @@
                                                  ├─ complete → complete → END
                                                  └─ escalate → escalate (interrupt → human) → END
 
-``run_pipeline``, ``retry_extraction`` and ``review_agent`` run as Temporal activities
-(I/O and CPU); routing, ``complete`` and ``escalate`` run in the workflow (cheap and
-deterministic). Routers and workflow nodes are ``async`` and module-level (a sync edge
-function would hit ``run_in_executor`` inside the workflow). Build a fresh graph for
-every registration: the plugin rewrites the graph it is given.
+The graph runs as segments (``SegmentRunWorkflow``): from the start, or a reviewer's
+decision, to the next interrupt or the end, LangGraph's own loop runs in one heartbeating
+activity on its Postgres checkpointer. ``run_pipeline`` (read, extract, validate, score),
+the routers, ``complete`` and ``escalate`` run inside the segment, so a text-layer form
+that completes is one activity. ``retry_extraction`` and ``review_agent`` may call a model:
+each leaves the segment as its own activity with its own attempts (a model error gets 3,
+seed 002 R5.6; the rest are for database outages), time-out and a 4 s heartbeat.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from datetime import timedelta
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
-from temporalio.common import RetryPolicy
 
 from activities.document_intake.assess import assess_record
 from activities.document_intake.assess import route_after_review as decide_after_review
@@ -28,31 +28,24 @@ from activities.document_intake.routing import RoutingThresholds
 from activities.document_intake.routing import route_after_pipeline as _route
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
-from activities.retry import node_retry_policy
 
 GRAPH_NAME = "document_intake"
 
 NON_RETRYABLE = ["unreadable_document", "unsupported_media_type", "not_found",
                  "llm_malformed_response"]
 
-NODE_RETRY = node_retry_policy(NON_RETRYABLE)
-
-LLM_NODE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=2),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    # Model errors get 3 attempts (seed 002 R5.6: the node reports the failure itself on the
-    # 3rd); the rest are for database outages, which must not fail a run.
-    maximum_attempts=10,
-    non_retryable_error_types=NON_RETRYABLE,
-)
+MODEL_STEP_ATTEMPTS = 10
+"""Attempts of a model-calling node's activity: a model error gets 3 (seed 002 R5.6: the
+node reports the failure itself on the 3rd); the rest are for database outages, which
+must not fail a run."""
 
 
 def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]:
     """Build (not compile) the document_intake graph.
 
     Args:
-        for_temporal: attach ``execute_in``/timeouts/retry metadata for the Temporal plugin;
+        for_temporal: give the model-calling nodes their own activity options (node
+            metadata ``{"overseer": {...}}``, :class:`overseer.pipelines.NodeOptions`);
             False gives a plain LangGraph graph (baselines, unit tests).
 
     Returns:
@@ -60,31 +53,24 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
     """
     from activities.document_intake import nodes
 
-    def activity_meta(summary: str, *, minutes: float,
-                      retry: RetryPolicy = NODE_RETRY) -> dict[str, Any] | None:
+    def model_step(summary: str, *, minutes: float) -> dict[str, Any] | None:
         if not for_temporal:
             return None
-        return {
-            "execute_in": "activity",
-            "start_to_close_timeout": timedelta(minutes=minutes),
-            "heartbeat_timeout": timedelta(seconds=4),  # recovery ≈ 4.4 s (docs/performance.md)
-            "retry_policy": retry,
-            "summary": summary,
-        }
+        return {"overseer": {
+            "run_in": "activity", "timeout_seconds": minutes * 60,
+            "heartbeat_seconds": 4,  # recovery ≈ 4.4 s (docs/performance.md)
+            "max_attempts": MODEL_STEP_ATTEMPTS,
+            "non_retryable": list(NON_RETRYABLE), "summary": summary}}
 
-    in_workflow = {"execute_in": "workflow"} if for_temporal else None
     graph = StateGraph(DocumentIntakeState)
-    graph.add_node("run_pipeline", nodes.run_pipeline,
-                   metadata=activity_meta("read, extract, validate, score", minutes=15))
+    graph.add_node("run_pipeline", nodes.run_pipeline)
     graph.add_node("retry_extraction", nodes.retry_extraction,
-                   metadata=activity_meta("extract missing fields again", minutes=15,
-                                          retry=LLM_NODE_RETRY))
+                   metadata=model_step("extract missing fields again", minutes=15))
     graph.add_node("review_agent", nodes.review_agent,
-                   metadata=activity_meta("review agent: propose updates", minutes=10,
-                                          retry=LLM_NODE_RETRY))
-    graph.add_node("complete", complete, metadata=in_workflow)
-    graph.add_node("escalate", escalate, metadata=in_workflow)
-    graph.add_node("budget_gate", budget_gate, metadata=in_workflow)
+                   metadata=model_step("review agent: propose updates", minutes=10))
+    graph.add_node("complete", complete)
+    graph.add_node("escalate", escalate)
+    graph.add_node("budget_gate", budget_gate)
     routes: dict[Hashable, str] = {"retry": "retry_extraction", "review": "review_agent",
               "complete": "complete", "escalate": "escalate", "budget": "budget_gate"}
     graph.add_edge(START, "run_pipeline")

@@ -1,11 +1,11 @@
 """The ``document_intake`` pipeline's declaration (seed 000): its graph and how Overseer hosts it.
 
-It runs on the generic ``GraphRunWorkflow`` like every pipeline, through these hooks:
-``make_input`` (the schema and options snapshot a run starts with), ``split`` (a batch
-file becomes one child run per entry), ``check_decision`` (field edits validated against
-the schema on approval), ``result`` / ``node_snapshot`` (the run view: the record, never
-page text). Runs started before the graph runtime finish on the legacy
-``DocumentIntakeWorkflow``, which the worker keeps registered (``worker_parts``).
+It runs as segments (``SegmentRunWorkflow``, LangGraph's loop on its Postgres checkpointer;
+the graph module says which nodes leave the segment), through these hooks: ``make_input``
+(the schema and options snapshot a run starts with), ``split`` (a batch file becomes one
+child run per entry; a short text layer's split, and its segments, are local activities), ``check_decision``
+(field edits validated against the schema on approval), ``result`` / ``node_snapshot`` (the
+run view: the record, never page text).
 """
 
 from __future__ import annotations
@@ -18,29 +18,21 @@ from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
 from overseer.pipelines import Pipeline
 
-LOCAL_SPLIT_MAX_PAGES = 10
-"""A text-layer document of at most this many pages is split in a local activity."""
+SHORT_TEXT_LAYER_PAGES = 10
+"""A text-layer document of at most this many pages is split, and its segments run, in local
+activities."""
 
 
-def split_locally(state: Mapping[str, Any]) -> bool:
-    """Whether this run's split is short: a text layer (no OCR expected) of ≤ 10 pages.
+def short_text_layer(state: Mapping[str, Any]) -> bool:
+    """Whether this run's work is short: a text layer (no OCR expected) of ≤ 10 pages.
 
-    ``Pipeline.split_locally``; pure (reads the document reference the API stored). A
-    scanned document's split OCRs every page, so it stays a heartbeating activity.
+    ``Pipeline.split_locally`` and ``Pipeline.local_segments``; pure (reads the document
+    reference the API stored). A scanned document's split and segments OCR its pages, so
+    they stay heartbeating activities.
     """
     document = state.get("document") or {}
     return bool(document.get("has_text_layer")) and document.get("kind") in ("pdf", "text") \
-        and 0 < int(document.get("page_count") or 0) <= LOCAL_SPLIT_MAX_PAGES
-
-
-def local_nodes(state: Mapping[str, Any]) -> tuple[str, ...]:
-    """``run_pipeline`` as a local activity for a short text layer (``Pipeline.local_nodes``).
-
-    Reading a text layer of ≤ 10 pages and extracting from it takes well under a second,
-    so the run needs one workflow task instead of two. A scan's ``run_pipeline`` OCRs and
-    stays a heartbeating activity, as does ``retry_extraction`` (a 400 dpi re-OCR).
-    """
-    return ("run_pipeline",) if split_locally(state) else ()
+        and 0 < int(document.get("page_count") or 0) <= SHORT_TEXT_LAYER_PAGES
 
 
 def make_input(ctx: Any) -> dict[str, Any]:
@@ -91,17 +83,10 @@ def build_router() -> Any:
 
 
 def worker_parts() -> dict[str, Any]:
-    """What the worker registers besides the graph runtime.
+    """What the worker registers besides the graph runtime: the split activity."""
+    from activities.document_intake.activities import split_parts
 
-    The split activity, and the legacy workflow with its plugin graph for runs started
-    before the cut-over.
-    """
-    from activities.document_intake.activities import split_document, split_parts
-    from activities.document_intake.graph import GRAPH_NAME
-    from workflows.document_intake import DocumentIntakeWorkflow
-
-    return {"workflows": [DocumentIntakeWorkflow], "activities": [split_parts, split_document],
-            "plugin_graphs": {GRAPH_NAME: build_document_intake_graph()}}
+    return {"activities": [split_parts]}
 
 
 PIPELINE = Pipeline(
@@ -117,9 +102,10 @@ PIPELINE = Pipeline(
     result=public_snapshot,
     node_snapshot=public_snapshot,
     split="document_intake.split",
-    split_locally=split_locally,
-    local_nodes=local_nodes,
+    split_locally=short_text_layer,
+    local_segments=short_text_layer,
     router=build_router,
     record_fields=record_fields,
     worker_parts=worker_parts,
+    workflow="SegmentRunWorkflow",
 )

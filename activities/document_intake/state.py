@@ -26,7 +26,7 @@ class DocumentIntakeState(TypedDict, total=False):
     field_schema: dict[str, Any]
     """Snapshot of the field schema taken at submission (``FieldSchema.model_dump()``)."""
     options: dict[str, Any]
-    """Thresholds, scores, dpi and limits snapshot (see ``workflows.document_intake``)."""
+    """Thresholds, scores, dpi and limits snapshot taken when the run was submitted."""
     max_steps: int
     """Seed §1.3: escalate once this many tools ran."""
 

@@ -14,10 +14,12 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from activities import runtime
 from overseer.bench.inputs import Doc, store_run
+from overseer.pipelines import get_registry
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
 from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 T = TypeVar("T")
@@ -53,9 +55,12 @@ class Harness:
         return [await store_run(self.pool, d, self.settings) for d in docs]
 
     async def start(self, inp: GraphRunInput) -> WorkflowHandle[Any, Any]:
-        """Start one run as the API does (same id scheme, task queue and search attributes)."""
+        """Start one run as the API does: its pipeline's workflow, id, task queue, search attributes."""
+        run = SegmentRunWorkflow.run \
+            if get_registry().get(inp.pipeline).workflow == "SegmentRunWorkflow" \
+            else GraphRunWorkflow.run
         return await self.client.start_workflow(
-            GraphRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+            run, inp, id=f"{inp.pipeline}-{inp.run_id}",
             task_queue=DEFAULT_TASK_QUEUE,
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(PIPELINE_ATTRIBUTE, "document_intake"),

@@ -31,7 +31,7 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
     while True:
         desc = await handle.describe()
         pending = [a.activity_type.name for a in desc.raw_description.pending_activities]
-        if any(name in ("document_intake.split", "run_node") for name in pending):
+        if any(name in ("document_intake.split", "run_segment") for name in pending):
             break
         assert time.monotonic() < deadline, "no OCR activity started"
         time.sleep(0.05)

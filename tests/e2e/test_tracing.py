@@ -126,11 +126,11 @@ def _ancestors(spans: list[ReadableSpan], span: ReadableSpan) -> list[str]:
     return [s.name for s in _ancestor_spans(spans, span)]
 
 
-def _node_activity(spans: list[ReadableSpan], node: str) -> ReadableSpan:
-    """The ``RunActivity:run_node`` span of one graph node (named by its attributes)."""
-    found = [s for s in spans if s.name == "RunActivity:run_node"
+def _node_span(spans: list[ReadableSpan], node: str) -> ReadableSpan:
+    """The ``node <name>`` span a segment records for one graph node."""
+    found = [s for s in spans if s.name == f"node {node}"
              and (s.attributes or {}).get("langgraph.node") == node]
-    assert found, f"no run_node span for {node}: {sorted({s.name for s in spans})}"
+    assert found, f"no span for node {node}: {sorted({s.name for s in spans})}"
     return found[0]
 
 
@@ -150,7 +150,7 @@ async def test_a_run_is_one_trace_from_the_request_to_the_llm_call_and_a_decisio
 
     async def run_workflow_finished() -> list[ReadableSpan]:
         spans = traced.finished()
-        assert any(s.name == "RunWorkflow:GraphRunWorkflow"
+        assert any(s.name == "RunWorkflow:SegmentRunWorkflow"
                    and format(s.context.trace_id, "032x") == run["trace_id"] for s in spans)
         return spans
 
@@ -161,15 +161,15 @@ async def test_a_run_is_one_trace_from_the_request_to_the_llm_call_and_a_decisio
     in_trace = [s for s in spans if s.context.trace_id == trace_id]
     assert request.parent is None  # the request is the root of the run's trace
 
-    start = _one(in_trace, "StartWorkflow:GraphRunWorkflow")
+    start = _one(in_trace, "StartWorkflow:SegmentRunWorkflow")
     assert request.name in _ancestors(in_trace, start)
     for node in ("run_pipeline", "review_agent"):
-        activity = _node_activity(in_trace, node)
-        assert activity.attributes["langgraph.node"] == node
-        assert activity.attributes["overseer.run_id"] == run_id
-        assert activity.attributes["overseer.pipeline"] == "document_intake"
-        assert "RunWorkflow:GraphRunWorkflow" in _ancestors(in_trace, activity)
-        assert start.name in _ancestors(in_trace, activity)
+        span = _node_span(in_trace, node)
+        assert span.attributes["overseer.run_id"] == run_id
+        assert span.attributes["overseer.pipeline"] == "document_intake"
+        assert "RunActivity:run_segment" in _ancestors(in_trace, span)
+        assert "RunWorkflow:SegmentRunWorkflow" in _ancestors(in_trace, span)
+        assert start.name in _ancestors(in_trace, span)
     inner = {s.attributes.get("langgraph.node") for s in in_trace if s.name.startswith("langgraph.node")}
     assert {"read_text", "extract_record", "validate_and_score", "infer_fields"} <= inner
 
@@ -182,8 +182,8 @@ async def test_a_run_is_one_trace_from_the_request_to_the_llm_call_and_a_decisio
     assert attrs["gen_ai.usage.output_tokens"] == 30
     assert tuple(attrs["gen_ai.response.finish_reasons"]) == ("stop",)
     assert "langgraph.node infer_fields" in _ancestors(in_trace, chat)
-    assert _node_activity(in_trace, "review_agent").context.span_id in {
-        a.context.span_id for a in _ancestor_spans(in_trace, chat)}
+    assert "langgraph.node review_agent" in _ancestors(in_trace, chat)
+    assert "RunActivity:run_segment" in _ancestors(in_trace, chat)
     # no document text in any attribute of any span of the run
     essay_line = corpus.make_entry(4242).essay.split("\n")[0][:40]
     for span in in_trace:

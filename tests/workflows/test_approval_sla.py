@@ -11,7 +11,7 @@ from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 
 async def test_sla_breach_is_recorded_and_the_request_stays_open(
@@ -22,11 +22,11 @@ async def test_sla_breach_is_recorded_and_the_request_stays_open(
                                 search_attributes=False)
     async with build_worker(time_skipping.client, task_queue=task_queue):
         handle = await time_skipping.client.start_workflow(
-            GraphRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+            SegmentRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
             task_queue=task_queue)
 
         async def awaiting():
-            view = await handle.query(GraphRunWorkflow.get_status)
+            view = await handle.query(SegmentRunWorkflow.get_status)
             assert view.status == "awaiting_approval"
         await assert_eventually(awaiting)
         assert "approval.sla_breached" not in await event_types(db, inp.run_id)
@@ -43,10 +43,10 @@ async def test_sla_breach_is_recorded_and_the_request_stays_open(
                                 uuid.UUID(inp.run_id))
         assert row["status"] == "pending"
         assert row["sla_breached_at"] is not None
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         assert view.sla_breached and view.status == "awaiting_approval"
 
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"grade": "7"}, decided_by="late-reviewer"))
         assert done.status == "completed"
         assert (await handle.result()).result["record"]["grade"] == "7"

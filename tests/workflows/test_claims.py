@@ -14,18 +14,18 @@ from temporalio.worker import Worker
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
 from workflows.approval import ClaimInput, DecisionInput, ReassignInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 
 async def _open(env, db, task_queue, seed):
     inp = await submit_document(db, corpus.render_text([corpus.make_entry(seed, drop=["grade"])]),
                                 "form.txt")
-    handle = await env.client.start_workflow(GraphRunWorkflow.run, inp,
+    handle = await env.client.start_workflow(SegmentRunWorkflow.run, inp,
                                              id=f"document_intake-{inp.run_id}",
                                              task_queue=task_queue)
 
     async def awaiting():
-        assert (await handle.query(GraphRunWorkflow.get_status)).status == "awaiting_approval"
+        assert (await handle.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
     await assert_eventually(awaiting)
     return handle, inp.run_id
 
@@ -39,25 +39,25 @@ async def _refused(coro) -> str:
 async def test_claim_fences_other_reviewers_until_released(dev_server: WorkflowEnvironment,
                                                           worker: Worker, db, task_queue: str):
     handle, run_id = await _open(dev_server, db, task_queue, 101)
-    await handle.execute_update(GraphRunWorkflow.claim, ClaimInput(reviewer="ann"))
+    await handle.execute_update(SegmentRunWorkflow.claim, ClaimInput(reviewer="ann"))
     row = await db.fetchrow("SELECT assigned_to FROM approvals WHERE run_id = $1",
                             uuid.UUID(run_id))
     assert row["assigned_to"] == "ann"
     assert await _refused(handle.execute_update(
-        GraphRunWorkflow.claim, ClaimInput(reviewer="bob"))) == "claimed_by_other"
-    assert await _refused(handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        SegmentRunWorkflow.claim, ClaimInput(reviewer="bob"))) == "claimed_by_other"
+    assert await _refused(handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="reject", decided_by="bob"))) == "claimed_by_other"
     assert await _refused(handle.execute_update(
-        GraphRunWorkflow.release, ClaimInput(reviewer="bob"))) == "claimed_by_other"
-    await handle.execute_update(GraphRunWorkflow.release, ClaimInput(reviewer="ann"))
-    await handle.execute_update(GraphRunWorkflow.claim, ClaimInput(reviewer="bob"))
-    await handle.execute_update(GraphRunWorkflow.reassign, ReassignInput(
+        SegmentRunWorkflow.release, ClaimInput(reviewer="bob"))) == "claimed_by_other"
+    await handle.execute_update(SegmentRunWorkflow.release, ClaimInput(reviewer="ann"))
+    await handle.execute_update(SegmentRunWorkflow.claim, ClaimInput(reviewer="bob"))
+    await handle.execute_update(SegmentRunWorkflow.reassign, ReassignInput(
         by="bob", assignee="cat", group="second-line"))
     row = await db.fetchrow("SELECT assigned_to, assigned_group FROM approvals WHERE run_id = $1",
                             uuid.UUID(run_id))
     assert tuple(row) == ("cat", "second-line")
     # An admin may decide over a claim; the decision records who made it.
-    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="approve", updates={"grade": "5"}, decided_by="root", is_admin=True))
     assert done.status == "completed"
     decided = await db.fetchrow("SELECT decided_by FROM approvals WHERE run_id = $1",
@@ -75,7 +75,7 @@ async def test_concurrent_decisions_exactly_one_wins(dev_server: WorkflowEnviron
     attempts = [DecisionInput(decision="approve", updates={"grade": str(g)}, decided_by=f"r{g}")
                 for g in range(3, 9)] + [DecisionInput(decision="reject", decided_by="rx")]
     results = await asyncio.gather(
-        *(handle.execute_update(GraphRunWorkflow.decide, d) for d in attempts),
+        *(handle.execute_update(SegmentRunWorkflow.decide, d) for d in attempts),
         return_exceptions=True)
     wins = [r for r in results if not isinstance(r, BaseException)]
     losses = [r for r in results if isinstance(r, BaseException)]
@@ -94,12 +94,12 @@ async def test_concurrent_claims_exactly_one_claimant(dev_server: WorkflowEnviro
                                                       worker: Worker, db, task_queue: str):
     handle, run_id = await _open(dev_server, db, task_queue, 103)
     results = await asyncio.gather(
-        *(handle.execute_update(GraphRunWorkflow.claim, ClaimInput(reviewer=f"r{i}"))
+        *(handle.execute_update(SegmentRunWorkflow.claim, ClaimInput(reviewer=f"r{i}"))
           for i in range(6)), return_exceptions=True)
     winners = {r.approval["claimed_by"] for r in results if not isinstance(r, BaseException)}
     assert len(winners) == 1
     assert sum(isinstance(r, BaseException) for r in results) == 5
     assert (await event_types(db, run_id)).count("approval.claimed") == 1
-    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="reject", decided_by=winners.pop()))
     await handle.result()

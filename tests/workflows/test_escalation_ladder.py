@@ -15,7 +15,7 @@ from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
 from tests.workflows.llm_support import fake_model, llm_answer, llm_settings
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 HOUR = 3600.0
 
@@ -31,12 +31,12 @@ async def _open(env: WorkflowEnvironment, db, task_queue: str, seed: int, **opti
                 ) -> tuple[WorkflowHandle, str]:
     inp = await submit_document(db, corpus.render_text([corpus.make_entry(seed, drop=["grade"])]),
                                 "form.txt", search_attributes=False, options=options)
-    handle = await env.client.start_workflow(GraphRunWorkflow.run, inp,
+    handle = await env.client.start_workflow(SegmentRunWorkflow.run, inp,
                                              id=f"document_intake-{inp.run_id}",
                                              task_queue=task_queue)
 
     async def awaiting():
-        assert (await handle.query(GraphRunWorkflow.get_status)).status == "awaiting_approval"
+        assert (await handle.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
     await assert_eventually(awaiting)
     return handle, inp.run_id
 
@@ -68,7 +68,7 @@ async def test_each_rung_fires_in_order_and_the_request_stays_open(
         assert row["assigned_group"] == "night-shift"
         assert row["reminded_at"] is not None and row["sla_breached_at"] is not None
         assert row["auto_action"] == "keep_waiting:kept_waiting"
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"grade": "6"}, decided_by="night-reviewer"))
         assert done.status == "completed"
     types = await event_types(db, run_id)
@@ -96,14 +96,14 @@ async def test_auto_approve_never_applies_a_proposal_that_does_not_validate(
                                      **ladder(final_action="auto_approve"))
         await time_skipping.sleep(timedelta(hours=5))
         await _until(db, run_id, "approval.auto_decided")
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         assert view.status == "awaiting_approval"
         rows = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND "
                               "type = 'approval.auto_decided'", uuid.UUID(run_id))
         data = json.loads(rows[0]["data"])
         assert data["result"] == "kept_waiting"
         assert data["reason"] == "auto_approve_refused:invalid_field_edits"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="rev"))
         await handle.result()
 
@@ -119,18 +119,18 @@ async def test_auto_approve_never_applies_an_unverified_model_value(
         async with build_worker(time_skipping.client, task_queue=task_queue):
             handle, run_id = await _open(time_skipping, db, task_queue, 94,
                                          **ladder(final_action="auto_approve"))
-            view = await handle.query(GraphRunWorkflow.get_status)
+            view = await handle.query(SegmentRunWorkflow.get_status)
             proposal = view.approval["payload"]["proposal"]
             assert proposal["updates"] == {}
             assert proposal["suggestions"] == {"grade": "11"}
             await time_skipping.sleep(timedelta(hours=5))
             await _until(db, run_id, "approval.auto_decided")
-            assert (await handle.query(GraphRunWorkflow.get_status)).status == \
+            assert (await handle.query(SegmentRunWorkflow.get_status)).status == \
                 "awaiting_approval"
             rows = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND "
                                   "type = 'approval.auto_decided'", uuid.UUID(run_id))
             assert json.loads(rows[0]["data"])["result"] == "kept_waiting"
-            await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
                 decision="reject", decided_by="rev"))
             await handle.result()
 
@@ -139,7 +139,7 @@ async def test_decision_before_the_first_rung_fires_nothing(time_skipping: Workf
                                                             db, task_queue: str):
     async with build_worker(time_skipping.client, task_queue=task_queue):
         handle, run_id = await _open(time_skipping, db, task_queue, 95, **ladder())
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"grade": "4"}, decided_by="early-bird"))
         await handle.result()
         await time_skipping.sleep(timedelta(hours=10))

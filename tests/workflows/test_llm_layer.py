@@ -21,17 +21,17 @@ from tests.workflows.llm_support import (
     llm_settings,
 )
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 
 async def _start(client, inp, task_queue):
-    return await client.start_workflow(GraphRunWorkflow.run, inp,
+    return await client.start_workflow(SegmentRunWorkflow.run, inp,
                                        id=f"document_intake-{inp.run_id}", task_queue=task_queue)
 
 
 async def _awaiting(handle):
     async def check():
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         assert view.status == "awaiting_approval", view.status
         return view
     return await assert_eventually(check, timeout=60)
@@ -157,14 +157,14 @@ async def test_budget_gate_pauses_the_run_and_a_raised_budget_resumes_it(
         from temporalio.client import WorkflowUpdateFailedError
 
         with pytest.raises(WorkflowUpdateFailedError) as low:
-            await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
                 decision="approve", budget_usd=0.0, decided_by="ops"))
         assert low.value.cause.type == "invalid_budget"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", budget_usd=1.0, decided_by="ops"))
 
         async def reviewed():
-            view = await handle.query(GraphRunWorkflow.get_status)
+            view = await handle.query(SegmentRunWorkflow.get_status)
             assert view.status == "awaiting_approval"
             assert view.approval["payload"]["kind"] == "review"
             return view
@@ -172,7 +172,7 @@ async def test_budget_gate_pauses_the_run_and_a_raised_budget_resumes_it(
     # The model quoted nothing: its grade is a suggestion the reviewer types in (issue 17).
     assert view.approval["payload"]["proposal"]["suggestions"] == {"grade": "10"}
     assert len(await _llm_events(db, inp.run_id)) == 1
-    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="approve", updates={"grade": "10"}, decided_by="rita"))
     assert (done.status, done.outcome) == ("completed", "approved")
     assert (await handle.result()).result["record"]["grade"] == "10"
@@ -185,7 +185,7 @@ async def test_budget_denied_stops_the_run(dev_server: WorkflowEnvironment, work
         inp = await _missing_grade_run(db, 86, llm_budget_tokens=10)
         handle = await _start(dev_server.client, inp, task_queue)
         await _awaiting(handle)
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="ops", note="not worth it"))
     assert (done.status, done.outcome) == ("rejected", "budget_denied")
 

@@ -3,9 +3,9 @@
 Histories under ``tests/workflows/histories/`` were recorded from real runs on the dev
 server (set ``OVERSEER_RECORD_HISTORIES=1`` while running the workflow tests to refresh
 them). This test also records and replays a fresh history of each path, so it fails even
-before any file is committed. ``auto_complete`` / ``approved_after_escalation`` /
-``pricing_approved`` are runs of the legacy per-pipeline workflows (kept registered until
-their open runs drain); the ``graph_run_*`` ones are runs of ``GraphRunWorkflow``.
+before any file is committed. ``pricing_approved`` is a run of the legacy per-pipeline
+workflow (kept registered until its open runs drain); the ``graph_run_*`` ones are runs of
+``GraphRunWorkflow``, the ``segment_run_*`` ones of ``SegmentRunWorkflow``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from services.worker.main import WORKFLOWS, langgraph_plugin
 from tests import corpus
 from tests.helpers import submit_document
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow, prepare_all
+from workflows.graph_run import prepare_all
+from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -45,23 +46,21 @@ async def test_fresh_histories_replay(dev_server: WorkflowEnvironment, worker: W
     auto = await submit_document(db, corpus.render_text([corpus.make_entry(51)]), "a.txt")
     human = await submit_document(
         db, corpus.render_text([corpus.make_entry(52, drop=["grade"])]), "b.txt")
-    h1 = await client.start_workflow(GraphRunWorkflow.run, auto,
+    h1 = await client.start_workflow(SegmentRunWorkflow.run, auto,
                                      id=f"document_intake-{auto.run_id}", task_queue=task_queue)
     await h1.result()
-    h2 = await client.start_workflow(GraphRunWorkflow.run, human,
+    h2 = await client.start_workflow(SegmentRunWorkflow.run, human,
                                      id=f"document_intake-{human.run_id}", task_queue=task_queue)
     from tests.helpers import assert_eventually
 
     async def awaiting():
-        assert (await h2.query(GraphRunWorkflow.get_status)).status == "awaiting_approval"
+        assert (await h2.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
     await assert_eventually(awaiting)
-    await h2.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    await h2.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="approve", updates={"grade": "10"}, decided_by="rev"))
     await h2.result()
-    # (auto_complete.json and approved_after_escalation.json are the legacy
-    # DocumentIntakeWorkflow's, recorded before the cut-over; they keep replaying above.)
-    for name, handle in (("graph_run_intake_auto_complete", h1),
-                         ("graph_run_intake_approved_after_escalation", h2)):
+    for name, handle in (("segment_run_intake_auto_complete", h1),
+                         ("segment_run_intake_approved_after_escalation", h2)):
         history = await handle.fetch_history()
         await _replayer().replay_workflow(history)
         if os.environ.get("OVERSEER_RECORD_HISTORIES"):

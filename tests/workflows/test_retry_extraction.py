@@ -14,7 +14,7 @@ from activities import llm
 from tests import corpus
 from tests.helpers import submit_document
 from tests.workflows.llm_support import fake_model, llm_answer, llm_settings
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 RETRY_EVERY_FIRST_PASS = {"thresholds": {
     "max_steps": 5, "complete_confidence": 0.9, "retry_below_confidence": 1.0,
@@ -30,7 +30,7 @@ async def _routes(db, run_id: str) -> list[str]:
 async def _run(dev_server: WorkflowEnvironment, db, task_queue: str, text: bytes):
     inp = await submit_document(db, text, "form.txt", options=RETRY_EVERY_FIRST_PASS)
     handle = await dev_server.client.start_workflow(
-        GraphRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
+        SegmentRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}",
         task_queue=task_queue)
     return inp, handle
 
@@ -43,10 +43,10 @@ async def test_retry_with_rules_runs_and_says_so(dev_server: WorkflowEnvironment
     from workflows.approval import DecisionInput
 
     async def awaiting():
-        assert (await handle.query(GraphRunWorkflow.get_status)).status == \
+        assert (await handle.query(SegmentRunWorkflow.get_status)).status == \
             "awaiting_approval"
     await assert_eventually(awaiting, timeout=120)
-    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="reject", decided_by="rev"))
     result = await handle.result()
     assert "retry_extraction" in result.result["tools_used"]

@@ -219,7 +219,8 @@ def test_a_run_may_ask_for_a_durability_and_nothing_else():
 
 def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_settings):
     """``POST /v1/pipelines/{name}/runs`` picks the workflow the pipeline names, with the
-    process's ``OVERSEER_DURABILITY`` unless the run's metadata asks for another."""
+    process's ``OVERSEER_DURABILITY`` unless the run's metadata asks for another (unset: the
+    workflow's choice)."""
     from overseer.runs import StartContext, _graph_run
 
     pipeline = get_registry().get("seg_constructs")
@@ -230,7 +231,9 @@ def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_setting
     assert method is SegmentRunWorkflow.run
     assert argument.options["durability"] == "sync"
     ctx.metadata = {}
-    assert _graph_run(ctx)[1].options["durability"] == test_settings.durability == "async"
+    assert _graph_run(ctx)[1].options["durability"] is test_settings.durability is None
+    ctx.settings = test_settings.model_copy(update={"durability": "exit"})
+    assert _graph_run(ctx)[1].options["durability"] == "exit"
     ctx.pipeline = get_registry().get("constructs")
     assert _graph_run(ctx)[0] is GraphRunWorkflow.run
 
