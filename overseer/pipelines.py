@@ -198,9 +198,8 @@ class Pipeline:
             node, each node its own activity; the default for a ``Pipeline``) or
             ``SegmentRunWorkflow`` (segments on LangGraph's Postgres checkpointer; what a
             plain graph in a ``langgraph.json`` gets, see :func:`runtime_for`).
-        worker_parts: for a pipeline with a workflow of its own: ``() -> {"workflows": [...],
-            "activities": [...], "plugin_graphs": {name: StateGraph}}``, what the worker
-            registers for it (fresh graphs on every call).
+        worker_parts: ``() -> {"activities": [...], "workflows": [...]}``: what the worker
+            registers for the pipeline besides the graph runtime (e.g. its split activity).
         source: where it was registered from (``langgraph.json`` path and entry).
     """
 

@@ -11,10 +11,10 @@ behave exactly as LangGraph defines them; what changes is where each node runs:
 - ``workflow``: the node's own code, in the workflow (cheap, pure steps).
 
 Node metadata ``{"overseer": {...}}`` chooses (:class:`overseer.pipelines.NodeOptions`);
-the ``temporalio-langgraph`` plugin's keys (``execute_in``, ``start_to_close_timeout``,
-``retry_policy``, ``summary``) are read too. A compiled subgraph added as a node is run
-node by node (its nodes become activities, its interrupts are the run's interrupts),
-unless its metadata places it in one activity.
+the keys of Temporal's LangGraph plugin (``execute_in``, ``start_to_close_timeout``,
+``retry_policy``, ``summary``) are read too, so a graph written for it runs unchanged. A
+compiled subgraph added as a node is run node by node (its nodes become activities, its
+interrupts are the run's interrupts), unless its metadata places it in one activity.
 
 What the runtime fixes that the Temporal LangGraph plugin does not:
 sync routers and sync workflow nodes are called directly instead of through

@@ -4,15 +4,14 @@ It runs on the generic ``GraphRunWorkflow`` with the hooks in :mod:`activities.p
 its own chat stream (``stream``), policy-checked sign-off edits (``check_decision``) and
 its result view (``result`` / ``node_snapshot``). Runs start from the chat API
 (``/api/v1/chat``: routing, scope and a catalog snapshot come first), not from
-``/v1/pipelines/pricing/runs``. Runs started before the graph runtime finish on the legacy
-``PricingWorkflow``, which the worker keeps registered (``worker_parts``).
+``/v1/pipelines/pricing/runs``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from activities.pricing.graph import GRAPH_NAME, build_pricing_graph
+from activities.pricing.graph import build_pricing_graph
 from activities.pricing.run import PricingStream, check_decision, node_snapshot, result
 from overseer.pipelines import Pipeline
 
@@ -33,13 +32,6 @@ def build_router() -> Any:
     return router
 
 
-def worker_parts() -> dict[str, Any]:
-    """The legacy workflow and its plugin graph, for runs started before the cut-over."""
-    from workflows.pricing import PricingWorkflow
-
-    return {"workflows": [PricingWorkflow], "plugin_graphs": {GRAPH_NAME: build_pricing_graph()}}
-
-
 PIPELINE = Pipeline(
     name="pricing",
     graph=build_pricing_graph,
@@ -55,6 +47,5 @@ PIPELINE = Pipeline(
     node_snapshot=node_snapshot,
     stream=PricingStream,
     router=build_router,
-    worker_parts=worker_parts,
     extra={"submit_path": "/api/v1/chat"},
 )

@@ -15,7 +15,6 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -40,32 +39,30 @@ PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, p
                                       run_segment, fire_cron, delete_thread_after_run)
 
 
-def pipeline_parts() -> tuple[list[type], list[Any], dict[str, Any]]:
-    """Workflows, activities and plugin graphs of the registry.
+def pipeline_parts() -> tuple[list[type], list[Any]]:
+    """Workflows and activities of the registry.
 
-    ``GraphRunWorkflow``, ``SegmentRunWorkflow``, ``CronTickWorkflow`` (a cron's tick) and
-    the platform activities, plus what each pipeline with a
-    workflow of its own declares (``Pipeline.worker_parts``).
+    ``GraphRunWorkflow``, ``SegmentRunWorkflow``, ``CronTickWorkflow`` (a cron's tick),
+    ``ThreadCleanupWorkflow`` and the platform activities, plus what a pipeline declares
+    besides its graph (``Pipeline.worker_parts``, e.g. a split activity).
     """
     workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow, CronTickWorkflow,
                              ThreadCleanupWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
-    graphs: dict[str, Any] = {}
     for pipeline in get_registry():
         if pipeline.worker_parts is not None:
             parts = pipeline.worker_parts()
             workflows += [w for w in parts.get("workflows", []) if w not in workflows]
             activities += [a for a in parts.get("activities", []) if a not in activities]
-            graphs.update(parts.get("plugin_graphs", {}))
-    return workflows, activities, graphs
+    return workflows, activities
 
 
 WORKFLOWS: Sequence[type] = tuple(pipeline_parts()[0])
 """Every workflow type the worker hosts (for workers and replayers)."""
 
 SANDBOX_PASSTHROUGH = ("workflows", "activities", "overseer", "observability", "services",
-                       "temporalio.langgraph", "opentelemetry", "pydantic", "yaml",
-                       "typing_extensions")
+                       "langchain", "langchain_core", "langgraph", "langsmith", "numpy",
+                       "opentelemetry", "pydantic", "yaml", "typing_extensions")
 """Modules the workflow sandbox imports once per process instead of once per workflow run.
 
 Measured with ``make bench`` (docs/performance.md): re-importing (and re-compiling)
@@ -73,7 +70,9 @@ Measured with ``make bench`` (docs/performance.md): re-importing (and re-compili
 them through cut worker CPU per run by about a third, memory per parked run from ~0.6
 to ~0.35 MB, and ended workflow-task time-outs under a burst of starts. The sandbox
 still isolates everything else; determinism of our own workflow code is guarded by the
-replay tests over recorded histories (``tests/workflows/test_replay.py``).
+replay tests over recorded histories (``tests/workflows/test_replay.py``). LangChain,
+LangGraph, LangSmith and NumPy pass through because ``GraphRunWorkflow`` runs LangGraph's
+loop in the workflow (``SegmentRunWorkflow`` is not sandboxed at all).
 """
 
 
@@ -81,14 +80,6 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     """The default sandbox with :data:`SANDBOX_PASSTHROUGH` passed through."""
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH))
-
-
-def langgraph_plugin() -> LangGraphPlugin:
-    """The plugin over freshly built graphs of the pipelines that still use it.
-
-    The plugin rewrites the graphs it is given, so every call builds new ones.
-    """
-    return LangGraphPlugin(graphs=pipeline_parts()[2])
 
 
 _DEFAULTS = Settings.model_fields
@@ -110,13 +101,12 @@ def build_worker(client: Client, *, task_queue: str,
         overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
     prepare_all()
-    workflows, activities, _ = pipeline_parts()
+    workflows, activities = pipeline_parts()
     return Worker(
         client,
         task_queue=task_queue,
         workflows=workflows,
         activities=activities,
-        plugins=[langgraph_plugin()],
         interceptors=[ObservabilityInterceptor()],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=max_concurrent_activities,

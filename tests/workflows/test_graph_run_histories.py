@@ -12,7 +12,7 @@ from temporalio.worker import Replayer
 
 from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
-from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually
 from workflows.approval import DecisionInput
 from workflows.graph_run import GraphRunWorkflow
@@ -43,6 +43,7 @@ async def test_due_diligence_with_sign_off_replays(dev_server, db, task_queue):
     history = await handle.fetch_history()
     assert history.events[0].workflow_execution_started_event_attributes.workflow_type.name \
         == "SegmentRunWorkflow"
-    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    await Replayer(workflows=list(WORKFLOWS),
+                   workflow_runner=workflow_runner()).replay_workflow(history)
     if os.environ.get("OVERSEER_RECORD_HISTORIES"):
         (HISTORIES / "segment_run_due_diligence_signoff.json").write_text(history.to_json())

@@ -23,7 +23,7 @@ from temporalio.worker import Replayer
 from overseer.graph_codec import encode, to_jsonable
 from overseer.pipelines import get_registry, load_registry, set_registry
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events, fetch_events
-from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually
 from workflows import graph_run
 from workflows.approval import DecisionInput
@@ -153,7 +153,8 @@ async def test_parallel_interrupts_resume_by_id_after_replays(dev_server, db, ta
         result = await handle.result()
     assert result.output["summary"] == "blue=approve:blue,green=reject:green,red=approve:red"
     history = await handle.fetch_history()
-    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    await Replayer(workflows=list(WORKFLOWS),
+                   workflow_runner=workflow_runner()).replay_workflow(history)
 
 
 async def test_poison_node_fails_once_with_the_node_named(dev_server, graph_worker, db,
@@ -209,7 +210,8 @@ async def test_fresh_histories_replay(dev_server, graph_worker, db, task_queue):
     _, handle = await start(dev_server.client, db, task_queue, "constructs", {"topic": "a b"})
     await handle.result()
     history = await handle.fetch_history()
-    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    await Replayer(workflows=list(WORKFLOWS),
+                   workflow_runner=workflow_runner()).replay_workflow(history)
 
 
 async def test_the_run_streams_values_updates_and_custom_chunks(dev_server, graph_worker, db,
@@ -343,7 +345,8 @@ async def test_a_long_run_continues_as_new_and_finishes_as_plain_langgraph(
     ticks = [e for e in events if e["type"] == "node.completed"]
     assert len(ticks) == 12 and len({e["event_id"] for e in ticks}) == 12
     assert [e["type"] for e in events].count("run.completed") == 1
-    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    await Replayer(workflows=list(WORKFLOWS),
+                   workflow_runner=workflow_runner()).replay_workflow(history)
 
 
 async def test_fan_out_and_subgraphs_survive_continue_as_new(dev_server, graph_worker, db,

@@ -27,7 +27,7 @@ from overseer.graph_codec import decode, encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from services.worker.main import WORKFLOWS, build_worker, langgraph_plugin
+from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually, event_types
 from workflows.approval import DecisionInput
 from workflows.graph_run import GraphRunInput, GraphRunWorkflow
@@ -267,9 +267,9 @@ async def test_pricing_histories_replay(dev_server: WorkflowEnvironment, worker:
                                                                       decided_by="rita"))
     await handle.result()
     history = await handle.fetch_history()
-    await Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()]).replay_workflow(history)
+    await Replayer(workflows=list(WORKFLOWS),
+                   workflow_runner=workflow_runner()).replay_workflow(history)
     if os.environ.get("OVERSEER_RECORD_HISTORIES"):
-        # (pricing_approved.json is the legacy PricingWorkflow's; it keeps replaying.)
         (HISTORIES / "graph_run_pricing_approved.json").write_text(history.to_json())
 
 

@@ -3,9 +3,9 @@
 Histories under ``tests/workflows/histories/`` were recorded from real runs on the dev
 server (set ``OVERSEER_RECORD_HISTORIES=1`` while running the workflow tests to refresh
 them). This test also records and replays a fresh history of each path, so it fails even
-before any file is committed. ``pricing_approved`` is a run of the legacy per-pipeline
-workflow (kept registered until its open runs drain); the ``graph_run_*`` ones are runs of
-``GraphRunWorkflow``, the ``segment_run_*`` ones of ``SegmentRunWorkflow``.
+before any file is committed. The ``graph_run_*`` ones are runs of ``GraphRunWorkflow``,
+the ``segment_run_*`` ones of ``SegmentRunWorkflow``; both replay on the worker's own
+workflow runner (its sandbox pass-through).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from services.worker.main import WORKFLOWS, langgraph_plugin
+from services.worker.main import WORKFLOWS, workflow_runner
 from tests import corpus
 from tests.helpers import submit_document
 from workflows.approval import DecisionInput
@@ -31,7 +31,7 @@ HISTORIES = Path(__file__).parent / "histories"
 
 def _replayer() -> Replayer:
     prepare_all()  # as the worker does: user graphs are imported outside the sandbox
-    return Replayer(workflows=list(WORKFLOWS), plugins=[langgraph_plugin()])
+    return Replayer(workflows=list(WORKFLOWS), workflow_runner=workflow_runner())
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
