@@ -33,7 +33,8 @@ ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "
          "agent_server_wait", "agent_server_peer",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
-         "resume_tailoring_review", "thematic_example", "api_post_no_worker", "api_post")
+         "resume_tailoring_review", "thematic_example", "pricing_signoff", "api_post_no_worker",
+         "api_post")
 """Scenarios in running order: the API scenario last (it leaves runs queued behind it)."""
 
 QUICK = ("temporal_floor", "round_trips", "pipeline_latency", "text_throughput",
@@ -121,7 +122,7 @@ _FUNCS = {"temporal_floor": "temporal_floor", "pipeline_latency": "pipeline_late
           "recovery": "recovery", "parked_approvals": "parked_approvals",
           "due_diligence_agreement": "due_diligence_agreement",
           "resume_tailoring_review": "resume_tailoring_review",
-          "thematic_example": "thematic_example",
+          "thematic_example": "thematic_example", "pricing_signoff": "pricing_signoff",
           "api_post_no_worker": "api_post_no_worker", "api_post": "api_post"}
 
 

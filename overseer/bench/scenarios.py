@@ -572,7 +572,71 @@ async def thematic_example(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     return res
 
 
+PRICING_ASK = "Propose Q1 pricing updates ensuring hierarchy; summarize"
+"""The README's composite pricing ask (the router plans every worker, then the sign-off)."""
+
+
+async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
+    """Seconds from a composite pricing ask to its sign-off card, then approved to completed.
+
+    Seed 003's graph (router, four workers, reporter, approval gate) on the stack's worker,
+    offline rules, the sample catalog; the run started as the chat API starts it (catalog
+    snapshot, ``run.submitted``, the pipeline's workflow), timed until the run waits for the
+    sign-off; then approved, timed until completed (``approve_to_done_s``), with the stack's
+    CPU per run. What chose the pipeline's runtime (segments or node by node,
+    docs/performance.md).
+    """
+    from activities.pricing.catalog import load_catalog_file
+    from activities.pricing.options import pricing_options
+    from activities.pricing.router import decide_route, resolve_scope
+    from activities.pricing.run import initial_state
+    from overseer.graph_codec import encode
+    from overseer.runs import send_update
+    from overseer.store.artifacts import store_artifact
+    from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
+    from workflows.graph_run import GraphRunInput
+
+    res = ScenarioResult("pricing_signoff", "s ask → sign-off card", higher_is_better=False)
+    catalog = load_catalog_file()
+    route = decide_route(PRICING_ASK, plan=True)
+    options = pricing_options(h.settings)
+    for i in range(cfg.repeats):
+        run_id = str(uuid.uuid4())
+        load, cpu_before, started = load_average(), h.cpu_seconds(), time.monotonic()
+        async with h.pool.acquire() as conn:
+            await store_artifact(conn, catalog.to_csv(), kind="pricing_catalog", page_count=0,
+                                 filename="catalog.csv", content_type="text/csv")
+            await append_events(conn, [NewEvent(
+                run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="bench",
+                data={"pipeline": "pricing", "workflow_id": f"pricing-{run_id}",
+                      "submitted_by": "bench", "input": {"message": PRICING_ASK, "trial": i}})])
+        state = initial_state(
+            run_id=run_id, message=PRICING_ASK, plan=route.plan, route=route.to_dict(),
+            scope=resolve_scope(PRICING_ASK, catalog),
+            catalog={"sha256": catalog.sha256, "items": len(catalog), "source": "sample"},
+            options=options, messages=[], session_id=None, model="rules",
+            model_reason="bench", model_hint=None)
+        handle = await h.start(GraphRunInput(run_id=run_id, pipeline="pricing",
+                                             input=encode(state), options=options,
+                                             submitted_by="bench"))
+        for _ in range(30_000):  # the read model, every 10 ms, for at most 5 minutes
+            status = await h.pool.fetchval("SELECT status FROM runs WHERE run_id = $1",
+                                           uuid.UUID(run_id))
+            if status not in (None, "running"):
+                break
+            await asyncio.sleep(0.01)
+        asked = time.monotonic()
+        await send_update(h.pool, h.client, run_id, "decide",
+                          DecisionInput(decision="approve", decided_by="bench"))
+        out = await handle.result()
+        done = time.monotonic()
+        res.overseer.append(Trial(round(asked - started, 3), load, {
+            "status": status, "outcome": out.outcome, "approve_to_done_s": round(done - asked, 3),
+            "cpu_ms": cpu_per_run_ms(cpu_before, h.cpu_seconds(), 1)}))
+    return res
+
+
 __all__ = ["BenchConfig", "api_post", "api_post_no_worker", "due_diligence_agreement",
-           "parked_approvals", "pipeline_latency", "resume_tailoring_review",
+           "parked_approvals", "pipeline_latency", "pricing_signoff", "resume_tailoring_review",
            "recovery", "scaling", "scanned_throughput", "temporal_floor", "text_throughput",
            "thematic_example", "wait_worker_polling"]
