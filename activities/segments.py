@@ -458,10 +458,16 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
              *(["messages"] if live else [])] if call.stream else ["tasks"]
     # a pipeline's node_snapshot reads the state after each node: the state before its
     # superstep (LangGraph's values chunks) with the node's update
-    snapshot_of_node = get_registry().get(call.pipeline).node_snapshot
+    spec = get_registry().get(call.pipeline)
+    snapshot_of_node = spec.node_snapshot
     if snapshot_of_node is not None and "values" not in modes:
         modes.append("values")
     before: Any = None
+    # a pipeline's own stream protocol (Pipeline.stream): its chunk events go out live, on
+    # the workflow's stream topic, as the reporter's tokens do
+    own = await _OwnStream.open(spec, call) if spec.stream is not None else None
+    if own is not None:
+        modes += [m for m in ("updates", *own.modes) if m not in modes]
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
@@ -497,6 +503,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 continue
             if tokens is not None and (mode != "tasks" or "tasks" in asked):
                 await _live_chunk(tokens, mode, chunk)
+            if own is not None:
+                own.chunk(mode, chunk)
             if mode == "values":
                 before = chunk
             if mode != "tasks":
@@ -546,6 +554,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             beats.cancel()
         if tokens is not None:  # committed before the segment reports (or fails and retries)
             await tokens.close()
+        if own is not None:  # published before the segment reports
+            await own.close()
         await record_ledger(call.run_id, "segment", f"segment{call.segment}"
                             + (f".{call.leg}" if call.leg else ""), meter)
     if stopped is not None:
@@ -575,6 +585,43 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         return SegmentResult(status="paused", values=values, nodes=ran, next=list(state.next),
                              **extra)
     return SegmentResult(status="done", values=values, nodes=ran, **extra)
+
+
+class _OwnStream:
+    """A pipeline's own stream protocol in a segment: :meth:`RunStream.chunk` events, live.
+
+    Published on the run's workflow stream topic through Temporal's workflow-stream client
+    (signals, batched every 100 ms and flushed on :meth:`close`), as a node that streams on
+    that topic does; the workflow publishes the protocol's other events (start, interrupt,
+    decision, end) itself.
+    """
+
+    def __init__(self, stream: Any, client: Any) -> None:
+        self._stream, self._client = stream, client
+        self._topic = client.topic(stream.topic)
+        self.modes: tuple[str, ...] = tuple(stream.stream_modes)
+
+    @classmethod
+    async def open(cls, spec: Any, call: SegmentCall) -> _OwnStream:
+        """The stream of ``spec`` for this segment's run, its client connected."""
+        from datetime import timedelta
+
+        from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+        client = WorkflowStreamClient.from_within_activity(
+            batch_interval=timedelta(milliseconds=100))
+        await client.__aenter__()
+        graph_input = decode(call.input) if call.input is not None else None
+        return cls(spec.stream(graph_input or {"run_id": call.run_id}), client)
+
+    def chunk(self, mode: str, chunk: Any) -> None:
+        """Queue the protocol's events for one top-level LangGraph chunk."""
+        for event in self._stream.chunk(mode, chunk):
+            self._topic.publish(event)
+
+    async def close(self) -> None:
+        """Flush what is queued."""
+        await self._client.__aexit__(None, None, None)
 
 
 RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")

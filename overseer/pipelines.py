@@ -96,11 +96,14 @@ class NodeOptions(BaseModel):
 
 
 class RunStream:
-    """A run's own event stream (:attr:`Pipeline.stream`), driven by ``GraphRunWorkflow``.
+    """A run's own event stream (:attr:`Pipeline.stream`), driven by the run's workflow.
 
     One instance per run, living in the workflow: every method is pure and deterministic
     (no I/O, clock or randomness) and returns the events (JSON dicts) to publish, in order,
-    on :attr:`topic`. Activities may publish on the same topic themselves (e.g. tokens).
+    on :attr:`topic`. Activities may publish on the same topic themselves (e.g. tokens). As
+    segments, :meth:`chunk` is called in the segment activity, on an instance of its own per
+    segment, as LangGraph makes each chunk (its events go out live): it must keep no state
+    between chunks.
     """
 
     topic = "events"
@@ -112,7 +115,7 @@ class RunStream:
         return []
 
     def chunk(self, mode: str, chunk: Any) -> list[dict[str, Any]]:
-        """Events for one LangGraph stream chunk (``updates``, ``values``, ``custom``, …)."""
+        """Events for one LangGraph stream chunk (``updates``, ``values``, ``custom``, …); stateless."""
         return []
 
     def interrupt(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -88,13 +88,22 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._budget = {"usd": inp.options.get("llm_budget_usd"),
                         "tokens": inp.options.get("llm_budget_tokens")}
         self._segments_run = 0
-        self._local_seconds = float(inp.options.get("segment_local_seconds") or 0)
+        # a pipeline's own stream goes out through the activity's client: never a local try
+        self._local_seconds = 0.0 if self._spec.stream is not None \
+            else float(inp.options.get("segment_local_seconds") or 0)
         durability = "async"
-        if not self._local_seconds and self._spec.local_segments is not None and \
+        if not self._local_seconds and self._spec.stream is None and \
+                self._spec.local_segments is not None and \
                 self._spec.local_segments(decode(inp.input) or {}):
             # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
             self._local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
         durability = str(inp.options.get("durability") or durability)  # the run's, or the operator's
+        if self._spec.stream is not None:  # the pipeline's own stream protocol (its chunks
+            # go out live from the segments, the rest from here)
+            self._run_stream = self._spec.stream(decode(inp.input) or {})
+            self._own_topic = self.stream.topic(self._run_stream.topic)
+            if inp.carry is None:
+                self._emit(self._run_stream.start())
         if inp.carry is None:
             self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                        "workflow_id": workflow.info().workflow_id})
@@ -181,6 +190,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
             outcome = spec_result["outcome"]
         await self._finish(status, outcome, spec_result or {"output": values})
         self._publish("end", {"status": status, "outcome": outcome})
+        if self._run_stream is not None:
+            self._emit(self._run_stream.end(status, outcome, values))
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._webhooks_sent()
@@ -250,6 +261,9 @@ class SegmentRunWorkflow(GraphRunWorkflow):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
         call.stream_base = self._published  # its tokens come before its items (token_stream)
         result = await self._run_segment(call, label, opts)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # the run was cancelled while the segment
+            raise asyncio.CancelledError  # finished before it heard: the run ends cancelled
         self._segments_run += 1
         self._count_usage(result.usage)
         self._keep_state(call, result)

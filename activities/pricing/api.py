@@ -3,7 +3,7 @@
 ``/api/v1/chat`` with SSE streaming, approvals, health, tools, models.
 
 * ``POST /api/v1/chat`` — simple asks run the single agent in this process (no workflow);
-  composite asks (or ``plan=true``) start a pricing run (``GraphRunWorkflow``) and stream its events.
+  composite asks (or ``plan=true``) start a pricing run (``SegmentRunWorkflow``) and stream its events.
 * ``GET /api/v1/chat/threads/{thread_id}/stream`` — (re)attach to a run's stream; with
   ``Last-Event-ID`` it resumes after that event, without duplicates.
 * ``POST /api/v1/chat/approve`` / ``/cancel`` — resume or stop a paused plan by thread id.
@@ -82,7 +82,8 @@ from services.api.schemas.pricing import (
     ToolView,
 )
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+from workflows.graph_run import GraphRunInput
+from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 log = logging.getLogger("overseer.api.chat")
@@ -448,7 +449,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         ])
     try:
         await temporal.start_workflow(
-            GraphRunWorkflow.run, inp, id=workflow_id, task_queue=settings.task_queue,
+            SegmentRunWorkflow.run, inp, id=workflow_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             static_summary=f"pricing: {body.message[:80]}", **kwargs)
@@ -530,7 +531,7 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
         pass
-    event = await handle.query(GraphRunWorkflow.get_final_event)
+    event = await handle.query(SegmentRunWorkflow.get_final_event)
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)

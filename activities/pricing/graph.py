@@ -9,15 +9,15 @@
                     └─ end         → END
 
 The router follows the plan made from the ask (``router.build_plan``) one step per visit and
-is bounded by ``max_iterations``. Workers run as Temporal activities (catalog I/O, CPU, an
-optional LLM); the router, its edge and the approval gate run in the workflow (cheap,
-deterministic). Routers and workflow nodes are ``async`` and module-level; build a fresh graph
-for every registration (the plugin rewrites the graph it is given).
+is bounded by ``max_iterations``. The graph runs as segments (``SegmentRunWorkflow``): from
+the ask, or the sign-off, to the next interrupt or the end, LangGraph's own loop runs in one
+heartbeating activity on its Postgres checkpointer, the router, the workers and the gate
+inside it. ``reporter_worker``, which may stream a model's rewrite, leaves the segment as its
+own activity with its own attempts and time-out.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -51,42 +51,36 @@ NODE_TOOLS = {
 
 NON_RETRYABLE = ["invalid_request", "not_found", "llm_malformed_response"]
 
-NODE_RETRY = node_retry_policy(NON_RETRYABLE)
+REPORTER_ATTEMPTS = node_retry_policy(NON_RETRYABLE).maximum_attempts
+"""Attempts of the reporter's activity: a model error is reported by the node itself (its
+template report), the rest are for database outages, which must not fail a run."""
 
 
 def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph[Any]:
     """Build (not compile) the pricing orchestrator graph.
 
     Args:
-        for_temporal: attach ``execute_in``/timeouts/retry metadata for the Temporal plugin;
-            False gives a plain LangGraph graph (unit tests).
+        for_temporal: give ``reporter_worker`` its own activity options (node metadata
+            ``{"overseer": {...}}``, :class:`overseer.pipelines.NodeOptions`); False gives a
+            plain LangGraph graph (unit tests).
 
     Returns:
         A fresh ``StateGraph`` over :class:`PricingState`.
     """
     from activities.pricing import nodes
 
-    def activity_meta(summary: str, *, minutes: float = 2) -> dict[str, Any] | None:
-        if not for_temporal:
-            return None
-        return {"execute_in": "activity", "start_to_close_timeout": timedelta(minutes=minutes),
-                "heartbeat_timeout": timedelta(seconds=30), "retry_policy": NODE_RETRY,
-                "summary": summary}
-
-    in_workflow = {"execute_in": "workflow"} if for_temporal else None
+    reporter = {"overseer": {"run_in": "activity", "timeout_seconds": 300,
+                             "heartbeat_seconds": 30, "max_attempts": REPORTER_ATTEMPTS,
+                             "non_retryable": list(NON_RETRYABLE),
+                             "summary": "compose analyst summary"}} if for_temporal else None
     graph = StateGraph(PricingState)
-    graph.add_node("router", router, metadata=in_workflow)
-    graph.add_node("optimizer_worker", nodes.optimizer_worker,
-                   metadata=activity_meta("optimize prices under guardrails"))
-    graph.add_node("policy_checker_worker", nodes.policy_checker_worker,
-                   metadata=activity_meta("check tier hierarchy and thresholds"))
-    graph.add_node("explainer_worker", nodes.explainer_worker,
-                   metadata=activity_meta("explain recommendations"))
-    graph.add_node("sensitivity_worker", nodes.sensitivity_worker,
-                   metadata=activity_meta("elasticity sensitivity band"))
-    graph.add_node("reporter_worker", nodes.reporter_worker,
-                   metadata=activity_meta("compose analyst summary", minutes=5))
-    graph.add_node("approval_gate", approval_gate, metadata=in_workflow)
+    graph.add_node("router", router)
+    graph.add_node("optimizer_worker", nodes.optimizer_worker)
+    graph.add_node("policy_checker_worker", nodes.policy_checker_worker)
+    graph.add_node("explainer_worker", nodes.explainer_worker)
+    graph.add_node("sensitivity_worker", nodes.sensitivity_worker)
+    graph.add_node("reporter_worker", nodes.reporter_worker, metadata=reporter)
+    graph.add_node("approval_gate", approval_gate)
     graph.add_edge(START, "router")
     graph.add_conditional_edges("router", route_after_router,
                                 {**{n: n for n in STEP_NODES.values()}, "end": END})

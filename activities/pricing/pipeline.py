@@ -1,6 +1,6 @@
 """The ``pricing`` pipeline's declaration (seed 003): its graph and how Overseer hosts it.
 
-It runs on the generic ``GraphRunWorkflow`` with the hooks in :mod:`activities.pricing.run`:
+It runs as segments (``SegmentRunWorkflow``) with the hooks in :mod:`activities.pricing.run`:
 its own chat stream (``stream``), policy-checked sign-off edits (``check_decision``) and
 its result view (``result`` / ``node_snapshot``). Runs start from the chat API
 (``/api/v1/chat``: routing, scope and a catalog snapshot come first), not from
@@ -47,5 +47,6 @@ PIPELINE = Pipeline(
     node_snapshot=node_snapshot,
     stream=PricingStream,
     router=build_router,
+    workflow="SegmentRunWorkflow",
     extra={"submit_path": "/api/v1/chat"},
 )

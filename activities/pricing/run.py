@@ -1,4 +1,4 @@
-"""How a pricing run is hosted on ``GraphRunWorkflow`` (seed 003): input, stream, sign-off, result.
+"""How a pricing run is hosted as segments (seed 003): input, stream, sign-off, result.
 
 - :func:`initial_state` — the graph's input for one composite ask (the chat route builds it).
 - :class:`PricingStream` — the chat stream (seed 003 AC2) as a
@@ -9,7 +9,9 @@
 - :func:`check_decision` — price edits ``{"<item_id>.<tier>": price}`` must keep the policy.
 - :func:`result` — the run's result (``runs.result``) from its final state.
 
-Everything here is pure and deterministic: it runs inside the workflow.
+Everything here is pure and deterministic: it runs inside the workflow, except
+:meth:`PricingStream.chunk`, which the segment activity calls for each LangGraph chunk as
+the graph runs (it keeps no state between chunks).
 """
 
 from __future__ import annotations
@@ -75,7 +77,6 @@ class PricingStream(RunStream):
         self._plan = list(graph_input.get("plan") or [])
         self._route = dict(graph_input.get("plan_route") or {})
         self._model = str((graph_input.get("request") or {}).get("model") or events.RULES)
-        self._gate_started = False
 
     def start(self) -> list[dict[str, Any]]:
         """The router's plan."""
@@ -83,15 +84,16 @@ class PricingStream(RunStream):
                             intents=self._route.get("intents"))]
 
     def chunk(self, mode: str, chunk: Any) -> list[dict[str, Any]]:
-        """``tool_call`` when a worker starts; its meta event (or the router's) when it ends."""
+        """``tool_call`` when a worker starts; its meta event (or the router's) when it ends.
+
+        Stateless (called in the segment activity, a new instance per segment); the sign-off's
+        ``tool_call`` comes with :meth:`interrupt`.
+        """
         out: list[dict[str, Any]] = []
         if mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
             name = chunk["name"]
             if name in WORKER_STEPS and name != "approval_gate":
                 out.append(events.tool_call(NODE_TOOLS[name], node=name))
-            elif name == "approval_gate" and not self._gate_started:
-                self._gate_started = True
-                out.append(events.tool_call("request_approval", node=name))
         elif mode == "updates" and isinstance(chunk, dict):
             for node, update in chunk.items():
                 if node == "router" and update:
@@ -102,8 +104,9 @@ class PricingStream(RunStream):
         return out
 
     def interrupt(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The pending sign-off and how to answer it."""
-        return [events.meta("approval_gate", thread_id=self._run_id, awaiting_approval=True,
+        """The sign-off's ``tool_call``, then the pending sign-off and how to answer it."""
+        return [events.tool_call(NODE_TOOLS["approval_gate"], node="approval_gate"),
+                events.meta("approval_gate", thread_id=self._run_id, awaiting_approval=True,
                             approval=approval_card(self._run_id, payload))]
 
     def decision(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""GraphRunWorkflow on a real dev server and real Postgres: stream, sign-off, cancel, restart, replay."""
+"""SegmentRunWorkflow on a real dev server and real Postgres: stream, sign-off, cancel, restart, replay."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually, event_types
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+from workflows.graph_run import GraphRunInput
+from workflows.segment_run import SegmentRunWorkflow
 
 COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"
 HISTORIES = Path(__file__).parent / "histories"
@@ -61,14 +62,14 @@ async def pricing_input(pool, message: str = COMPOSITE, *, model: str = "rules",
 
 
 async def worker_completions(db, run_id: str) -> int:
-    """``node.completed`` events of the workers (nodes placed in activities)."""
+    """``node.completed`` events of the workers (each worker's execution once)."""
     return await db.fetchval(
         "SELECT count(*) FROM events WHERE run_id = $1 AND type = 'node.completed' "
-        "AND data->>'placement' = 'activity'", uuid.UUID(run_id))
+        "AND data->>'node' LIKE '%\\_worker'", uuid.UUID(run_id))
 
 
 async def start(client: Client, inp: GraphRunInput, task_queue: str):
-    return await client.start_workflow(GraphRunWorkflow.run, inp, id=f"pricing-{inp.run_id}",
+    return await client.start_workflow(SegmentRunWorkflow.run, inp, id=f"pricing-{inp.run_id}",
                                        task_queue=task_queue)
 
 
@@ -105,23 +106,23 @@ async def test_plan_streams_pauses_and_approval_with_edits_completes(
     # The stream announces the sign-off as the gate opens; the status follows once the
     # approval.requested event is written, so poll instead of reading it once.
     async def awaiting():
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         assert view.status == "awaiting_approval"
         return view
     view = await assert_eventually(awaiting)
     proposed = view.approval["payload"]["proposed_prices"]["TB006-online"]
 
     with pytest.raises(WorkflowUpdateFailedError) as refused:
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"TB006-online.usm": proposed["new"]}, decided_by="rita"))
     assert refused.value.cause.type == "invalid_field_edits"
     with pytest.raises(WorkflowUpdateFailedError) as not_number:
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", updates={"TB006-online.usm": "cheap"}, decided_by="rita"))
     assert not_number.value.cause.details[0]["errors"] == {"TB006-online.usm": "not_a_number"}
 
     edited = round(proposed["usm"] - 1, 2)
-    done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="approve", updates={"TB006-online.usm": str(edited)}, decided_by="rita",
         note="one dollar lower on used"))
     assert (done.status, done.outcome) == ("completed", "approved")
@@ -160,12 +161,12 @@ async def test_cancel_at_the_gate_ends_the_run_cancelled(
     await read_stream(client, handle.id, until=paused)
 
     async def awaiting():
-        assert (await handle.query(GraphRunWorkflow.get_status)).status == "awaiting_approval"
+        assert (await handle.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
     await assert_eventually(awaiting)
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
-    final = await handle.query(GraphRunWorkflow.get_final_event)
+    final = await handle.query(SegmentRunWorkflow.get_final_event)
     assert final.get("outcome") == "cancelled" and final["done"] is True, final
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
     assert row["status"] == "cancelled"
@@ -183,7 +184,7 @@ async def test_cancel_while_a_worker_runs_still_ends_cancelled(
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
-    final = await handle.query(GraphRunWorkflow.get_final_event)
+    final = await handle.query(SegmentRunWorkflow.get_final_event)
     assert final.get("outcome") == "cancelled", final
     row = await db.fetchrow("SELECT status FROM runs WHERE run_id = $1", uuid.UUID(inp.run_id))
     assert row["status"] == "cancelled"
@@ -200,7 +201,7 @@ async def test_paused_run_resumes_by_thread_id_on_a_new_worker(
     # and the stream log are rebuilt from it) and takes the decision.
     async with build_worker(client, task_queue=task_queue):
         thread = client.get_workflow_handle(f"pricing-{inp.run_id}")
-        done = await thread.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await thread.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", decided_by="rita"))
         assert done.status == "completed"
         after = await read_stream(client, thread.id, until=lambda e: e.get("done"))
@@ -263,14 +264,14 @@ async def test_pricing_histories_replay(dev_server: WorkflowEnvironment, worker:
     inp = await pricing_input(db, "Propose updates for TB006-campus")
     handle = await start(client, inp, task_queue)
     await read_stream(client, handle.id, until=paused)
-    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(decision="approve",
+    await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(decision="approve",
                                                                       decided_by="rita"))
     await handle.result()
     history = await handle.fetch_history()
     await Replayer(workflows=list(WORKFLOWS),
                    workflow_runner=workflow_runner()).replay_workflow(history)
     if os.environ.get("OVERSEER_RECORD_HISTORIES"):
-        (HISTORIES / "graph_run_pricing_approved.json").write_text(history.to_json())
+        (HISTORIES / "segment_run_pricing_approved.json").write_text(history.to_json())
 
 
 async def test_concurrent_subscribers_see_the_same_stream(
@@ -283,7 +284,7 @@ async def test_concurrent_subscribers_see_the_same_stream(
     assert a == b
 
     async def awaiting():
-        assert (await handle.query(GraphRunWorkflow.get_status)).status == "awaiting_approval"
+        assert (await handle.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
     await assert_eventually(awaiting)
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
