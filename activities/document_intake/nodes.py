@@ -17,12 +17,21 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from activities.document_intake.assess import assess_record, route_after_review
+from activities.document_intake.assess import (
+    MIN_FIELD_OCR_CONFIDENCE,
+    assess_record,
+    route_after_review,
+)
 from activities.document_intake.batch import EntrySpan, slice_pages
 from activities.document_intake.confidence import aggregate_ocr_confidence, field_ocr_confidences
 from activities.document_intake.extract import extract_fields
 from activities.document_intake.llm_steps import extract_with_llm
-from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.pages import (
+    limits_from_options,
+    load_pages,
+    load_region_reread,
+)
+from activities.document_intake.reread import RegionRead
 from activities.document_intake.review import (
     proposal_from_llm,
     proposal_is_acceptable,
@@ -155,6 +164,15 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     dpi, then relaxed label matching, and records ``strategy: rules``. A value is only
     taken when it validates; present fields are never overwritten.
 
+    With ``options["retry_ocr_region"]`` (default :data:`RETRY_OCR_REGION`) the higher dpi
+    reads only a band of lines around each doubtful field (``reread.reread_regions``):
+    missing and invalid fields to read again, and present fields read weakly (below
+    ``min_field_ocr_confidence``, or with an ``ocr_confusion_*`` reason) to read again and
+    compare. A kept value whose re-read differs gets ``reread_disagrees_<field>`` and the
+    record needs review. When a field to read cannot be placed the whole pages are read
+    again, as without the option. ``report["retry_ocr"]`` records which (``mode``
+    ``region`` or ``page``), the regions and the comparisons.
+
     A permanent model failure (refusal, other 4xx, malformed JSON, or the last attempt
     of a transient one) is recorded as ``llm_failure`` and sends the run to a human; a
     call over the run's budget returns ``budget_blocked`` for the budget gate.
@@ -188,22 +206,36 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
             extra["llm_failure"] = asked.failure
     else:
         force = report.get("ocr_pages", 0) > 0
-        pages = await load_pages(
-            state["document"],
-            dpi=int(options["retry_ocr_dpi"] if force else options["ocr_dpi"]),
-            force_ocr=force,
-            limits=limits_from_options(options),
-        )
-        entry = _entry_pages(pages, state.get("span"))
-        result = extract_fields(entry, schema, relaxed=True, only=wanted)
-        found = {k: v for k, v in result.values.items() if v is not None}
-        evidence = {k: _evidence_dict(v) for k, v in result.evidence.items() if k in found}
-        field_conf.update(field_ocr_confidences(entry, found, evidence))
-        if force:
-            new_report = text_report(entry)
-            report = {**report, "retry_ocr_confidence_avg": new_report["ocr_confidence_avg"]}
-            if new_report["ocr_confidence_avg"] is not None:
-                ocr_avg = max(ocr_avg or 0.0, new_report["ocr_confidence_avg"])
+        region = None
+        if force and options.get("retry_ocr_region", RETRY_OCR_REGION) and not state.get("span"):
+            region = await _reread_regions(state, schema, wanted)
+        if region is not None:
+            found, evidence, checks = _take_region_reading(state, schema, region, wanted)
+            field_conf.update(field_ocr_confidences(region.pages, found, evidence))
+            report = {**report, "retry_ocr": {
+                "mode": "region", "dpi": int(options["retry_ocr_dpi"]),
+                "regions": [r.to_dict() for r in region.regions], "checks": checks,
+            }}
+            extra["reread_disagreements"] = sorted(
+                name for name, check in checks.items() if check.get("agrees") is False)
+        else:
+            pages = await load_pages(
+                state["document"],
+                dpi=int(options["retry_ocr_dpi"] if force else options["ocr_dpi"]),
+                force_ocr=force,
+                limits=limits_from_options(options),
+            )
+            entry = _entry_pages(pages, state.get("span"))
+            result = extract_fields(entry, schema, relaxed=True, only=wanted)
+            found = {k: v for k, v in result.values.items() if v is not None}
+            evidence = {k: _evidence_dict(v) for k, v in result.evidence.items() if k in found}
+            field_conf.update(field_ocr_confidences(entry, found, evidence))
+            if force:
+                new_report = text_report(entry)
+                report = {**report, "retry_ocr_confidence_avg": new_report["ocr_confidence_avg"],
+                          "retry_ocr": {"mode": "page", "dpi": int(options["retry_ocr_dpi"])}}
+                if new_report["ocr_confidence_avg"] is not None:
+                    ocr_avg = max(ocr_avg or 0.0, new_report["ocr_confidence_avg"])
         strategy = "rules"
     record = {**state["record"], **found}
     assessment = assess_record(
@@ -214,6 +246,13 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     if extra.get("llm_failure"):
         assessment["review_reason_codes"] = sorted({*assessment["review_reason_codes"],
                                                    extra["llm_failure"]})
+    disagreements = extra.pop("reread_disagreements", [])
+    if disagreements:
+        # The 400 dpi reading of a kept value differs from the 300 dpi one: which is right is
+        # for a person to say, whatever the confidence.
+        assessment["review_reason_codes"] = sorted({
+            *assessment["review_reason_codes"], *(f"reread_disagrees_{n}" for n in disagreements)})
+        assessment["needs_review"] = True
     update = {
         "record": record,
         "evidence": {**state.get("evidence", {}), **evidence},
@@ -228,6 +267,75 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         "strategy": strategy,
     }
     return await _finish_step(state, "retry_extraction", update)
+
+
+RETRY_OCR_REGION = True
+"""Default of ``options["retry_ocr_region"]``: the offline retry re-reads the doubtful
+fields' regions instead of whole pages (docs/performance.md, docs/accuracy.md)."""
+
+
+async def _reread_regions(
+    state: DocumentIntakeState, schema: FieldSchema, wanted: list[str]
+) -> RegionRead | None:
+    """The doubtful fields' regions at the retry dpi, or None to re-read whole pages."""
+    options = state["options"]
+    limits = limits_from_options(options)
+    pages = await load_pages(state["document"], dpi=int(options["ocr_dpi"]), limits=limits)
+    return await load_region_reread(
+        state["document"], pages, schema, extract=wanted,
+        check=_weak_fields(state, wanted), evidence=dict(state.get("evidence", {})),
+        dpi=int(options["retry_ocr_dpi"]), limits=limits,
+    )
+
+
+def _weak_fields(state: DocumentIntakeState, wanted: list[str]) -> list[str]:
+    """Present fields read weakly at the first dpi: below the per-field floor or confusable."""
+    floor = float(state["options"].get("min_field_ocr_confidence", MIN_FIELD_OCR_CONFIDENCE))
+    record = state["record"]
+    codes = set(state.get("review_reason_codes", []))
+    return sorted(
+        name for name, value in record.items()
+        if value is not None and name not in wanted
+        and (state.get("field_ocr_confidence", {}).get(name, 1.0) < floor
+             or f"ocr_confusion_{name}" in codes)
+    )
+
+
+def _take_region_reading(
+    state: DocumentIntakeState, schema: FieldSchema, region: RegionRead, wanted: list[str]
+) -> tuple[dict[str, str | None], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Values for ``wanted`` from the regions, and the comparison of the weak fields.
+
+    Returns:
+        ``(found, evidence, checks)``: valid values for wanted fields with their evidence
+        (the region's exact line, the page number and the region's rows at the retry dpi);
+        per re-read field ``{"first": value at the first dpi or None, "reread": value or
+        None, "agrees": bool or None (nothing to compare)}``.
+    """
+    weak = _weak_fields(state, wanted)
+    asked = sorted((set(wanted) | set(weak)) & region.placed)
+    result = extract_fields(region.pages, schema, relaxed=True, only=asked)
+    found: dict[str, str | None] = {}
+    evidence: dict[str, dict[str, Any]] = {}
+    checks: dict[str, dict[str, Any]] = {}
+    for name in asked:
+        value = result.values.get(name)
+        first = state["record"].get(name)
+        if name in wanted:
+            if value is not None:
+                found[name] = value
+                evidence[name] = {**_evidence_dict(result.evidence[name]),
+                                  "region": _region_of(region, name)}
+            checks[name] = {"first": first, "reread": value, "agrees": None}
+        else:
+            checks[name] = {"first": first, "reread": value,
+                            "agrees": None if value is None else value == first}
+    return found, evidence, checks
+
+
+def _region_of(region: RegionRead, name: str) -> dict[str, Any] | None:
+    band = next((r for r in region.regions if name in r.fields), None)
+    return band.to_dict() if band else None
 
 
 # --- review_agent -------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from activities.document_intake.reread import RegionRead, reread_regions
+from activities.document_intake.schema import FieldSchema
 from activities.heartbeat import with_heartbeats
 from activities.runtime import get_runtime
 from overseer.documents import (
@@ -79,3 +81,47 @@ async def load_pages(
         await cache_pages(pool, sha, variant, dicts)
         found.update({d["page_number"]: d for d in dicts})
     return [PageText.from_dict(found[p]) for p in wanted]
+
+
+async def load_region_reread(
+    document: dict[str, Any],
+    pages: Sequence[PageText],
+    schema: FieldSchema,
+    *,
+    extract: Sequence[str],
+    check: Sequence[str],
+    evidence: dict[str, dict[str, Any]],
+    dpi: int,
+    limits: DocumentLimits | None = None,
+) -> RegionRead | None:
+    """The doubtful fields' regions of a stored document re-read at ``dpi`` (not cached).
+
+    Loads the document's bytes and runs :func:`~activities.document_intake.reread.reread_regions`
+    in a thread, heartbeating. Not cached: it runs once per retry, on crops no other step reads.
+
+    Args:
+        document: ``{sha256, kind, page_count, …}`` reference.
+        pages: the document's whole pages as read at the first dpi (from :func:`load_pages`).
+        schema: the run's field schema.
+        extract: fields to read again (missing or invalid).
+        check: fields read weakly, to read again and compare.
+        evidence: field → evidence dict of the first reading.
+        dpi: resolution of the re-read (dots per inch).
+        limits: per-document resource limits.
+
+    Returns:
+        The regions' reading, or None when the whole pages must be re-read instead.
+
+    Raises:
+        UnreadableDocumentError: the bytes cannot be read, or OCR timed out (permanent).
+        NotFoundError: the artifact is missing (permanent).
+    """
+    data, kind = await load_artifact(get_runtime().pool, document["sha256"])
+    return await with_heartbeats(
+        asyncio.to_thread(
+            reread_regions, data, DocumentKind(kind), pages, schema,
+            extract=extract, check=check, evidence=evidence, dpi=dpi,
+            limits=limits or DocumentLimits(),
+        ),
+        detail=f"re-reading {len(extract) + len(check)} field(s)",
+    )

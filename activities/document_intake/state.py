@@ -34,9 +34,12 @@ class DocumentIntakeState(TypedDict, total=False):
     record: dict[str, str | None]
     """Field values by name (normalised); None when absent."""
     evidence: dict[str, dict[str, Any]]
-    """Per field: ``{page_number, snippet, label, method, score}``."""
+    """Per field: ``{page_number, snippet, label, method, score}``; a value the offline retry
+    read from a region at its higher dpi also has ``region`` (``reread.Region.to_dict()``)."""
     report: dict[str, Any]
-    """``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``."""
+    """``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``; after an
+    offline retry of OCR'd pages also ``retry_ocr`` (``{mode: "region" | "page", dpi,
+    regions, checks}``, see ``nodes.retry_extraction``)."""
     ocr_confidence_avg: float | None
     """Character-weighted OCR confidence 0..1; None when all text was exact."""
     field_ocr_confidence: dict[str, float]
