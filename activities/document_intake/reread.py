@@ -144,7 +144,8 @@ def reread_regions(
         The regions' reading, or None when a field of ``extract`` cannot be placed (no
         anchor line, a page that is not OCR'd, a region too large, or a region whose OCR
         does not show the field's label again): the caller then re-reads whole pages.
-        Fields of ``check`` that cannot be placed are left out of the regions.
+        Fields of ``check`` that cannot be placed, or that would make a page's regions too
+        tall, are left out of the regions.
 
     Raises:
         UnreadableDocumentError: the bytes cannot be read, or Tesseract timed out
@@ -177,8 +178,12 @@ def reread_regions(
         bands = line_bands(binary, used_dpi)
         text_lines = _text_line_count(page.text)
         spans = _region_spans(bands, text_lines, fields, used_dpi, binary.shape[0])
+        needed = {name: ranks for name, ranks in fields.items() if name in extract}
+        if spans is None and needed and len(needed) < len(fields):
+            # Too tall with the weak fields to compare: read the fields to extract only.
+            spans = _region_spans(bands, text_lines, needed, used_dpi, binary.shape[0])
         if spans is None:
-            if any(name in extract for name in fields):
+            if needed:
                 return None
             continue
         read = _ocr_spans(binary, spans, used_dpi, page_number, limits.ocr_timeout_seconds)
