@@ -171,7 +171,9 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     compare. A kept value whose re-read differs gets ``reread_disagrees_<field>`` and the
     record needs review. When a field to read cannot be placed the whole pages are read
     again, as without the option. ``report["retry_ocr"]`` records which (``mode``
-    ``region`` or ``page``), the regions and the comparisons.
+    ``region`` or ``page``), the regions and the comparisons. A region read leaves
+    ``ocr_confidence_avg`` at the first reading's (a band's average is not the page's);
+    the page read takes the higher of the two page averages.
 
     A permanent model failure (refusal, other 4xx, malformed JSON, or the last attempt
     of a transient one) is recorded as ``llm_failure`` and sends the run to a human; a
