@@ -45,7 +45,8 @@ with workflow.unsafe.imports_passed_through():
 
 DECISIONS = ("approve", "reject")
 LADDER_PATCH = "approval-escalation-ladder"
-"""Runs recorded before the ladder existed replay with the single SLA timer."""
+"""Deprecated patch id (every run climbs the escalation ladder): histories recorded with its
+marker replay. Remove once none does."""
 
 EVENT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
@@ -353,16 +354,8 @@ class ApprovalGate:
         )
         await self.set_status("awaiting_approval")
         self._approval_key, self._claim, self._group, self._claim_events = key, None, None, 0
-        if workflow.patched(LADDER_PATCH):
-            await self._climb(ladder or EscalationLadder(sla_seconds=sla.total_seconds()), key)
-        else:
-            try:
-                await workflow.wait_condition(lambda: self._decision is not None, timeout=sla)
-            except TimeoutError:
-                self._sla_breached = True
-                await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
-                                  data={"sla_seconds": sla.total_seconds()})
-                await workflow.wait_condition(lambda: self._decision is not None)
+        workflow.deprecate_patch(LADDER_PATCH)  # every run climbs; older markers replay
+        await self._climb(ladder or EscalationLadder(sla_seconds=sla.total_seconds()), key)
         decision = self._decision
         assert decision is not None
         await self.record(APPROVAL_DECIDED, key=f"approval.decided:{key}", data=decision,
@@ -451,7 +444,7 @@ class ApprovalGate:
     def events_locally(self) -> bool:
         """Write events with a local activity (no task-queue round trip).
 
-        A subclass decides, behind a patch, so runs recorded before keep replaying.
+        A subclass decides (the graph runtime's workflows always do).
         """
         return False
 

@@ -117,11 +117,14 @@ DEFAULT_RECURSION_LIMIT = 100
 """Pregel's step limit, unless the run's options set ``recursion_limit``."""
 GRAPH_STREAM_MODES = ("values", "updates", "custom")
 LEAN_EVENTS_PATCH = "lean-events"
-"""Patch id of :meth:`GraphRunWorkflow.events_locally` (local-activity event writes)."""
+"""Deprecated patch id (every run takes it): local-activity event writes
+(:meth:`GraphRunWorkflow.events_locally`). Remove once no history with its marker replays."""
 LOCAL_SPLIT_PATCH = "local-split"
-"""Patch id: a short split (``Pipeline.split_locally``) runs as a local activity."""
+"""Deprecated patch id (every run takes it): a short split (``Pipeline.split_locally``) runs
+as a local activity."""
 RESUME_AS_SENT_PATCH = "resume-as-sent"
-"""Patch id: a decision's ``resume`` reaches ``interrupt()`` unchanged on every path (issue 26)."""
+"""Deprecated patch id (every run takes it): a decision's ``resume`` reaches ``interrupt()``
+unchanged on every path (issue 26)."""
 CARRIED_STREAM_ITEMS = 100
 """Stream items a run hands to its next run when it continues as new (the newest)."""
 SPLIT_HEARTBEAT_SECONDS = 4
@@ -354,8 +357,8 @@ class GraphRunWorkflow(ApprovalGate):
         retry = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5,
                             non_retryable_error_types=[NODE_ERROR])
         try:
-            if self._spec.split_locally is not None and self._spec.split_locally(arg) and \
-                    workflow.patched(LOCAL_SPLIT_PATCH):
+            workflow.deprecate_patch(LOCAL_SPLIT_PATCH)  # always; older markers replay
+            if self._spec.split_locally is not None and self._spec.split_locally(arg):
                 parts: list[dict[str, Any]] = await workflow.execute_local_activity(
                     self._spec.split, arg, start_to_close_timeout=timedelta(minutes=2),
                     retry_policy=retry, summary="split the submission into parts")
@@ -537,8 +540,8 @@ class GraphRunWorkflow(ApprovalGate):
         self._more_resumes = dict(decision.get("more_resumes") or {})
         if self._run_stream is not None:
             self._emit(self._run_stream.decision(decision))
-        if decision.get("raw") or (decision.get("resume") is not None
-                                   and workflow.patched(RESUME_AS_SENT_PATCH)):
+        workflow.deprecate_patch(RESUME_AS_SENT_PATCH)  # always; older markers replay
+        if decision.get("raw") or decision.get("resume") is not None:
             return decision.get("resume")  # interrupt() gets the resume as it was sent
         answer = {"decision": decision["decision"], "note": decision.get("note"),
                   "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
@@ -861,10 +864,11 @@ class GraphRunWorkflow(ApprovalGate):
         """Events go through a local activity.
 
         A run's ending writes its buffered ``node.completed`` events with ``run.finished``
-        in one call (fewer workflow tasks: docs/performance.md, round 2). Behind a patch: runs
-        recorded before replay as they ran.
+        in one call (fewer workflow tasks: docs/performance.md, round 2). Runs recorded with
+        the former patch's marker replay (``deprecate_patch``).
         """
-        return workflow.patched(LEAN_EVENTS_PATCH)
+        workflow.deprecate_patch(LEAN_EVENTS_PATCH)
+        return True
 
     async def _flush(self) -> None:
         if self._pending_events:
