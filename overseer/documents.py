@@ -88,9 +88,13 @@ __all__ = [
     "Word",
     "extract_pages",
     "inspect_document",
+    "ocr_binary",
     "ocr_image",
     "ocr_pages_parallel",
+    "page_image",
+    "preprocess_page",
     "sniff_kind",
+    "text_ink_mask",
 ]
 
 MIN_TEXT_LAYER_CHARS = 20
@@ -400,19 +404,10 @@ def ocr_image(
             ``ocr_timeout``). Permanent.
         pytesseract.TesseractNotFoundError: no ``tesseract`` binary (retryable setup problem).
     """
-    gray = _to_grayscale(image)
-    if gray.size == 0:
-        return _blank_page(page_number, dpi)
-    gray = _denoise(gray, dpi)
-    binary = _binarise(gray, dpi)
+    binary = preprocess_page(image, dpi)
     if binary is None:
         return _blank_page(page_number, dpi)
-    angle = _estimate_skew_degrees(binary == 0)
-    if abs(angle) >= 0.2:
-        binary = _binarise(_rotate(gray, angle), dpi)
-        if binary is None:
-            return _blank_page(page_number, dpi)
-    text_ink = _text_ink_mask(binary, dpi)
+    text_ink = text_ink_mask(binary, dpi)
 
     data = _run_tesseract(binary, dpi, timeout_seconds)
     words, boxes, text = _collect_words(data)
@@ -423,6 +418,79 @@ def ocr_image(
     )
     confidence = mean_confidence * min(1.0, coverage / COVERAGE_FULL)
     return PageText(page_number, text, "ocr", round(confidence, 4), round(coverage, 4), words, dpi)
+
+
+def preprocess_page(image: Image.Image, dpi: int) -> np.ndarray[Any, Any] | None:
+    """:func:`ocr_image`'s preprocessing of one page: what Tesseract reads.
+
+    Grayscale, median blur when the page is measurably noisy, Otsu binarisation, deskew
+    (see :func:`ocr_image`), specks removed.
+
+    Args:
+        image: the page, any Pillow mode.
+        dpi: its resolution in dots per inch (scales the kernels).
+
+    Returns:
+        uint8 (H, W), 0 ink and 255 paper, deskewed; None for a blank page (no ink with real
+        contrast).
+    """
+    gray = _to_grayscale(image)
+    if gray.size == 0:
+        return None
+    gray = _denoise(gray, dpi)
+    binary = _binarise(gray, dpi)
+    if binary is None:
+        return None
+    angle = _estimate_skew_degrees(binary == 0)
+    if abs(angle) >= 0.2:
+        binary = _binarise(_rotate(gray, angle), dpi)
+    return binary
+
+
+def ocr_binary(binary: np.ndarray[Any, Any], dpi: int,
+               timeout_seconds: float = 120.0) -> tuple[list[Word], str]:
+    """Tesseract on an already preprocessed image (:func:`preprocess_page`, or a crop of one).
+
+    As :func:`ocr_image` runs it (``--psm 3``, LSTM, ``eng``; words with confidence -1 or
+    empty text dropped), without the coverage check.
+
+    Args:
+        binary: uint8 (H, W), 0 ink and 255 paper.
+        dpi: its resolution in dots per inch (passed to Tesseract).
+        timeout_seconds: Tesseract wall-clock limit, in seconds.
+
+    Returns:
+        ``(words, text)``: the words with their confidences (0..1), and the text by lines.
+
+    Raises:
+        UnreadableDocumentError: Tesseract exceeded ``timeout_seconds`` (``ocr_timeout``).
+    """
+    words, _, text = _collect_words(_run_tesseract(binary, dpi, timeout_seconds))
+    return words, text
+
+
+def page_image(data: bytes, kind: DocumentKind, page_number: int, dpi: int,
+               limits: DocumentLimits) -> tuple[Image.Image, int]:
+    """One page of a stored document as the image :func:`extract_pages` would OCR.
+
+    Args:
+        data: the document's bytes.
+        kind: :attr:`DocumentKind.PDF` (the page rendered at ``dpi``) or an image kind (its
+            frame, at its own resolution when it records one).
+        page_number: 1-based.
+        dpi: the resolution to render a PDF page at.
+        limits: page and pixel limits.
+
+    Returns:
+        ``(image, dpi)``: the page and the resolution it has.
+
+    Raises:
+        UnreadableDocumentError: the bytes cannot be read, or the page is over a limit.
+    """
+    if kind is DocumentKind.PDF:
+        with _open_pdf(data, limits) as pdf:
+            return _render_pdf_page(pdf, page_number - 1, dpi, limits)
+    return _load_image_page(data, page_number - 1, dpi, limits)
 
 
 def ocr_pages_parallel(
@@ -1027,8 +1095,13 @@ def _remove_specks(binary: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, An
     return cleaned
 
 
-def _text_ink_mask(binary: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any]:
-    """Boolean mask (H, W) of ink that belongs to text lines: no rules, specks or pictures."""
+def text_ink_mask(binary: np.ndarray[Any, Any], dpi: int) -> np.ndarray[Any, Any]:
+    """Boolean mask (H, W) of ink that belongs to text lines: no rules, specks or pictures.
+
+    Args:
+        binary: uint8 (H, W), 0 ink and 255 paper (:func:`preprocess_page`).
+        dpi: its resolution in dots per inch (rules are ink runs of 0.4 in or more).
+    """
     ink = (binary == 0).astype(np.uint8) * 255
     rule_px = max(15, int(dpi * 0.4))
     horizontal = cv2.morphologyEx(

@@ -45,25 +45,17 @@ from activities.document_intake.extract import (
 )
 from activities.document_intake.schema import FieldSchema
 
-# The page rendering, image loading and preprocessing of the one media module, so that a
-# region is read exactly as its page would be. They are private there: when that module
-# grows a public "preprocessed page" entry point, use it instead.
+# The media module's own rendering, preprocessing and Tesseract call, so that a region is
+# read exactly as its page would be.
 from overseer.documents import (
     DocumentKind,
     DocumentLimits,
     PageText,
     Word,
-    _binarise,
-    _collect_words,
-    _denoise,
-    _estimate_skew_degrees,
-    _load_image_page,
-    _open_pdf,
-    _render_pdf_page,
-    _rotate,
-    _run_tesseract,
-    _text_ink_mask,
-    _to_grayscale,
+    ocr_binary,
+    page_image,
+    preprocess_page,
+    text_ink_mask,
 )
 
 __all__ = ["Region", "RegionRead", "anchor_lines", "line_bands", "reread_regions"]
@@ -248,7 +240,7 @@ def anchor_lines(
 def line_bands(binary: np.ndarray[Any, Any], dpi: int) -> list[tuple[int, int]]:
     """Text-line bands of a binarised page, top to bottom.
 
-    The page's text ink (``documents._text_ink_mask``: rules, specks and pictures removed)
+    The page's text ink (``documents.text_ink_mask``: rules, specks and pictures removed)
     is projected on the vertical axis; rows with ink separated by less than 0.02 in are
     one band (ascenders, descenders, accents), and bands shorter than 0.04 in are dropped
     (dust, the ink of a rule's ragged edge).
@@ -260,7 +252,7 @@ def line_bands(binary: np.ndarray[Any, Any], dpi: int) -> list[tuple[int, int]]:
     Returns:
         ``(top, bottom)`` row ranges in pixels, bottom exclusive.
     """
-    rows: np.ndarray[Any, Any] = np.asarray(_text_ink_mask(binary, dpi).any(axis=1))
+    rows: np.ndarray[Any, Any] = np.asarray(text_ink_mask(binary, dpi).any(axis=1))
     join = max(1, round(dpi * 0.02))
     bands: list[tuple[int, int]] = []
     for top, bottom in _runs(rows):
@@ -278,22 +270,8 @@ def _preprocessed_page(
     data: bytes, kind: DocumentKind, page_number: int, dpi: int, limits: DocumentLimits
 ) -> tuple[np.ndarray[Any, Any] | None, int]:
     """The page binarised and deskewed as ``documents.ocr_image`` does, with its dpi."""
-    if kind is DocumentKind.PDF:
-        with _open_pdf(data, limits) as pdf:
-            image, used = _render_pdf_page(pdf, page_number - 1, dpi, limits)
-    else:
-        image, used = _load_image_page(data, page_number - 1, dpi, limits)
-    gray = _to_grayscale(image)
-    if gray.size == 0:
-        return None, used
-    gray = _denoise(gray, used)
-    binary = _binarise(gray, used)
-    if binary is None:
-        return None, used
-    angle = _estimate_skew_degrees(binary == 0)
-    if abs(angle) >= 0.2:
-        binary = _binarise(_rotate(gray, angle), used)
-    return binary, used
+    image, used = page_image(data, kind, page_number, dpi, limits)
+    return preprocess_page(image, used), used
 
 
 def _region_spans(
@@ -344,7 +322,7 @@ def _ocr_spans(
             parts.append(gap)
         parts.append(binary[top:bottom])
     stacked = np.vstack(parts)
-    words, _, text = _collect_words(_run_tesseract(stacked, dpi, timeout_seconds))
+    words, text = ocr_binary(stacked, dpi, timeout_seconds)
     return PageText(page_number, text, "ocr", _mean_confidence(words), None, words, dpi)
 
 
