@@ -504,7 +504,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             if tokens is not None and (mode != "tasks" or "tasks" in asked):
                 await _live_chunk(tokens, mode, chunk)
             if own is not None:
-                own.chunk(mode, chunk)
+                await own.chunk(mode, chunk)
             if mode == "values":
                 before = chunk
             if mode != "tasks":
@@ -614,10 +614,17 @@ class _OwnStream:
         graph_input = decode(call.input) if call.input is not None else None
         return cls(spec.stream(graph_input or {"run_id": call.run_id}), client)
 
-    def chunk(self, mode: str, chunk: Any) -> None:
-        """Queue the protocol's events for one top-level LangGraph chunk."""
-        for event in self._stream.chunk(mode, chunk):
+    async def chunk(self, mode: str, chunk: Any) -> None:
+        """Queue the protocol's events for one top-level LangGraph chunk.
+
+        A task's start events are sent before the task runs (a ``tool_call`` reaches the
+        client before the tokens its node streams on the same topic), the rest in batches.
+        """
+        events = self._stream.chunk(mode, chunk)
+        for event in events:
             self._topic.publish(event)
+        if events and mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
+            await self._client.flush()
 
     async def close(self) -> None:
         """Flush what is queued."""

@@ -100,6 +100,9 @@ async def test_plan_streams_pauses_and_approval_with_edits_completes(
     kinds = [e.get("tool_call") for _, e in first if "tool_call" in e]
     assert kinds == ["optimize_price", "check_policy", "explain_decision", "sensitivity_analysis",
                      "compose_report", "request_approval"]
+    # the reporter's tool_call comes before the tokens it streams (as segments too)
+    report_call = next(i for i, (_, e) in enumerate(first) if e.get("tool_call") == "compose_report")
+    assert report_call < next(i for i, (_, e) in enumerate(first) if "token" in e)
     approval = first[-1][1]
     assert approval["thread_id"] == inp.run_id and approval["approval"]["change_count"] >= 1
 
