@@ -21,8 +21,10 @@ task (written as it finishes), a heartbeat naming the node in progress, and the 
 result names the nodes it ran.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` (``/v1`` runs and Agent Server
-runs alike) for pipelines declared with
-``Pipeline(workflow="SegmentRunWorkflow")``; every other run still takes ``GraphRunWorkflow``.
+runs alike): the five reference pipelines (declared with
+``Pipeline(workflow="SegmentRunWorkflow")``) and every plain graph of a ``langgraph.json``.
+A graph with a node placed ``run_in: workflow | local_activity``, or a ``Pipeline`` left on
+its default, runs node by node on ``GraphRunWorkflow``.
 """
 
 from __future__ import annotations
