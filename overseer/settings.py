@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     ocr_timeout_seconds: float = 120.0
     ocr_dpi: int = 300
     retry_ocr_dpi: int = 400
+    retry_ocr_region: bool = True
+    """``OVERSEER_RETRY_OCR_REGION``: the offline retry re-reads at ``retry_ocr_dpi`` only the
+    lines around the doubtful fields (whole pages when a field cannot be placed); ``false``
+    re-reads whole pages (docs/performance.md, round 10)."""
     exact_text_ocr_score: float = 1.0
     review_min_evidence_score: float = 0.85
 

@@ -164,7 +164,7 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     dpi, then relaxed label matching, and records ``strategy: rules``. A value is only
     taken when it validates; present fields are never overwritten.
 
-    With ``options["retry_ocr_region"]`` (default :data:`RETRY_OCR_REGION`) the higher dpi
+    With ``options["retry_ocr_region"]`` (``OVERSEER_RETRY_OCR_REGION``, default on) the higher dpi
     reads only a band of lines around each doubtful field (``reread.reread_regions``):
     missing and invalid fields to read again, and present fields read weakly (below
     ``min_field_ocr_confidence``, or with an ``ocr_confusion_*`` reason) to read again and
@@ -208,11 +208,11 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
             extra["llm_failure"] = asked.failure
     else:
         force = report.get("ocr_pages", 0) > 0
-        region = None
-        if force and options.get("retry_ocr_region", RETRY_OCR_REGION) and not state.get("span"):
-            region = await _reread_regions(state, schema, wanted)
+        region, weak = None, _weak_fields(state, wanted)
+        if force and options["retry_ocr_region"] and not state.get("span"):
+            region = await _reread_regions(state, schema, wanted, weak)
         if region is not None:
-            found, evidence, checks = _take_region_reading(state, schema, region, wanted)
+            found, evidence, checks = _take_region_reading(state, schema, region, wanted, weak)
             field_conf.update(field_ocr_confidences(region.pages, found, evidence))
             report = {**report, "retry_ocr": {
                 "mode": "region", "dpi": int(options["retry_ocr_dpi"]),
@@ -271,13 +271,8 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     return await _finish_step(state, "retry_extraction", update)
 
 
-RETRY_OCR_REGION = True
-"""Default of ``options["retry_ocr_region"]``: the offline retry re-reads the doubtful
-fields' regions instead of whole pages (docs/performance.md, docs/accuracy.md)."""
-
-
 async def _reread_regions(
-    state: DocumentIntakeState, schema: FieldSchema, wanted: list[str]
+    state: DocumentIntakeState, schema: FieldSchema, wanted: list[str], weak: list[str]
 ) -> RegionRead | None:
     """The doubtful fields' regions at the retry dpi, or None to re-read whole pages."""
     options = state["options"]
@@ -285,7 +280,7 @@ async def _reread_regions(
     pages = await load_pages(state["document"], dpi=int(options["ocr_dpi"]), limits=limits)
     return await load_region_reread(
         state["document"], pages, schema, extract=wanted,
-        check=_weak_fields(state, wanted), evidence=dict(state.get("evidence", {})),
+        check=weak, evidence=dict(state.get("evidence", {})),
         dpi=int(options["retry_ocr_dpi"]), limits=limits,
     )
 
@@ -304,7 +299,8 @@ def _weak_fields(state: DocumentIntakeState, wanted: list[str]) -> list[str]:
 
 
 def _take_region_reading(
-    state: DocumentIntakeState, schema: FieldSchema, region: RegionRead, wanted: list[str]
+    state: DocumentIntakeState, schema: FieldSchema, region: RegionRead, wanted: list[str],
+    weak: list[str],
 ) -> tuple[dict[str, str | None], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Values for ``wanted`` from the regions, and the comparison of the weak fields.
 
@@ -314,7 +310,6 @@ def _take_region_reading(
         per re-read field ``{"first": value at the first dpi or None, "reread": value or
         None, "agrees": bool or None (nothing to compare)}``.
     """
-    weak = _weak_fields(state, wanted)
     asked = sorted((set(wanted) | set(weak)) & region.placed)
     result = extract_fields(region.pages, schema, relaxed=True, only=asked)
     found: dict[str, str | None] = {}

@@ -19,6 +19,7 @@ def document_intake_options(settings: Settings) -> dict[str, Any]:
         "review_min_evidence_score": settings.review_min_evidence_score,
         "ocr_dpi": settings.ocr_dpi,
         "retry_ocr_dpi": settings.retry_ocr_dpi,
+        "retry_ocr_region": settings.retry_ocr_region,
         "max_pages": settings.max_document_pages,
         "max_pixels_per_page": settings.max_pixels_per_page,
         "ocr_timeout_seconds": settings.ocr_timeout_seconds,
