@@ -88,12 +88,10 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         self._budget = {"usd": inp.options.get("llm_budget_usd"),
                         "tokens": inp.options.get("llm_budget_tokens")}
         self._segments_run = 0
-        # a pipeline's own stream goes out through the activity's client: never a local try
-        self._local_seconds = 0.0 if self._spec.stream is not None \
-            else float(inp.options.get("segment_local_seconds") or 0)
-        durability = "async"
-        if not self._local_seconds and self._spec.stream is None and \
-                self._spec.local_segments is not None and \
+        self._local_seconds, durability = float(inp.options.get("segment_local_seconds") or 0), "async"
+        if self._spec.stream is not None:  # its events go out through the activity's client
+            self._local_seconds = 0.0  # never a local try
+        elif not self._local_seconds and self._spec.local_segments is not None and \
                 self._spec.local_segments(decode(inp.input) or {}):
             # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
             self._local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
