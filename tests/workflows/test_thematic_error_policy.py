@@ -34,6 +34,7 @@ from tests.workflows.test_thematic_stack import (
     identity_prompt,
     model_reply,
     prompted_model,
+    run_answered,
     segment_timeline,
     submit,
 )
@@ -49,10 +50,7 @@ async def test_one_coder_fails_after_exactly_three_attempts_and_the_run_complete
             raise TimeoutError("model timed out")
         return reply
 
-    with llm_settings():
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
 
     assert result["status"] == "completed" and result["outcome"] == "themes"
     out = result["output"]
@@ -74,7 +72,8 @@ async def test_one_coder_fails_after_exactly_three_attempts_and_the_run_complete
     # coder's options (its attempts, time-out, heartbeat); it closed on its 3rd attempt as a
     # completion (the error is recorded, the run is not failed), and that attempt ran the
     # failing coder only: LangGraph kept the writes of the coders that had finished.
-    timeline = await segment_timeline(handle)
+    timeline = await segment_timeline(
+        dev_server.client.get_workflow_handle(f"thematic_analysis-{run_id}"))
     (step,) = [a for a in timeline if "coder" in a["nodes"]]
     assert step["one_step"] and step["summary"].startswith("node coders")
     assert step["attempt"] == 3 and step["completed"] and step["nodes"] == ["coder"]
@@ -169,10 +168,7 @@ async def test_the_attempts_option_is_honoured_and_a_coder_never_fails_the_run(
             raise TimeoutError("model timed out")
         return reply
 
-    with llm_settings():
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
 
     assert result["status"] == "completed", result
     assert [(e["node"], e["identity_id"]) for e in result["output"]["errors"]] == [

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import logging
 
-from activities import llm
-from tests.workflows.llm_support import llm_settings
 from tests.workflows.test_thematic_stack import (
     example_corpus,
     identity_prompt,
     model_reply,
-    prompted_model,
-    submit,
+    run_answered,
 )
 
 FORMATTER = logging.Formatter()
@@ -54,10 +51,7 @@ async def test_info_logs_of_a_run_hold_no_review_text(dev_server, worker, db, ta
         return reply
 
     caplog.set_level(logging.INFO)
-    with llm_settings():
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
     assert result["status"] == "completed"
     assert {(e["node"], e["identity_id"]) for e in result["output"]["errors"]} == {
         ("coder", "outcomes")}

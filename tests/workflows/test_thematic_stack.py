@@ -119,6 +119,19 @@ async def submit(pool: asyncpg.Pool, client: Client, task_queue: str, *,
     return submitted.run_id, client.get_workflow_handle(f"thematic_analysis-{submitted.run_id}")
 
 
+async def run_answered(pool: asyncpg.Pool, client: Client, task_queue: str,
+                       answer: Callable[[str], str], **settings: Any) -> tuple[str, Any]:
+    """A run of the README example to its result, every model call answered by ``answer``.
+
+    ``answer`` gets the call's system prompt; ``settings`` override the activity runtime's
+    for the run (a model configured, so the coders ask it). Returns ``(run_id, result)``.
+    """
+    with llm_settings(**settings):
+        llm.set_chat_model_factory(prompted_model(answer))
+        run_id, handle = await submit(pool, client, task_queue)
+        return run_id, await handle.result()
+
+
 async def events(pool: asyncpg.Pool, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
     """The run's events (``{type, data, occurred_at}``) in append order, optionally one type."""
     rows = await pool.fetch("SELECT type, data, occurred_at FROM events WHERE run_id = $1 "
@@ -247,10 +260,7 @@ async def test_coders_of_one_step_are_in_flight_together(dev_server, worker, db,
         (coders if CODER_PROMPT in system else theme_coders).wait()
         return reply
 
-    with llm_settings():
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
     assert result["status"] == "completed" and result["outcome"] == "themes"
     assert result["output"]["errors"] == []
     ok = sorted(e["data"]["node"] for e in await events(db, run_id, "llm.called")
@@ -313,10 +323,7 @@ async def test_theme_coders_proposing_nothing_complete_the_run_without_themes(
     def answer(system: str) -> str:
         return codes if CODER_PROMPT in system else json.dumps({"themes": []})
 
-    with llm_settings():
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
     assert result["status"] == "completed" and result["outcome"] == "no_themes"
     out = result["output"]
     assert out["codebook"] and out["themes"] == [] and out["errors"] == []

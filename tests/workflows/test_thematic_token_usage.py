@@ -16,16 +16,13 @@ from collections import defaultdict
 
 import pytest
 
-from activities import llm
 from services.api.readmodels import llm_usage
-from tests.workflows.llm_support import llm_settings
 from tests.workflows.test_thematic_stack import (
     IDENTITY_IDS,
     events,
     identity_prompt,
     model_reply,
-    prompted_model,
-    submit,
+    run_answered,
 )
 
 
@@ -37,10 +34,8 @@ async def test_token_usage_equals_the_sum_of_the_llm_called_events(
     def answer(system: str) -> str:
         return "Two themes: getting the coffee, and money." if prose in system else reply
 
-    with llm_settings(llm_model="gpt-4o-mini"):
-        llm.set_chat_model_factory(prompted_model(answer))
-        run_id, handle = await submit(db, dev_server.client, task_queue)
-        result = await handle.result()
+    run_id, result = await run_answered(db, dev_server.client, task_queue, answer,
+                                        llm_model="gpt-4o-mini")
 
     assert result["status"] == "completed", result
     out = result["output"]
