@@ -7,8 +7,9 @@ retried request with the same ``Idempotency-Key`` maps to the same run and nothi
 started twice. A start that fails is recorded (``run.failed`` with ``start_failed``) and
 answered 503: nothing accepted is silently dropped.
 
-Every pipeline runs on ``GraphRunWorkflow``; one whose graph takes more than the request
-(a schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
+Every pipeline runs on the workflow it names (:func:`workflow_run`: ``SegmentRunWorkflow`` or
+``GraphRunWorkflow``); one whose graph takes more than the request (a schema snapshot,
+options from settings) builds its input with ``Pipeline.make_input``.
 """
 
 from __future__ import annotations
@@ -279,7 +280,7 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None,
     ``from_checkpoint``: as segments, the run's thread already holds the checkpoints it
     goes on from (a retry), so its input is None.
     """
-    from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+    from workflows.graph_run import GraphRunInput
 
     if ctx.pipeline.make_input is not None:
         graph_input = ctx.pipeline.make_input(ctx)
@@ -296,16 +297,24 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None,
     if resume_from is not None:
         resume_from = {"values": encode({**graph_input, **resume_from["values"]}),
                        "as_node": resume_from["as_node"]}
-    run_method: Any = GraphRunWorkflow.run
-    if ctx.pipeline.workflow == "SegmentRunWorkflow":
-        from workflows.segment_run import SegmentRunWorkflow
-
-        run_method = SegmentRunWorkflow.run
-    return run_method, GraphRunInput(
+    return workflow_run(ctx.pipeline), GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
         input=encode(None if from_checkpoint else graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
         search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
+
+
+def workflow_run(pipeline: Pipeline) -> Any:
+    """The ``run`` method of the workflow that hosts ``pipeline`` (``Pipeline.workflow``).
+
+    ``SegmentRunWorkflow.run`` for a pipeline or graph that runs as segments, else
+    ``GraphRunWorkflow.run`` (node by node); what every starter of a run passes Temporal.
+    """
+    from workflows.graph_run import GraphRunWorkflow
+    from workflows.segment_run import SegmentRunWorkflow
+
+    return SegmentRunWorkflow.run if pipeline.workflow == "SegmentRunWorkflow" \
+        else GraphRunWorkflow.run
 
 
 def input_keys(builder: Any) -> set[str]:

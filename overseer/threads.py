@@ -1115,8 +1115,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
-    from workflows.graph_run import GraphRunInput, GraphRunWorkflow
-    from workflows.segment_run import SegmentRunWorkflow
+    from overseer.runs import workflow_run
+    from workflows.graph_run import GraphRunInput
     from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
@@ -1175,7 +1175,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         extra["start_delay"] = timedelta(seconds=float(kwargs["after_seconds"]))
     try:
         await temporal.start_workflow(
-            SegmentRunWorkflow.run if on_segments(pipeline) else GraphRunWorkflow.run, argument,
+            workflow_run(pipeline), argument,
             id=wid, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

@@ -53,7 +53,8 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
-from overseer.runs import send_update
+from overseer.pipelines import get_registry
+from overseer.runs import send_update, workflow_run
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -82,8 +83,7 @@ from services.api.schemas.pricing import (
     ToolView,
 )
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunInput
-from workflows.segment_run import SegmentRunWorkflow
+from workflows.graph_run import GraphRunInput, GraphRunWorkflow
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 log = logging.getLogger("overseer.api.chat")
@@ -449,7 +449,8 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         ])
     try:
         await temporal.start_workflow(
-            SegmentRunWorkflow.run, inp, id=workflow_id, task_queue=settings.task_queue,
+            workflow_run(get_registry().get(PIPELINE)), inp, id=workflow_id,
+            task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             static_summary=f"pricing: {body.message[:80]}", **kwargs)
@@ -531,7 +532,7 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
         pass
-    event = await handle.query(SegmentRunWorkflow.get_final_event)
+    event = await handle.query(GraphRunWorkflow.get_final_event)  # either workflow
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)
