@@ -62,7 +62,7 @@ class _Catalogue(Mapping[str, PipelineSpec]):
 def spec_of(pipeline: Pipeline) -> PipelineSpec:
     """The catalogue entry of a registered pipeline."""
     return PipelineSpec(
-        name=pipeline.name, workflow_type=pipeline.workflow, seed=pipeline.seed or "",
+        name=pipeline.name, workflow_type="SegmentRunWorkflow", seed=pipeline.seed or "",
         description=pipeline.description, accepts=pipeline.accepts,
         human_gate=pipeline.human_gate, submit_path=pipeline.extra.get("submit_path"))
 

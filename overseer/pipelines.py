@@ -73,9 +73,10 @@ class NodeOptions(BaseModel):
     """Per-node settings, read from node metadata ``{"overseer": {...}}``.
 
     Attributes:
-        run_in: ``activity`` (default: I/O or real CPU), ``local_activity`` (short I/O, under
-            ~10 s; no task-queue round trip) or ``workflow`` (cheap, pure, deterministic steps;
-            must not do I/O, read the clock or draw random numbers).
+        run_in: ``activity`` (default): a node whose metadata sets any option runs as its
+            own activity between two segments (:func:`placed_nodes`); ``local_activity`` or
+            ``workflow`` (the words of Temporal's LangGraph plugin, for short steps) run it
+            inside its segment, like a node without options.
         timeout_seconds: start-to-close timeout of one attempt (default 300).
         heartbeat_seconds: heartbeat time-out of the node's activity (default
             :data:`DEFAULT_HEARTBEAT_SECONDS`; 0 or None turns it off). The runtime heartbeats
@@ -197,10 +198,6 @@ class Pipeline:
             activity in the run's own workflow task (``SegmentRunWorkflow``; one task-queue
             round trip fewer; it falls back to a heartbeating activity after
             ``LOCAL_SEGMENT_SECONDS``, going on from the local try's checkpoints).
-        workflow: the Temporal workflow type that runs it: ``GraphRunWorkflow`` (node by
-            node, each node its own activity; the default for a ``Pipeline``) or
-            ``SegmentRunWorkflow`` (segments on LangGraph's Postgres checkpointer; what a
-            plain graph in a ``langgraph.json`` gets, see :func:`runtime_for`).
         worker_parts: ``() -> {"activities": [...], "workflows": [...]}``: what the worker
             registers for the pipeline besides the graph runtime (e.g. its split activity).
         source: where it was registered from (``langgraph.json`` path and entry).
@@ -229,7 +226,6 @@ class Pipeline:
     split_locally: Callable[[Any], bool] | None = None
     local_segments: Callable[[Any], bool] | None = None
     stream: Callable[[Any], RunStream] | None = None
-    workflow: str = "GraphRunWorkflow"
     worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -445,7 +441,6 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
         else:
             builder = builder_of(target, name)
             out[name] = Pipeline(name=name, graph=builder, source=source,
-                                 workflow=runtime_for(builder),
                                  description=f"graph {entry} from {path.name}")
     return out
 
@@ -473,18 +468,34 @@ def _run_in(metadata: dict[str, Any] | None) -> Any:
     return dict(meta.get("overseer") or {}).get("run_in") or meta.get("execute_in")
 
 
-def runtime_for(builder: Any) -> str:
-    """The workflow a plain graph from a ``langgraph.json`` runs on.
+def node_options(metadata: dict[str, Any] | None) -> tuple[NodeOptions, Any]:
+    """A node's :class:`NodeOptions` and Temporal ``RetryPolicy`` (or None) from its metadata.
 
-    Segments (``SegmentRunWorkflow``: LangGraph's loop in one activity per segment, on its
-    Postgres checkpointer; a node with options runs as its own activity), unless a node asks
-    to run in the workflow or as a local activity (``run_in: workflow | local_activity``),
-    which only the node-by-node ``GraphRunWorkflow`` does (docs/your-graph.md).
+    Overseer's ``{"overseer": {...}}`` keys, or those of Temporal's LangGraph plugin
+    (``execute_in``, ``start_to_close_timeout``, ``heartbeat_timeout``, ``retry_policy``,
+    ``summary``), so a graph written for the plugin runs unchanged.
+
+    Raises:
+        pydantic.ValidationError: malformed ``{"overseer": {...}}`` metadata.
+        ValueError: ``run_in`` is not ``activity``, ``local_activity`` or ``workflow``.
     """
-    if any(_run_in(spec.metadata) in ("workflow", "local_activity")
-           for spec in builder.nodes.values()):
-        return "GraphRunWorkflow"
-    return "SegmentRunWorkflow"
+    from temporalio.common import RetryPolicy
+
+    meta = dict(metadata or {})
+    raw = dict(meta.get("overseer") or {})
+    if "execute_in" in meta and "run_in" not in raw:
+        raw["run_in"] = meta["execute_in"]
+    if "start_to_close_timeout" in meta and "timeout_seconds" not in raw:
+        raw["timeout_seconds"] = meta["start_to_close_timeout"].total_seconds()
+    if meta.get("heartbeat_timeout") and "heartbeat_seconds" not in raw:
+        raw["heartbeat_seconds"] = meta["heartbeat_timeout"].total_seconds()
+    if "summary" in meta and "summary" not in raw:
+        raw["summary"] = meta["summary"]
+    opts = NodeOptions.model_validate(raw)
+    if opts.run_in not in ("activity", "local_activity", "workflow"):
+        raise ValueError(f"run_in must be activity, local_activity or workflow, not {opts.run_in!r}")
+    retry = meta.get("retry_policy") if isinstance(meta.get("retry_policy"), RetryPolicy) else None
+    return opts, retry
 
 
 def _read_config(path: str | Path) -> tuple[Path, dict[str, Any]]:

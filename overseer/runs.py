@@ -7,9 +7,8 @@ retried request with the same ``Idempotency-Key`` maps to the same run and nothi
 started twice. A start that fails is recorded (``run.failed`` with ``start_failed``) and
 answered 503: nothing accepted is silently dropped.
 
-Every pipeline runs on the workflow it names (:func:`workflow_run`: ``SegmentRunWorkflow`` or
-``GraphRunWorkflow``); one whose graph takes more than the request (a schema snapshot,
-options from settings) builds its input with ``Pipeline.make_input``.
+Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
+schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
 """
 
 from __future__ import annotations
@@ -188,13 +187,9 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
 
     Seed 004: retry from the failed agent without redoing the rest.
 
-    Node by node, the new run starts as if the last completed progress node had just written
-    the state the failed run had recorded (each progress node's ``node.completed`` event
-    carries its update), so earlier nodes are not run again; a run with no completed
-    progress node starts over. As segments, the new run gets a copy of the failed run's
-    LangGraph checkpoints and goes on from the last one (LangGraph runs again only the tasks
-    of the failed superstep that did not finish); one with no checkpoint starts over. Its
-    ``parent_run_id`` is the failed run.
+    The new run gets a copy of the failed run's LangGraph checkpoints and goes on from the
+    last one (LangGraph runs again only the tasks of the failed superstep that did not
+    finish); one with no checkpoint starts over. Its ``parent_run_id`` is the failed run.
 
     Raises:
         NotFoundError: unknown run (404).
@@ -210,9 +205,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    segments = pipeline.workflow == "SegmentRunWorkflow"
-    if pipeline.extra.get("submit_path") or pipeline.workflow not in ("GraphRunWorkflow",
-                                                                      "SegmentRunWorkflow"):
+    if pipeline.extra.get("submit_path"):
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)
@@ -221,24 +214,12 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                        subject=subject, metadata=recorded.get("metadata") or {},
                        settings=settings, document=recorded.get("document"),
                        input=recorded.get("input"))
-    completed: list[dict[str, Any]] = []
-    nodes: list[str] = []
-    for record in await pool.fetch(
-            "SELECT data FROM events WHERE run_id = $1 AND type = 'node.completed' ORDER BY seq",
-            rid):
-        data = json.loads(record["data"])
-        nodes.append(str(data.get("node")))
-        if data.get("snapshot") and data.get("node") in pipeline.progress_nodes:
-            completed.append(data)
     resume_from: dict[str, Any] | None = None
-    checkpointed = segments and await _fork_checkpoints(pool, pipeline.name, run_id, new_id)
-    if checkpointed:  # LangGraph goes on from the failed run's last checkpoint
-        resume_from = {"as_node": nodes[-1] if nodes else None}
-    elif completed:
-        values: dict[str, Any] = {}
-        for data in completed:
-            values.update({k: v for k, v in data["snapshot"].items() if k != "progress"})
-        resume_from = {"values": values, "as_node": completed[-1]["node"]}
+    if await _fork_checkpoints(pool, pipeline.name, run_id, new_id):  # LangGraph goes on
+        last = await pool.fetchval(  # from the failed run's last checkpoint
+            "SELECT data->>'node' FROM events WHERE run_id = $1 AND type = 'node.completed' "
+            "ORDER BY seq DESC LIMIT 1", rid)
+        resume_from = {"as_node": last}
     async with pool.acquire() as conn:
         await append_events(conn, [NewEvent(
             run_id=new_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{subject}",
@@ -248,8 +229,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                   "retry_of": run_id,
                   "resumed_after": resume_from["as_node"] if resume_from else None,
                   "input": recorded})])
-    run_method, argument = _graph_run(ctx, resume_from=None if segments else resume_from,
-                                      from_checkpoint=bool(checkpointed))
+    run_method, argument = _graph_run(ctx, resume_from=resume_from)
     await _start(pool, temporal, settings, ctx, run_method, argument)
     return Submitted(run_id=new_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{new_id}", "events": f"/v1/runs/{new_id}/events",
@@ -273,14 +253,15 @@ async def _fork_checkpoints(pool: asyncpg.Pool, pipeline: str, failed: str, new:
     return True
 
 
-def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None,
-               from_checkpoint: bool = False) -> tuple[Any, Any]:
-    """The workflow and its input for a run.
+def _graph_run(ctx: StartContext, *,
+               resume_from: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """The workflow's ``run`` and its input for a run.
 
-    ``from_checkpoint``: as segments, the run's thread already holds the checkpoints it
-    goes on from (a retry), so its input is None.
+    ``resume_from`` (a retry): the run's thread already holds the checkpoints it goes on
+    from, so its input is None (``GraphRunInput.resume_from``).
     """
-    from workflows.graph_run import GraphRunInput
+    from workflows.run_base import GraphRunInput
+    from workflows.segment_run import SegmentRunWorkflow
 
     if ctx.pipeline.make_input is not None:
         graph_input = ctx.pipeline.make_input(ctx)
@@ -294,27 +275,11 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None,
                "segment_local_seconds": ctx.settings.segment_local_seconds,
                "segment_heartbeat_seconds": ctx.settings.segment_heartbeat_seconds, **run_options,
                "approval": approval_ladder_options(ctx.settings)}
-    if resume_from is not None:
-        resume_from = {"values": encode({**graph_input, **resume_from["values"]}),
-                       "as_node": resume_from["as_node"]}
-    return workflow_run(ctx.pipeline), GraphRunInput(
+    return SegmentRunWorkflow.run, GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
-        input=encode(None if from_checkpoint else graph_input),
+        input=encode(None if resume_from is not None else graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
         search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
-
-
-def workflow_run(pipeline: Pipeline) -> Any:
-    """The ``run`` method of the workflow that hosts ``pipeline`` (``Pipeline.workflow``).
-
-    ``SegmentRunWorkflow.run`` for a pipeline or graph that runs as segments, else
-    ``GraphRunWorkflow.run`` (node by node); what every starter of a run passes Temporal.
-    """
-    from workflows.graph_run import GraphRunWorkflow
-    from workflows.segment_run import SegmentRunWorkflow
-
-    return SegmentRunWorkflow.run if pipeline.workflow == "SegmentRunWorkflow" \
-        else GraphRunWorkflow.run
 
 
 def input_keys(builder: Any) -> set[str]:

@@ -60,7 +60,7 @@ from overseer.errors import (
     NotFoundError,
     OverseerError,
 )
-from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.graph_codec import encode, to_jsonable
 from overseer.pipelines import Pipeline, get_registry
 from overseer.settings import Settings
 from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
@@ -84,8 +84,6 @@ UNSERVED_STREAM_MODES = {
 }
 """Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""
 MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt", "rollback")
-GRAPH_WORKFLOWS = ("GraphRunWorkflow", "SegmentRunWorkflow")
-"""The workflows that host a graph for the Agent Server API."""
 """``multitask_strategy`` values; the first is the default, as on LangGraph's Agent Server."""
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
 ACTIVE_RUN_STATUSES = ("pending", "running")
@@ -149,15 +147,13 @@ def stream_modes(value: Any, graph: str | None = None) -> list[str]:
 
 
 def graph_pipelines() -> list[Pipeline]:
-    """Every registered graph an Agent Server client may run (on ``GraphRunWorkflow`` or as segments)."""
-    return [p for p in get_registry() if p.workflow in GRAPH_WORKFLOWS and not p.takes_upload]
+    """Every registered graph an Agent Server client may run (all but those that take an upload)."""
+    return [p for p in get_registry() if not p.takes_upload]
 
 
 def on_segments(pipeline: Pipeline | str) -> bool:
     """Whether the graph runs as segments: its thread's state lives in LangGraph's checkpointer."""
-    if isinstance(pipeline, str):
-        pipeline = get_registry().get(pipeline)
-    return pipeline.workflow == "SegmentRunWorkflow"
+    return True
 
 
 async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
@@ -1115,8 +1111,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
-    from overseer.runs import workflow_run
-    from workflows.graph_run import GraphRunInput
+    from workflows.run_base import GraphRunInput
+    from workflows.segment_run import SegmentRunWorkflow
     from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
@@ -1163,9 +1159,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     argument = GraphRunInput(
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
-        search_attributes=settings.search_attributes_enabled, thread_id=thread_id,
-        # as segments, the thread's state is already LangGraph's, in its checkpointer
-        thread_values=None if on_segments(pipeline) else _json(row["state"]))
+        search_attributes=settings.search_attributes_enabled, thread_id=thread_id)
     extra: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         extra["search_attributes"] = TypedSearchAttributes([
@@ -1175,7 +1169,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         extra["start_delay"] = timedelta(seconds=float(kwargs["after_seconds"]))
     try:
         await temporal.start_workflow(
-            workflow_run(pipeline), argument,
+            SegmentRunWorkflow.run, argument,
             id=wid, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -1579,7 +1573,7 @@ async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
     """
     from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-    from workflows.graph_run import STREAM_TOPIC
+    from workflows.run_base import STREAM_TOPIC
 
     offset, errors = 0, 0
     while True:
@@ -2151,40 +2145,9 @@ async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
     Raises:
         ConflictError: the thread is busy or paused (its state lives in a workflow then).
     """
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from workflows.graph_run import thread_node
-
     row = await get_thread(pool, thread_id)
     if _run_holds(row):
         raise ConflictError(f"thread {thread_id} is {row['status']}; update its state when idle")
     if row["graph_id"] is None:
         raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
-    if on_segments(row["graph_id"]):
-        return await _update_checkpointed(pool, row, values, as_node)
-    app = get_registry().builder(row["graph_id"]).compile(checkpointer=InMemorySaver())
-    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
-    if row["state"] is not None:
-        await app.aupdate_state(config, decode(_json(row["state"])),
-                                as_node=thread_node(row["graph_id"]))
-    await app.aupdate_state(config, values, as_node=as_node or thread_node(row["graph_id"]))
-    state = await app.aget_state(config)
-    checkpoint_id = str(uuid.uuid4())
-    cp: dict[str, Any] = {"next": [], "tasks": [], "interrupts": [], "checkpoint_id": checkpoint_id,
-          "parent_checkpoint_id": (_json(row["checkpoint"]) or {}).get("checkpoint_id"),
-          "metadata": {"source": "update", "as_node": as_node},
-          "created_at": datetime.now(UTC).isoformat()}
-    async with pool.acquire() as conn, conn.transaction():
-        fresh = await conn.fetchrow(
-            """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
-                   checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1 RETURNING *""",
-            row["thread_id"], json.dumps(to_jsonable(state.values)),
-            json.dumps(encode(state.values)), json.dumps(cp))
-        assert fresh is not None  # the thread was read by its key above
-        await conn.execute(
-            """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id, state)
-               VALUES ($1, $2, $3, $4::jsonb)""",
-            row["thread_id"], checkpoint_id, cp["parent_checkpoint_id"],
-            json.dumps(state_view(fresh)))
-    return {"checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
-                           "checkpoint_id": checkpoint_id, "checkpoint_map": None}}
+    return await _update_checkpointed(pool, row, values, as_node)

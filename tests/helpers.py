@@ -18,7 +18,7 @@ from overseer.graph_codec import encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.graph_run import GraphRunInput
+from workflows.run_base import GraphRunInput
 
 T = TypeVar("T")
 

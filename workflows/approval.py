@@ -441,32 +441,21 @@ class ApprovalGate:
                                   "data": data, "actor": actor,
                                   "occurred_at": workflow.now().isoformat()}], event_type)
 
-    def events_locally(self) -> bool:
-        """Write events with a local activity (no task-queue round trip).
-
-        A subclass decides (the graph runtime's workflows always do).
-        """
-        return False
-
     async def record_batch(self, events: list[dict[str, Any]], summary: str,
                            hand_off: dict[str, Any] | None = None) -> Any:
         """Append events (dicts as ``record_events`` takes them) in one call, idempotent by key.
 
-        ``hand_off`` (local activity only; its arguments are not in the history, so adding it
-        replays) hands an Agent Server run's thread on with the run's ending or pause.
+        A local activity (no task-queue round trip). ``hand_off`` (a local activity's
+        arguments are not in the history, so adding it replays) hands an Agent Server run's
+        thread on with the run's ending or pause.
 
         Returns:
-            ``record_events``' result for a local activity (None otherwise).
+            ``record_events``' result.
         """
-        if self.events_locally():
-            return await workflow.execute_local_activity(
-                record_events, args=[events, hand_off] if hand_off is not None else [events],
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
-                summary=summary)
-        await workflow.execute_activity(
-            record_events, events, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=EVENT_RETRY, summary=summary)
-        return None
+        return await workflow.execute_local_activity(
+            record_events, args=[events, hand_off] if hand_off is not None else [events],
+            start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
+            summary=summary)
 
     async def set_status(self, status: str) -> None:
         """Set the in-memory status and the ``OverseerStatus`` search attribute."""

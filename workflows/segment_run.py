@@ -1,28 +1,27 @@
-"""Runtime v2: a run as segments, each one activity on LangGraph's checkpointer (issue 25).
+"""``SegmentRunWorkflow``: the one workflow every run is (issue 25).
 
-``SegmentRunWorkflow`` hosts every plain graph of a ``langgraph.json`` (and pipelines
-declared with ``Pipeline(workflow="SegmentRunWorkflow")``). It never runs LangGraph itself:
-each segment — the run's start, or a resume, up to the next interrupt or the end — is one
-heartbeating ``run_segment`` activity (:mod:`activities.segments`) that runs LangGraph's own
-loop on ``AsyncPostgresSaver``. Temporal owns what happens between segments, as in
-``GraphRunWorkflow``: segment retries (a retried segment resumes from its last checkpoint),
-every interrupt as an approval on the shared gate (ladder, console, claims, exactly-once
-decisions; ``interrupt()`` gets the decision's ``resume`` as sent), the LLM budget gate (a
+Every registered graph — the five reference pipelines and every graph of a
+``langgraph.json`` — runs here. The workflow never runs LangGraph itself: each segment —
+the run's start, or a resume, up to the next interrupt or the end — is one heartbeating
+``run_segment`` activity (:mod:`activities.segments`) that runs LangGraph's own loop on
+``AsyncPostgresSaver``. Temporal owns what happens between segments
+(:class:`workflows.run_base.RunWorkflowBase`): segment retries (a retried segment resumes
+from its last checkpoint), every interrupt as an approval on the shared gate (ladder,
+console, claims, exactly-once decisions; ``interrupt()`` gets the decision's ``resume`` as
+sent; a resume map answers several pending interrupts together), the LLM budget gate (a
 segment stops before a chat-model call past the run's budget; a reviewer raises it or ends
-the run), nodes with options (each runs as its own activity with its time-out, heartbeat
-and attempts, between segments), cancellation and the run's events.
+the run), nodes with options (each runs as its own activity with its time-out, heartbeat and
+attempts, between segments), cancellation and the run's events.
 
-It reuses ``GraphRunWorkflow``'s gate, handlers, durable stream and event plumbing (it
-subclasses it) and none of its in-workflow graph machinery; an Agent Server run's chunks go
-live from the segment (:mod:`overseer.token_stream`), its state per segment from what the
-activity returns. Between two segments
-the run continues as new when Temporal suggests it (its history is large): the graph's
-state is in LangGraph's checkpointer, so only the run's counters, the segment that just
-ended and the stream's newest items go along. A pipeline that splits a submission
-(``Pipeline.split``) runs its split activity first; with several parts the run starts one
-child run of this workflow per part and completes with outcome ``split``. Not on this path
-(docs/your-graph.md, "Runs as segments"): ``run_in: workflow | local_activity`` (such a node
-runs inside the segment).
+An Agent Server run's chunks go live from the segment (:mod:`overseer.token_stream`), its
+state per segment from what the activity returns. Between two segments the run continues as
+new when Temporal suggests it (its history is large): the graph's state is in LangGraph's
+checkpointer, so only the run's counters, the segment that just ended and the stream's
+newest items go along. A pipeline that splits a submission (``Pipeline.split``) runs its
+split activity first; with several parts the run starts one child run of this workflow per
+part and completes with outcome ``split``. A node placed ``run_in: workflow |
+local_activity`` (the words of Temporal's LangGraph plugin) runs inside its segment
+(docs/your-graph.md, "Runs as segments").
 """
 
 from __future__ import annotations
@@ -41,16 +40,15 @@ with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
-    from overseer.pipelines import NodeOptions, get_registry, placed_nodes
-    from workflows.graph_run import (
+    from overseer.pipelines import NodeOptions, get_registry, node_options, placed_nodes
+    from workflows.run_base import (
         DEFAULT_RECURSION_LIMIT,
         BudgetDeniedError,
         GraphRunInput,
         GraphRunResult,
-        GraphRunWorkflow,
+        RunWorkflowBase,
         failure_cause,
         final_status,
-        node_options,
     )
     from workflows.task_queues import STATUS_ATTRIBUTE
 
@@ -65,7 +63,7 @@ SEGMENT_TIMEOUT = timedelta(hours=1)
 
 
 @workflow.defn(name="SegmentRunWorkflow", sandboxed=False)
-class SegmentRunWorkflow(GraphRunWorkflow):
+class SegmentRunWorkflow(RunWorkflowBase):
     """Drives one run as segments to a terminal status (see the module docstring).
 
     Not sandboxed: no user graph code runs in this workflow (LangGraph's loop runs in the
@@ -74,9 +72,6 @@ class SegmentRunWorkflow(GraphRunWorkflow):
     sandbox's per-activation cost was ~20 ms of worker CPU per run (docs/performance.md,
     round 7).
     """
-
-    answers_many = True
-    """A resume map naming several pending interrupts answers them together, as LangGraph does."""
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
@@ -221,35 +216,29 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         await self._hand_over({"counters": self._counters(), "call": dataclasses.asdict(call),
                                "result": dataclasses.asdict(result), "rounds": rounds})
 
-    def events_locally(self) -> bool:
-        """Always through a local activity.
-
-        A new workflow type has no older histories to replay, so no patch marker (which
-        would cost a search-attribute upsert per run).
-        """
-        return True
-
     async def _next(self, call: SegmentCall, nodes: list[str],
                     label: str = "go on") -> SegmentResult:
         """The next segment: one step in its own activity when ``nodes`` has a node with options.
 
-        Such a node's superstep runs alone, with the node's time-out, heartbeat, attempts and
-        summary (the first such node's, in name order, when a superstep has several).
+        Such a node's superstep runs alone, with the node's time-out, heartbeat, attempts (or
+        the plugin's ``retry_policy``) and summary (the first such node's, in name order, when
+        a superstep has several).
         """
         placed = sorted(set(nodes) & set(self._placed()))
         call.one_step = bool(placed)
         if not placed:
             return await self._segment(call, label)
-        opts, _ = node_options(get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
-        return await self._segment(call, f"node {opts.summary or placed[0]}", opts)
+        opts, retry = node_options(
+            get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
+        return await self._segment(call, f"node {opts.summary or placed[0]}", opts, retry)
 
     def _placed(self) -> list[str]:
         if self._placed_nodes is None:
             self._placed_nodes = placed_nodes(get_registry().builder(self._pipeline))
         return self._placed_nodes
 
-    async def _segment(self, call: SegmentCall, label: str,
-                       opts: NodeOptions | None = None) -> SegmentResult:
+    async def _segment(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,
+                       retry: RetryPolicy | None = None) -> SegmentResult:
         """Run a segment and keep what it returned.
 
         An Agent Server run's state goes to :meth:`get_thread_state`; its chunks went live
@@ -258,7 +247,7 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         if any(v is not None for v in self._budget.values()):
             call.budget, call.spent = dict(self._budget), dict(self._spent)
         call.stream_base = self._published  # its tokens come before its items (token_stream)
-        result = await self._run_segment(call, label, opts)
+        result = await self._run_segment(call, label, opts, retry)
         task = asyncio.current_task()
         if task is not None and task.cancelling():  # the run was cancelled while the segment
             raise asyncio.CancelledError  # finished before it heard: the run ends cancelled
@@ -278,8 +267,8 @@ class SegmentRunWorkflow(GraphRunWorkflow):
         elif call.values_at_pause and result.values is not None:
             self._snapshot = {"values": result.values}
 
-    async def _run_segment(self, call: SegmentCall, label: str,
-                           opts: NodeOptions | None = None) -> SegmentResult:
+    async def _run_segment(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,
+                           retry: RetryPolicy | None = None) -> SegmentResult:
         """One segment, retried by Temporal; first tried as a local activity when the run allows.
 
         Without ``segment_local_seconds`` or a pipeline that calls the run's input short
@@ -300,12 +289,11 @@ class SegmentRunWorkflow(GraphRunWorkflow):
                 heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
                                    if opts.heartbeat_seconds else None),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                         maximum_interval=timedelta(seconds=30),
-                                         maximum_attempts=opts.max_attempts,
-                                         non_retryable_error_types=[
-                                             NODE_ERROR, "invalid_durability",
-                                             *opts.non_retryable]),
+                retry_policy=retry or RetryPolicy(
+                    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                    maximum_attempts=opts.max_attempts,
+                    non_retryable_error_types=[NODE_ERROR, "invalid_durability",
+                                               *opts.non_retryable]),
                 summary=label)
             return step
         local_seconds = self._local_seconds

@@ -107,5 +107,4 @@ PIPELINE = Pipeline(
     router=build_router,
     record_fields=record_fields,
     worker_parts=worker_parts,
-    workflow="SegmentRunWorkflow",
 )

@@ -11,7 +11,6 @@ from overseer.pipelines import Pipeline
 PIPELINE = Pipeline(
     name="due_diligence",
     graph=build_due_diligence_graph,
-    workflow="SegmentRunWorkflow",
     seed="004",
     description=("Contract due diligence: clauses with verbatim quotes, risks, an extractive "
                  "summary and a checklist, by five agents in a fixed order."),

@@ -53,8 +53,7 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
-from overseer.pipelines import get_registry
-from overseer.runs import send_update, workflow_run
+from overseer.runs import send_update
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -83,7 +82,8 @@ from services.api.schemas.pricing import (
     ToolView,
 )
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunInput, GraphRunWorkflow
+from workflows.run_base import GraphRunInput
+from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 log = logging.getLogger("overseer.api.chat")
@@ -449,7 +449,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         ])
     try:
         await temporal.start_workflow(
-            workflow_run(get_registry().get(PIPELINE)), inp, id=workflow_id,
+            SegmentRunWorkflow.run, inp, id=workflow_id,
             task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -532,7 +532,7 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
         pass
-    event = await handle.query(GraphRunWorkflow.get_final_event)  # either workflow
+    event = await handle.query(SegmentRunWorkflow.get_final_event)
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)

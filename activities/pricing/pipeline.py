@@ -47,6 +47,5 @@ PIPELINE = Pipeline(
     node_snapshot=node_snapshot,
     stream=PricingStream,
     router=build_router,
-    workflow="SegmentRunWorkflow",
     extra={"submit_path": "/api/v1/chat"},
 )

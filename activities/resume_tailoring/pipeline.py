@@ -130,7 +130,6 @@ def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any]) -> N
 PIPELINE = Pipeline(
     name="resume_tailoring",
     graph=build_resume_tailoring_graph,
-    workflow="SegmentRunWorkflow",
     seed="001",
     description="Tailor a JSON Resume to a job: ATS quality gate, reflexion loop, "
                 "never invents experience",

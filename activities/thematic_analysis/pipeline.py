@@ -29,7 +29,6 @@ async def report(state: Mapping[str, Any]) -> str:
 PIPELINE = Pipeline(
     name="thematic_analysis",
     graph=build_thematic_analysis_graph,
-    workflow="SegmentRunWorkflow",
     seed="002",
     description=("Thematic analysis of an account's interactions in a date window: coders per "
                  "identity, a reviewed codebook, themes with verbatim quotes and sentiment"),

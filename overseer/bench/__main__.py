@@ -29,8 +29,7 @@ from overseer.bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
-         "graph_throughput", "graph_throughput_local", "graph_throughput_segments",
-         "agent_server_wait", "agent_server_peer",
+         "graph_throughput", "agent_server_peer",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "resume_tailoring_review", "thematic_example", "pricing_signoff", "api_post_no_worker",
@@ -49,16 +48,12 @@ GraphFunc = Callable[[Harness, sc.BenchConfig, gs.GraphBenchConfig],
                      Awaitable[ScenarioResult | list[ScenarioResult]]]
 GRAPH_FUNCS: dict[str, GraphFunc] = {
     "graph_throughput": gs.graph_throughput,
-    "graph_throughput_local": gs.graph_throughput_local,
-    "graph_throughput_segments": gs.graph_throughput_segments,
-    "agent_server_wait": gs.agent_server_wait,
     "agent_server_peer": asp.agent_server_peer,
     "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
 """Scenarios that need the bench graph registered (:mod:`overseer.bench.graph_scenarios`, and
 ``agent_server_peer`` of :mod:`overseer.bench.agent_server_peer`, which gives two results)."""
 
-API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_wait",
-                           "agent_server_peer"})
+API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer"})
 """Scenarios that need the stack's API process."""
 
 DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}

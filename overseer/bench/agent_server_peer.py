@@ -536,8 +536,8 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
     Per trial and side (order alternating as ``_order(i)`` does): ``pcfg.peer_runs``
     stateless ``runs.wait`` calls all in flight at once (runs/s of final answers), then
     ``pcfg.peer_latency_runs`` one at a time (p50 ms). Overseer runs the bench graph as
-    segments (``bench_four_io_segments``, as a plain graph in a ``langgraph.json`` runs by
-    default); the peer runs the same ``graph.py``.
+    segments (``bench_four_io``, as every graph of a ``langgraph.json`` runs); the peer runs
+    the same ``graph.py``.
 
     Returns:
         ``[throughput, p50]`` results: ``agent_server_peer`` (ratio Overseer ÷ peer, target
@@ -551,7 +551,7 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
     io_floor = len(NODES) * gcfg.graph_io_ms
     common = {"io_ms_per_node": gcfg.graph_io_ms, "peer": LANGHOST_REQUIREMENT,
               "peer_jobs_per_worker": pcfg.peer_jobs_per_worker,
-              "overseer_graph": gs.SEGMENTS_GRAPH_NAME}
+              "overseer_graph": gs.GRAPH_NAME}
     thr = ScenarioResult(
         "agent_server_peer", f"runs/s, {pcfg.peer_runs} concurrent runs.wait (HTTP, SDK)",
         higher_is_better=True, baseline_name=PEER_NAME,
@@ -574,7 +574,7 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
     try:
         clients = {"overseer": get_client(url=h.stack.api_url, api_key=h.stack.tokens["admin"]),
                    "baseline": get_client(url=peer.url, api_key=None)}
-        graphs = {"overseer": gs.SEGMENTS_GRAPH_NAME, "baseline": PEER_GRAPH_ID}
+        graphs = {"overseer": gs.GRAPH_NAME, "baseline": PEER_GRAPH_ID}
 
         def waiter(side: str) -> Callable[[str], Any]:
             async def one(topic: str) -> Any:

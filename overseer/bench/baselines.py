@@ -30,7 +30,7 @@ from activities.document_intake.schema import FieldSchema
 from activities.events import append_from_activity
 from overseer.bench.inputs import graph_state
 from overseer.store.events import RUN_COMPLETED, NewEvent
-from workflows.graph_run import GraphRunInput
+from workflows.run_base import GraphRunInput
 
 
 async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, Any]:

@@ -4,16 +4,12 @@ The graph (:mod:`overseer.bench.user_graph`, four async I/O nodes) is registered
 user registers theirs: its ``langgraph.json`` goes into ``OVERSEER_GRAPHS`` before the stack
 starts (:func:`use_bench_graphs`), so the worker, the API and this process load it through
 the one registry. Overseer runs it as the API does (:func:`overseer.runs.submit_run`: the
-``run.submitted`` event, then ``GraphRunWorkflow``, one ``run_node`` activity per node); the
-peer is the same ``StateGraph`` compiled with ``AsyncPostgresSaver`` on the same Postgres, in
-this process.
+``run.submitted`` event, then ``SegmentRunWorkflow``: LangGraph's loop in one segment
+activity on ``AsyncPostgresSaver``); the peer is the same ``StateGraph`` compiled with
+``AsyncPostgresSaver`` on the same Postgres, in this process.
 
 * ``graph_throughput`` — runs/s, ``BenchConfig.concurrency`` in flight, CPU per run of
-  every process (docs/performance.md: ≥ 1.0 × the peer).
-* ``graph_throughput_local`` — the same with every node marked ``run_in: local_activity``
-  (``bench_four_io_local``): what placing short I/O nodes in local activities buys.
-* ``graph_throughput_segments`` — the same graph run as segments (``SegmentRunWorkflow``:
-  LangGraph's loop in one activity on ``AsyncPostgresSaver``; issue 25: ≥ 0.8 × the peer).
+  every process (issue 25: ≥ 0.8 × the peer).
 * ``graph_latency`` — p50 of one run at a time (reference).
 * ``round_trips`` — workflow tasks, activities and local activities per run, read from one
   run's history, for ``document_intake`` (a text-layer form) and the generic graph, with the
@@ -42,10 +38,6 @@ from overseer.bench.stats import ScenarioResult, Trial, latency_summary, load_av
 GRAPHS_JSON = Path(__file__).resolve().parent / "user_graph" / "langgraph.json"
 """The bench's own ``langgraph.json`` (shipped in the package; never under ``tests/``)."""
 GRAPH_NAME = "bench_four_io"
-LOCAL_GRAPH_NAME = "bench_four_io_local"
-"""The same graph, every node placed in a local activity."""
-SEGMENTS_GRAPH_NAME = "bench_four_io_segments"
-"""The same graph run as segments (``SegmentRunWorkflow``: one activity per run, issue 25)."""
 IO_ENV = "BENCH_GRAPH_IO_MS"
 PEER_NAME = "plain LangGraph + AsyncPostgresSaver (same graph, same Postgres, in-process)"
 
@@ -139,12 +131,9 @@ async def graph_throughput(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConf
                            graph: str = GRAPH_NAME, name: str = "graph_throughput"
                            ) -> ScenarioResult:
     """Runs/s of the 4-I/O-node graph, ``cfg.concurrency`` in flight: Overseer vs the peer."""
-    placement = {LOCAL_GRAPH_NAME: "4 I/O nodes as local activities",
-                 SEGMENTS_GRAPH_NAME: "4 I/O nodes in one segment activity"}.get(
-                     graph, "4 I/O nodes as activities")
     res = ScenarioResult(
-        name, f"runs/s ({placement})", higher_is_better=True,
-        baseline_name=PEER_NAME, target="≥ 1.0 × baseline", target_value=1.0,
+        name, "runs/s (4 I/O nodes in one segment activity)", higher_is_better=True,
+        baseline_name=PEER_NAME, target="≥ 0.8 × baseline (issue 25)", target_value=0.8,
         extra={"graph": graph, "concurrency": cfg.concurrency, "runs_per_trial": gcfg.graph_runs,
                "io_ms_per_node": gcfg.graph_io_ms, "workers": len(h.stack.workers)})
     async with PlainGraphPeer(h.stack.database_url, pool_size=cfg.concurrency + 2,
@@ -180,68 +169,6 @@ async def graph_throughput(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConf
     return res
 
 
-async def graph_throughput_local(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig
-                                 ) -> ScenarioResult:
-    """:func:`graph_throughput` of the graph whose nodes are placed in local activities."""
-    res = await graph_throughput(h, cfg, gcfg, graph=LOCAL_GRAPH_NAME,
-                                 name="graph_throughput_local")
-    res.target = "(experiment: the default placement is graph_throughput's)"
-    res.target_value = None
-    return res
-
-
-async def graph_throughput_segments(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig
-                                    ) -> ScenarioResult:
-    """:func:`graph_throughput` of the graph run as segments (issue 25's target: ≥ 0.8 × the peer)."""
-    res = await graph_throughput(h, cfg, gcfg, graph=SEGMENTS_GRAPH_NAME,
-                                 name="graph_throughput_segments")
-    res.target, res.target_value = "≥ 0.8 × baseline (issue 25)", 0.8
-    return res
-
-
-async def agent_server_wait(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig
-                            ) -> ScenarioResult:
-    """``runs.wait`` through the API with the official ``langgraph-sdk``, 100 in flight.
-
-    The bench graph as segments against the same graph node by node (issue 25's Agent
-    Server path).
-
-    Each side sends ``gcfg.graph_runs`` × 2 stateless ``runs.wait`` calls, at most 100 at a
-    time; a run counts when its answer has ``published: true``. The baseline here is
-    Overseer's own node-per-activity model (the Agent Server peer, ``langhost``, is not set
-    up by the bench yet).
-    """
-    from langgraph_sdk import get_client
-
-    runs = gcfg.graph_runs * 2
-    res = ScenarioResult(
-        "agent_server_wait", "runs/s, runs.wait over HTTP, 100 in flight", higher_is_better=True,
-        baseline_name="the same graph node by node (GraphRunWorkflow)",
-        target="(issue 25: ≥ 1.0 × the Agent Server peer; peer not in the bench yet)",
-        extra={"runs_per_trial": runs, "io_ms_per_node": gcfg.graph_io_ms})
-    client = get_client(url=h.stack.api_url, api_key=h.stack.tokens["admin"])
-
-    def waiter(graph: str) -> Any:
-        async def one(topic: str) -> Any:
-            return await client.runs.wait(None, graph, input={"topic": topic})
-        return one
-
-    for graph in (GRAPH_NAME, SEGMENTS_GRAPH_NAME):  # warm both paths
-        await run_bounded(_topics(2), waiter(graph), concurrency=2)
-    for i in range(cfg.repeats):
-        for side in _order(i):
-            graph = SEGMENTS_GRAPH_NAME if side == "overseer" else GRAPH_NAME
-            load, cpu0 = load_average(), h.cpu_seconds()
-            elapsed, lat, out = await run_bounded(_topics(runs), waiter(graph), concurrency=100)
-            done = sum(1 for r in out if isinstance(r, dict) and r.get("published"))
-            trial = Trial(done / elapsed, load, {
-                "elapsed_s": round(elapsed, 3), "answered": done, "sent": runs,
-                "latency": latency_summary(lat),
-                "cpu_ms_per_run": cpu_per_run_ms(cpu0, h.cpu_seconds(), runs)})
-            (res.overseer if side == "overseer" else res.baseline).append(trial)
-    return res
-
-
 async def graph_latency(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -> ScenarioResult:
     """p50 of one run of the 4-I/O-node graph at a time: Overseer vs the peer (reference)."""
     res = ScenarioResult(
@@ -273,18 +200,16 @@ async def round_trips(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -
     """
     res = ScenarioResult("round_trips", "workflow tasks per document_intake run",
                          higher_is_better=False, target="(reference: no target)")
-    per: dict[str, list[dict[str, Any]]] = {"document_intake": [], GRAPH_NAME: [],
-                                            LOCAL_GRAPH_NAME: []}
+    per: dict[str, list[dict[str, Any]]] = {"document_intake": [], GRAPH_NAME: []}
     for _ in range(max(cfg.repeats, 1)):
         load = load_average()
         inp = (await h.store([inputs.text_pdf(sc.fresh_seeds(1)[0])]))[0]
         doc = await h.start(inp)
         await doc.result()
         per["document_intake"].append(await history_counts(doc))
-        for graph_name in (GRAPH_NAME, LOCAL_GRAPH_NAME):
-            graph = await start_graph_run(h, _topics(1)[0], graph_name)
-            await graph.result()
-            per[graph_name].append(await history_counts(graph))
+        graph = await start_graph_run(h, _topics(1)[0])
+        await graph.result()
+        per[GRAPH_NAME].append(await history_counts(graph))
         res.overseer.append(Trial(per["document_intake"][-1]["workflow_tasks"], load,
                                   {"runs": {k: v[-1] for k, v in per.items()}}))
     per["temporal_floor"] = await _floor_counts(h, runs=max(cfg.latency_runs, 3))
@@ -397,7 +322,6 @@ def _order(i: int) -> tuple[str, str]:
     return ("overseer", "baseline") if i % 2 == 0 else ("baseline", "overseer")
 
 
-__all__ = ["GRAPHS_JSON", "GRAPH_NAME", "LOCAL_GRAPH_NAME", "GraphBenchConfig", "PlainGraphPeer",
-           "agent_server_wait", "count_history", "graph_latency", "graph_throughput",
-           "graph_throughput_local", "graph_throughput_segments", "round_trips",
-           "start_graph_run", "use_bench_graphs"]
+__all__ = ["GRAPHS_JSON", "GRAPH_NAME", "GraphBenchConfig", "PlainGraphPeer", "count_history",
+           "graph_latency", "graph_throughput", "round_trips", "start_graph_run",
+           "use_bench_graphs"]

@@ -14,12 +14,11 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from activities import runtime
 from overseer.bench.inputs import Doc, store_run
-from overseer.pipelines import get_registry
-from overseer.runs import workflow_run
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
-from workflows.graph_run import GraphRunInput
+from workflows.run_base import GraphRunInput
+from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 T = TypeVar("T")
@@ -57,7 +56,7 @@ class Harness:
     async def start(self, inp: GraphRunInput) -> WorkflowHandle[Any, Any]:
         """Start one run as the API does: its pipeline's workflow, id, task queue, search attributes."""
         return await self.client.start_workflow(
-            workflow_run(get_registry().get(inp.pipeline)), inp, id=f"{inp.pipeline}-{inp.run_id}",
+            SegmentRunWorkflow.run, inp, id=f"{inp.pipeline}-{inp.run_id}",
             task_queue=DEFAULT_TASK_QUEUE,
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(PIPELINE_ATTRIBUTE, "document_intake"),

@@ -23,7 +23,7 @@ from overseer.graph_codec import decode, encode
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.graph_run import GraphRunInput
+from workflows.run_base import GraphRunInput
 
 SCAN_DEGRADE: dict[str, Any] = {"skew_degrees": 1.0, "noise": 0.02}
 """An office-grade scan: slight skew and sensor noise (the corpus' OFFICE_SCAN look)."""

@@ -594,7 +594,7 @@ async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     from overseer.runs import send_update
     from overseer.store.artifacts import store_artifact
     from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-    from workflows.graph_run import GraphRunInput
+    from workflows.run_base import GraphRunInput
 
     res = ScenarioResult("pricing_signoff", "s ask → sign-off card", higher_is_better=False)
     catalog = load_catalog_file()

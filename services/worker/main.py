@@ -21,33 +21,30 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities import runtime
 from activities.crons import delete_thread_after_run, fire_cron
 from activities.events import record_events
-from activities.graph_nodes import put_state_blob, run_node
 from activities.notify import notify_webhook
 from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing, temporal_tracing_plugin
-from overseer.pipelines import get_registry
+from overseer.pipelines import get_registry, node_options
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from workflows.cron_tick import CronTickWorkflow, ThreadCleanupWorkflow
-from workflows.graph_run import GraphRunWorkflow, prepare_all
 from workflows.segment_run import SegmentRunWorkflow
 
 log = logging.getLogger("overseer.worker")
 
-PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_node, put_state_blob,
-                                      run_segment, fire_cron, delete_thread_after_run)
+PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_segment, fire_cron,
+                                      delete_thread_after_run)
 
 
 def pipeline_parts() -> tuple[list[type], list[Any]]:
     """Workflows and activities of the registry.
 
-    ``GraphRunWorkflow``, ``SegmentRunWorkflow``, ``CronTickWorkflow`` (a cron's tick),
+    ``SegmentRunWorkflow`` (every run), ``CronTickWorkflow`` (a cron's tick),
     ``ThreadCleanupWorkflow`` and the platform activities, plus what a pipeline declares
     besides its graph (``Pipeline.worker_parts``, e.g. a split activity).
     """
-    workflows: list[type] = [GraphRunWorkflow, SegmentRunWorkflow, CronTickWorkflow,
-                             ThreadCleanupWorkflow]
+    workflows: list[type] = [SegmentRunWorkflow, CronTickWorkflow, ThreadCleanupWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
     for pipeline in get_registry():
         if pipeline.worker_parts is not None:
@@ -61,7 +58,6 @@ WORKFLOWS: Sequence[type] = tuple(pipeline_parts()[0])
 """Every workflow type the worker hosts (for workers and replayers)."""
 
 SANDBOX_PASSTHROUGH = ("workflows", "activities", "overseer", "observability", "services",
-                       "langchain", "langchain_core", "langgraph", "langsmith", "numpy",
                        "opentelemetry", "pydantic", "yaml", "typing_extensions")
 """Modules the workflow sandbox imports once per process instead of once per workflow run.
 
@@ -70,10 +66,28 @@ Measured with ``make bench`` (docs/performance.md): re-importing (and re-compili
 them through cut worker CPU per run by about a third, memory per parked run from ~0.6
 to ~0.35 MB, and ended workflow-task time-outs under a burst of starts. The sandbox
 still isolates everything else; determinism of our own workflow code is guarded by the
-replay tests over recorded histories (``tests/workflows/test_replay.py``). LangChain,
-LangGraph, LangSmith and NumPy pass through because ``GraphRunWorkflow`` runs LangGraph's
-loop in the workflow (``SegmentRunWorkflow`` is not sandboxed at all).
+replay tests over recorded histories (``tests/workflows/test_replay.py``). Only the cron
+workflows run in it: ``SegmentRunWorkflow`` runs no user code and is not sandboxed.
 """
+
+
+def check_graphs() -> list[str]:
+    """Load every registered graph and read its nodes' options; the names checked.
+
+    The worker calls it before it polls, so a graph that cannot be hosted (an import
+    error, malformed node metadata) stops the worker at start instead of failing runs.
+
+    Raises:
+        overseer.pipelines.RegistryError, pydantic.ValidationError, ValueError: a graph
+            cannot be hosted.
+    """
+    names = []
+    for pipeline in get_registry():
+        for spec in get_registry().builder(pipeline.name).nodes.values():
+            node_options(spec.metadata)
+        names.append(pipeline.name)
+    return names
+
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -93,14 +107,12 @@ def build_worker(client: Client, *, task_queue: str,
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
     worker pick up a dead worker's runs in seconds instead of ~17 s (docs/reliability.md).
 
-    Every graph the registry hosts on ``GraphRunWorkflow`` is prepared here, so a graph
-    that cannot be hosted (bad node metadata, an import error) stops the worker at start
-    instead of failing runs later.
+    Every registered graph is checked here (:func:`check_graphs`).
 
     Raises:
         overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
-    prepare_all()
+    check_graphs()
     workflows, activities = pipeline_parts()
     return Worker(
         client,

@@ -84,15 +84,3 @@ async def test_one_resume_map_answers_parallel_interrupts_together(stack: Stack)
     payload = requested[0]["data"]["payload"]
     assert len(payload["other_interrupts"]) == 1
     assert {payload["item"], payload["other_interrupts"][0]["value"]["item"]} == {"a", "b"}
-
-
-async def test_node_by_node_a_resume_map_names_one_interrupt(stack: Stack):
-    client, reviewer = sdk(stack, "submitter"), sdk(stack, "reviewer")
-    tid = (await client.threads.create())["thread_id"]
-    paused = await client.runs.wait(tid, "nodes_parallel_approvals", input={"topic": "a b"})
-    ids = [i["id"] for i in paused["__interrupt__"]]
-    with pytest.raises(httpx.HTTPStatusError) as several:
-        await reviewer.runs.wait(tid, "nodes_parallel_approvals",
-                                 command={"resume": {i: {"decision": "x"} for i in ids}})
-    assert several.value.response.status_code == 422
-    assert several.value.response.json()["code"] == "resume_one_interrupt_at_a_time"

@@ -129,7 +129,6 @@ async def test_after_seconds_holds_the_run_until_then(stack: Stack):
     ("greeter", {"interrupt_after": "middle"}, "interrupt_after"),
     ("greeter", {"config": {"recursion_limit": 0}}, "config"),
     ("greeter", {"after_seconds": -1}, "after_seconds"),
-    ("nodes_three_one", {"interrupt_before": ["think"]}, "interrupt_before"),
 ])
 async def test_options_a_graph_cannot_honour_are_refused(stack: Stack, graph: str,
                                                          body: dict[str, Any], field: str):

@@ -1,6 +1,6 @@
 """The official client on graphs that run as segments (issue 25): LangGraph's own checkpoints.
 
-The user's graphs, declared ``workflow="SegmentRunWorkflow"`` (tests/graphs/segments), are
+The user's graphs, under the names tests/graphs/segments gives them, are
 assistants like any other; a thread's state lives in LangGraph's Postgres checkpointer.
 Through ``langgraph-sdk`` with only the URL and the key changed:
 

@@ -90,11 +90,6 @@ async def test_a_graph_remembers_in_the_same_store_the_api_reads(stack: Stack):
     items = (await client.store.search_items(["alice", "memories"]))["items"]
     assert sorted(i["value"]["text"] for i in items) == second["recalled"]
 
-    admin = sdk(stack, "admin")  # node by node the run has no user id: "anonymous"
-    await admin.store.put_item(["anonymous", "memories"], "seed", {"text": "from the API"})
-    nodes = await admin.runs.wait(None, "nodes_memory", input={"note": "by nodes"})
-    assert nodes["recalled"] == ["by nodes", "from the API"]  # node by node: the same store
-
 
 async def test_a_submitter_reaches_only_its_own_namespace(stack: Stack):
     alice, bob = sdk(stack).store, sdk(stack, "other").store

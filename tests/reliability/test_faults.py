@@ -178,22 +178,18 @@ USER_GRAPH_FILES = ":".join(str(Path(__file__).resolve().parents[1] / "graphs" /
 
 @pytest.mark.reliability
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("graph", ["nodes_three_one", "three_one"])
-def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path, graph: str):
+def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path):
     """Issue 25's crash: 50 in-flight runs of a 3 s + 1 s user graph that sets nothing; the
     worker and the API are SIGKILLed and started again. All 50 finish within 60 s of the
-    API answering, none lost, no ``node.completed`` written twice. ``three_one`` is the plain
-    graph, so it runs as segments (``SegmentRunWorkflow``); ``nodes_three_one`` declares the
-    same graph node by node (``GraphRunWorkflow``)."""
+    API answering, none lost, no ``node.completed`` written twice."""
     from collections import Counter
 
-    runs = 50
+    runs, graph = 50, "three_one"
     with ManagedStack(tmp_path, env_overrides={"OVERSEER_GRAPHS": USER_GRAPH_FILES}).start(
             workers=1) as stack:
         outcome = Outcome(f"user_graph_crash_{graph}", "SIGKILL the worker and the API while "
                           f"{runs} runs of a 3 s + 1 s user graph are in flight "
-                          f"({'node per activity' if graph.startswith('nodes_') else 'segments'}), "
-                          "then start both again (recovery: API answering → all done)", runs)
+                          "(segments), then start both again (recovery: API answering → all done)", runs)
         run_ids = []
         with stack.client("submitter") as client:
             for i in range(runs):

@@ -61,7 +61,7 @@ def test_count_history_counts_round_trips_and_segment_times():
         _event(6, "MARKER_RECORDED", 24, marker_recorded_event_attributes={
             "marker_name": "core_local_activity"}),
         _event(7, "ACTIVITY_TASK_SCHEDULED", 24, activity_task_scheduled_event_attributes={
-            "activity_type": "run_node"}),
+            "activity_type": "run_segment"}),
         _event(8, "ACTIVITY_TASK_STARTED", 25),
         _event(9, "ACTIVITY_TASK_COMPLETED", 54, activity_task_completed_event_attributes={
             "scheduled_event_id": 7}),
@@ -74,13 +74,13 @@ def test_count_history_counts_round_trips_and_segment_times():
     ]
     c = gs.count_history(events)
     assert c["workflow_tasks"] == 2 and c["activities"] == 1 and c["local_activities"] == 1
-    assert c["activity_types"] == {"run_node": 1} and c["upserts"] == 1 and c["events"] == 13
+    assert c["activity_types"] == {"run_segment": 1} and c["upserts"] == 1 and c["events"] == 13
     assert c["wft_schedule_to_start_ms"] == pytest.approx(5.0)
     assert c["wft_start_to_complete_ms"] == pytest.approx(15.0)
     assert c["activity_schedule_to_close_ms"] == pytest.approx(30.0)
     assert c["end_to_end_ms"] == pytest.approx(70.0)
     summary = gs.summarize_counts([c, {**c, "workflow_tasks": 4}, {**c, "workflow_tasks": 6}])
-    assert summary["workflow_tasks"] == 4 and summary["activity_types"] == {"run_node": 1}
+    assert summary["workflow_tasks"] == 4 and summary["activity_types"] == {"run_segment": 1}
     assert "2 workflow tasks" in gs.describe_counts(c)
 
 
@@ -88,14 +88,8 @@ async def test_bench_graph_is_a_plain_langgraph_project(monkeypatch):
     """The bench's langgraph.json loads like a user's and runs its four nodes in order."""
     monkeypatch.setenv(gs.IO_ENV, "0")
     pipelines = load_langgraph_json(gs.GRAPHS_JSON)
-    assert list(pipelines) == [gs.GRAPH_NAME, gs.LOCAL_GRAPH_NAME, gs.SEGMENTS_GRAPH_NAME]
-    segments = pipelines[gs.SEGMENTS_GRAPH_NAME]  # the same graph, declared to run as segments
-    assert segments.workflow == "SegmentRunWorkflow"
-    assert list(builder_of(segments.graph).nodes) == list(
-        builder_of(pipelines[gs.GRAPH_NAME].graph).nodes)
+    assert list(pipelines) == [gs.GRAPH_NAME]
     app = builder_of(pipelines[gs.GRAPH_NAME].graph).compile()
     out = await app.ainvoke({"topic": "durable agents"})
     assert out["trail"] == ["fetch", "enrich", "score", "publish"] and out["published"] is True
-    local = builder_of(pipelines[gs.LOCAL_GRAPH_NAME].graph)
-    assert {n: s.metadata["overseer"]["run_in"] for n, s in local.nodes.items()} == {
-        n: "local_activity" for n in ("fetch", "enrich", "score", "publish")}
+    assert not any(s.metadata for s in builder_of(pipelines[gs.GRAPH_NAME].graph).nodes.values())

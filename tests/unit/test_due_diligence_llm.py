@@ -146,7 +146,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
     reply reports 360 tokens (360 > 100).
     """
     from workflows.approval import DecisionInput
-    from workflows.graph_run import GraphRunWorkflow
+    from workflows.segment_run import SegmentRunWorkflow
 
     client = dev_server.client
     settings = Settings(environment="test", task_queue=task_queue)
@@ -159,7 +159,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
         handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
 
         async def at_the_budget_stop() -> dict[str, Any]:
-            view = await handle.query(GraphRunWorkflow.get_status)
+            view = await handle.query(SegmentRunWorkflow.get_status)
             assert view.status == "awaiting_approval" and view.approval, view.status
             return view.approval
 
@@ -169,7 +169,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
         assert payload["node"] == "clause_extraction/validate_clauses"  # after the agent's step
         assert payload["budget"]["spent_tokens"] == 360 and payload["budget"]["calls"] == 1
         assert payload["budget"]["budget_tokens"] == 100
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="ops", note="over budget"))
         assert (done.status, done.outcome) == ("rejected", "budget_denied")
         result = await handle.result()

@@ -128,7 +128,6 @@ def test_pipeline_declaration():
     assert PIPELINE.options_model is not None
     assert PIPELINE.options_model().model_dump()["target_ats_objective"] == 0.85
     # as segments, with no node leaving them (docs/performance.md, resume_tailoring_review)
-    assert PIPELINE.workflow == "SegmentRunWorkflow"
     assert placed_nodes(PIPELINE.graph()) == []
 
 

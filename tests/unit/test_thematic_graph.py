@@ -111,7 +111,6 @@ def test_pipeline_declaration():
     assert PIPELINE.options_model is not None and PIPELINE.options_model().max_themes == 8
     # as segments (docs/performance.md, thematic_example); each coder and theme-coder step
     # leaves the segment as its own activity, with the coders' attempts and time-outs
-    assert PIPELINE.workflow == "SegmentRunWorkflow"
     graph = build_thematic_analysis_graph()
     assert placed_nodes(graph) == ["coder", "theme_coder"]
     for node in ("coder", "theme_coder"):

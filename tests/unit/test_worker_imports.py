@@ -18,8 +18,7 @@ HEAVY = ("cv2", "pandas", "pytesseract", "bm25s", "numba", "scipy", "jsonschema"
 PROBE = """
 import json, sys
 import services.worker.main
-from workflows.graph_run import prepare_all
-prepare_all()
+services.worker.main.check_graphs()
 loaded = [name for name in %r
           if name in sys.modules and type(sys.modules[name]).__name__ != "_LazyModule"]
 rss_mb = int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20

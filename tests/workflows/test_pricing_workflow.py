@@ -30,7 +30,7 @@ from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually, event_types
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunInput
+from workflows.run_base import GraphRunInput
 from workflows.segment_run import SegmentRunWorkflow
 
 COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"

@@ -3,9 +3,8 @@
 Histories under ``tests/workflows/histories/`` were recorded from real runs on the dev
 server (set ``OVERSEER_RECORD_HISTORIES=1`` while running the workflow tests to refresh
 them). This test also records and replays a fresh history of each path, so it fails even
-before any file is committed. The ``graph_run_*`` ones are runs of ``GraphRunWorkflow``,
-the ``segment_run_*`` ones of ``SegmentRunWorkflow``; both replay on the worker's own
-workflow runner (its sandbox pass-through).
+before any file is committed. The ``segment_run_*`` ones are runs of ``SegmentRunWorkflow``
+(every run); they replay on the worker's own workflow runner.
 """
 
 from __future__ import annotations
@@ -19,18 +18,17 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from services.worker.main import WORKFLOWS, workflow_runner
+from services.worker.main import WORKFLOWS, check_graphs, workflow_runner
 from tests import corpus
 from tests.helpers import submit_document
 from workflows.approval import DecisionInput
-from workflows.graph_run import prepare_all
 from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 
 
 def _replayer() -> Replayer:
-    prepare_all()  # as the worker does: user graphs are imported outside the sandbox
+    check_graphs()  # as the worker does: every graph loaded before a task runs
     return Replayer(workflows=list(WORKFLOWS), workflow_runner=workflow_runner())
 
 

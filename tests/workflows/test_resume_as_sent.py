@@ -25,7 +25,7 @@ from tests.workflows.test_graph_runtime import (  # noqa: F401 - user_registry: 
     user_registry,
 )
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 REFUND_INPUT = {"messages": [{"role": "user", "content": "please refund order 7"}]}
 
@@ -50,7 +50,7 @@ async def test_a_prebuilt_agents_tool_gets_the_resume_decided_through_the_gate(
         _, handle = await start(dev_server.client, db, task_queue, "refund_agent", REFUND_INPUT)
         asked = await pending_approval(handle)
         assert asked["payload"]["action"] == "refund" and asked["payload"]["amount"] == 40
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", resume={"approved": approved}, decided_by="rev"))
         result = await handle.result()
     want = "approved" if approved else "refused"
@@ -64,7 +64,7 @@ async def test_a_node_reading_keys_of_the_resume_gets_them(dev_server, db, task_
         _, handle = await start(dev_server.client, db, task_queue, "publish_review",
                                 {"topic": "q3"})
         await pending_approval(handle)
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", resume={"publish": True, "note": "ship"}, decided_by="rev"))
         result = await handle.result()
     assert result.output == await native("publish_review", {"topic": "q3"},

@@ -1,7 +1,7 @@
 """Runtime v2's first step: a run as segments on LangGraph's Postgres checkpointer (issue 25).
 
 On the real dev server, Postgres and worker, with the user's graphs unchanged
-(tests/graphs/segments declares them ``workflow="SegmentRunWorkflow"``):
+(tests/graphs/segments names some of them again, with graphs of the tests' own):
 
 - every construct ends as plain LangGraph ends, in one activity for the whole run, and
   the thread's checkpoints are LangGraph's own (one per superstep) in its own tables;
@@ -31,7 +31,6 @@ from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval
 from tests.workflows.test_graph_runtime import start as start_graph_run
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
 from workflows.segment_run import SegmentRunWorkflow
 
 SEGMENT_GRAPHS = Path(__file__).parents[1] / "graphs" / "segments" / "langgraph.json"
@@ -103,12 +102,12 @@ async def test_interrupts_are_approvals_and_the_resume_reaches_interrupt(dev_ser
                                 {"topic": "launch"})
         first = await pending_approval(handle)
         assert first["payload"]["question"] == "publish?"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", note="go", decided_by="rev"))
         second = await pending_approval(handle)
         assert second["payload"]["question"] == "really?" and second["payload"]["first"] == \
             "approve"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="rev"))
         result = await handle.result()
         assert result.output["summary"] == "approve then reject"
@@ -118,7 +117,7 @@ async def test_interrupts_are_approvals_and_the_resume_reaches_interrupt(dev_ser
                                 {"messages": [{"role": "user", "content": "refund order 7"}]})
         asked = await pending_approval(handle)
         assert asked["payload"]["action"] == "refund"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", resume={"approved": True}, decided_by="rev"))
         result = await handle.result()
     assert result.output["messages"][-1]["content"] == \
@@ -137,12 +136,12 @@ async def test_a_run_continues_as_new_between_segments_and_ends_as_it_would_have
         handle = dev_server.client.get_workflow_handle(started.id)  # the latest run
         first = await pending_approval(handle)
         assert first["payload"]["question"] == "publish?"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", note="go", decided_by="rev"))
         second = await pending_approval(handle)
         assert second["payload"]["question"] == "really?"
         assert second["payload"]["first"] == "approve"
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="rev"))
         result = await handle.result()
         chain, run = [], started.result_run_id
@@ -218,9 +217,9 @@ def test_a_run_may_ask_for_a_durability_and_nothing_else():
 
 
 def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_settings):
-    """``POST /v1/pipelines/{name}/runs`` picks the workflow the pipeline names, with the
-    process's ``OVERSEER_DURABILITY`` unless the run's metadata asks for another (unset: the
-    workflow's choice)."""
+    """``POST /v1/pipelines/{name}/runs`` starts ``SegmentRunWorkflow``, with the process's
+    ``OVERSEER_DURABILITY`` unless the run's metadata asks for another (unset: the workflow's
+    choice)."""
     from overseer.runs import StartContext, _graph_run
 
     pipeline = get_registry().get("seg_constructs")
@@ -234,8 +233,6 @@ def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_setting
     assert _graph_run(ctx)[1].options["durability"] is test_settings.durability is None
     ctx.settings = test_settings.model_copy(update={"durability": "exit"})
     assert _graph_run(ctx)[1].options["durability"] == "exit"
-    ctx.pipeline = get_registry().get("constructs")
-    assert _graph_run(ctx)[0] is GraphRunWorkflow.run
 
 
 async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_server, db,
@@ -318,10 +315,10 @@ async def test_a_segment_stops_before_a_model_call_past_the_budget(dev_server, d
         assert payload["budget"]["spent_tokens"] == 600 and payload["budget"]["calls"] == 1
         assert (await llm_usage(db, uuid.UUID(run_id)))["total"]["calls"] == 1  # not made
         with pytest.raises(Exception) as refused:  # noqa: PT011 - the update's failure
-            await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+            await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
                 decision="approve", budget_tokens=550, decided_by="ops"))
         assert refused.value.cause.type == "invalid_budget"
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", budget_tokens=5000, decided_by="ops"))
         assert done.status == "completed"
         result = await handle.result()
@@ -337,7 +334,7 @@ async def test_a_rejected_budget_stop_on_segments_ends_the_run_with_its_state(de
                                                                              task_queue):
     async with build_worker(dev_server.client, task_queue=task_queue):
         _, handle, _ = await _spender_over_budget(dev_server.client, db, task_queue)
-        done = await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="ops"))
         result = await handle.result()
     assert (done.status, done.outcome) == ("rejected", "budget_denied")
@@ -350,7 +347,6 @@ async def test_a_node_with_options_runs_as_its_own_activity_with_them(dev_server
     its node ``sometimes`` carries ``{"overseer": {"max_attempts": 3}}``, so the segment stops
     before it and one activity runs it with those attempts; the first attempt's connection
     error is retried there."""
-    assert get_registry().get("flaky").workflow == "SegmentRunWorkflow"
     topic = f"flaky-{uuid.uuid4()}"
     async with build_worker(dev_server.client, task_queue=task_queue):
         run_id, handle = await start(dev_server.client, db, task_queue, "flaky", {"topic": topic})

@@ -39,7 +39,7 @@ from overseer.settings import Settings
 from tests.helpers import assert_eventually
 from tests.workflows.llm_support import llm_settings
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "thematic_analysis" / "reviews.csv"
@@ -189,7 +189,7 @@ async def completed_nodes(pool: asyncpg.Pool, run_id: str) -> list[dict[str, Any
 async def wait_for_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The open approval of a run once it waits for a decision."""
     async def waiting() -> dict[str, Any]:
-        view = await handle.query(GraphRunWorkflow.get_status)
+        view = await handle.query(SegmentRunWorkflow.get_status)
         assert view.status == "awaiting_approval" and view.approval, view.status
         return dict(view.approval)
     return await assert_eventually(waiting, timeout=60)
@@ -280,7 +280,7 @@ async def test_codebook_review_edits_reach_the_themes(dev_server, worker, db, ta
     ids = [c["code_id"] for c in payload["codebook"]]
     assert len(ids) >= 3
     keep, absorbed, dropped = ids[0], ids[1], ids[2]
-    await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+    await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
         decision="approve", decided_by="reviewer:ann", note="tidy",
         updates={"merge": [[keep, absorbed]], "rename": {keep: "Renamed by a human"},
                  "delete": [dropped]}))

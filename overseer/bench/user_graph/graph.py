@@ -3,8 +3,9 @@
 It never imports Overseer. Each node stands for a short network call (a tool, a search, a
 small model): it awaits ``BENCH_GRAPH_IO_MS`` milliseconds (read at call time, default 20)
 and writes a small update, so the work per run is the same wherever the graph runs and what
-the benchmark compares is the cost of hosting it: Overseer (``GraphRunWorkflow``, one
-activity per node) against plain LangGraph with ``AsyncPostgresSaver`` on the same Postgres.
+the benchmark compares is the cost of hosting it: Overseer (``SegmentRunWorkflow``, one
+segment activity per run) against plain LangGraph with ``AsyncPostgresSaver`` on the same
+Postgres.
 """
 
 from __future__ import annotations
@@ -68,26 +69,13 @@ async def publish(state: FourIoState) -> dict[str, Any]:
     return {"trail": ["publish"], "notes": {"publish": "done"}, "published": True}
 
 
-def build_four_io_graph(metadata: dict[str, Any] | None = None) -> StateGraph[Any]:
-    """``START → fetch → enrich → score → publish → END`` (uncompiled, as ``langgraph.json`` allows).
-
-    Args:
-        metadata: node metadata given to every node (None: none, the default placement).
-    """
+def build_four_io_graph() -> StateGraph[Any]:
+    """``START → fetch → enrich → score → publish → END`` (uncompiled, as ``langgraph.json`` allows)."""
     graph = StateGraph(FourIoState)
     for name, fn in zip(NODES, (fetch, enrich, score, publish), strict=True):
-        graph.add_node(name, fn, metadata=metadata)
+        graph.add_node(name, fn)
     graph.add_edge(START, NODES[0])
     for a, b in zip(NODES, NODES[1:], strict=False):
         graph.add_edge(a, b)
     graph.add_edge(NODES[-1], END)
     return graph
-
-
-def build_four_io_local_graph() -> StateGraph[Any]:
-    """The same graph with every node marked a short I/O step.
-
-    Overseer runs each node as a local activity (no task-queue round trip); plain LangGraph
-    ignores the metadata.
-    """
-    return build_four_io_graph({"overseer": {"run_in": "local_activity", "timeout_seconds": 10}})

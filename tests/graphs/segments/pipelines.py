@@ -1,7 +1,6 @@
-"""The user's graphs (tests/graphs/user_graph), declared to run as segments (issue 25's model).
+"""The user's graphs (tests/graphs/user_graph) under names of their own, and graphs of the tests.
 
-A ``Pipeline`` with ``workflow="SegmentRunWorkflow"`` is how a deployment opts a graph into
-segments today; the graphs themselves are the user's, unchanged. ``seg_retry`` adds one
+The graphs are the user's, unchanged (every graph runs as segments). ``seg_retry`` adds one
 graph of its own: a node that counts its executions before a node that fails once, so a
 test can see that the retried segment resumes from the checkpoint instead of re-running it.
 """
@@ -21,7 +20,7 @@ _USER = load_langgraph_json(Path(__file__).resolve().parents[1] / "user_graph" /
 
 def _segments(name: str, graph: Any = None) -> Pipeline:
     return Pipeline(name=name, graph=graph if graph is not None else _USER[name].graph,
-                    workflow="SegmentRunWorkflow", description=f"{name} as segments")
+                    description=f"{name} as segments")
 
 
 EXECUTIONS: dict[str, int] = {}
@@ -86,11 +85,3 @@ seg_slow = _segments("slow", _counted("nap", nap))
 seg_long = _segments("long", _counted("long_nap", long_nap))
 seg_three_one = _segments("three_one")
 seg_spender = _segments("spender")
-nodes_three_one = Pipeline(name="three_one", graph=_USER["three_one"].graph,
-                           workflow="GraphRunWorkflow",
-                           description="three_one node by node (a plain graph runs as segments)")
-nodes_memory = Pipeline(name="memory", graph=_USER["memory"].graph, workflow="GraphRunWorkflow",
-                       description="memory node by node: its node gets the store in its activity")
-nodes_parallel_approvals = Pipeline(
-    name="parallel_approvals", graph=_USER["parallel_approvals"].graph, workflow="GraphRunWorkflow",
-    description="parallel_approvals node by node: its interrupts are answered one at a time")

@@ -15,7 +15,7 @@ from overseer.settings import Settings
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually
 from workflows.approval import DecisionInput
-from workflows.graph_run import GraphRunWorkflow
+from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
@@ -33,10 +33,10 @@ async def test_due_diligence_with_sign_off_replays(dev_server, db, task_queue):
         handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
 
         async def awaiting():
-            assert (await handle.query(GraphRunWorkflow.get_status)).status == \
+            assert (await handle.query(SegmentRunWorkflow.get_status)).status == \
                 "awaiting_approval"
         await assert_eventually(awaiting, timeout=120)
-        await handle.execute_update(GraphRunWorkflow.decide, DecisionInput(
+        await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", note="signed", decided_by="rev"))
         result = await handle.result()
     assert result["status"] == "completed"

@@ -1,0 +1,596 @@
+"""What every run shares between its segments: the gate, the events, the stream, the endings.
+
+:class:`RunWorkflowBase` is the part of :class:`workflows.segment_run.SegmentRunWorkflow`
+that Temporal owns around LangGraph's loop (issue 25) and that never touches LangGraph:
+
+- **the approval gate** (:class:`workflows.approval.ApprovalGate`): every interrupt is an
+  approval, oldest id first. ``interrupt()`` gets the decision's ``resume`` exactly as sent
+  whenever the decision carries one, whoever gives it (the SDK's ``Command(resume=...)``,
+  the admin API, the console, the escalation ladder's ``final_resume``): LangGraph's
+  meaning, issue 26. A decision without a ``resume`` gives ``{"decision", "note",
+  "updates", "resume": None, "decided_by"}``. A pipeline's ``check_decision`` refuses what
+  it does not take, in the update's validator;
+- **the LLM budget gate**: the segments meter every chat-model call; once a run's spend
+  passes its budget (options ``llm_budget_usd`` / ``llm_budget_tokens``) the run stops for
+  an approval (payload ``kind: llm_budget``): approve with a higher ``budget_usd`` /
+  ``budget_tokens``, or reject to end it ``rejected`` / ``budget_denied`` with the state
+  so far;
+- **the run's events** (``node.completed`` buffered, then written with the next event in
+  one local activity) and its hand-offs to an Agent Server thread at a pause or the end;
+- **the durable stream** (``WorkflowStream``, topic :data:`STREAM_TOPIC`) and a pipeline's
+  own stream protocol (``Pipeline.stream``);
+- **splits** into child runs, **continue-as-new** (counters and stream carried),
+  **cancellation**, **failure** and **webhooks**.
+
+Pipelines with more than a graph extend the run through hooks
+(:class:`overseer.pipelines.Pipeline`: ``make_input``, ``split``, ``check_decision``,
+``result``, ``node_snapshot``, ``stream``), never with a workflow of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, NoReturn
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
+
+with workflow.unsafe.imports_passed_through():
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
+    from activities.graph_nodes import NODE_ERROR
+    from activities.notify import notify_webhook
+    from overseer.budget import check_budget_decision, over_budget
+    from overseer.graph_codec import encode, to_jsonable
+    from overseer.pipelines import DecisionRefusedError, Pipeline, RunStream
+    from overseer.store.events import (
+        APPROVAL_REQUESTED,
+        RUN_CANCELLED,
+        RUN_COMPLETED,
+        RUN_FAILED,
+        RUN_SPLIT,
+        RUN_SUBMITTED,
+    )
+
+WEBHOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
+                            maximum_interval=timedelta(minutes=5), maximum_attempts=8)
+"""A run's webhook: retried by Temporal for about a quarter of an hour, then given up (logged)."""
+DEFAULT_RECURSION_LIMIT = 100
+"""Pregel's step limit, unless the run's options set ``recursion_limit``."""
+CARRIED_STREAM_ITEMS = 100
+"""Stream items a run hands to its next run when it continues as new (the newest)."""
+SPLIT_HEARTBEAT_SECONDS = 4
+"""Heartbeat time-out of a pipeline's split activity: a dead worker is noticed within it
+(``activities.heartbeat.with_heartbeats`` sends one every 2 s while pages are OCR'd)."""
+BUDGET_KEYS = ("budget_usd", "budget_tokens")
+"""Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
+LLM_BUDGET_KIND = "llm_budget"
+"""``kind`` of the approval payload of the runtime's own LLM budget stop."""
+STREAM_TOPIC = "graph"
+"""The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
+``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
+``interrupt`` when the run waits for a decision, and ``end`` or ``error`` last. Offsets are
+stable across replays, so a reader resumes after the last offset it saw without duplicates."""
+
+
+@dataclass
+class GraphRunInput:
+    """Input of one run of a registered graph.
+
+    Attributes:
+        run_id: UUID string; the workflow id is ``<pipeline>-<run_id>``.
+        pipeline: registry name.
+        input: the graph input, :func:`overseer.graph_codec.encode`-d.
+        options: the pipeline's options snapshot, plus ``approval`` (the escalation ladder).
+        metadata: the request's metadata.
+        submitted_by: the submitter's subject.
+        search_attributes: upsert OverseerPipeline/OverseerStatus.
+        resume_from: set on a retry that goes on from the failed run's checkpoints
+            (``{"as_node": the last node that completed}``); such a run never splits.
+        thread_id: the Agent Server thread the run belongs to (the graph's ``thread_id``);
+            LangGraph's checkpointer holds the thread's state, so a new run on it starts from
+            there (reducers see the old values).
+        parent_run_id: the run that split its submission into this one (a child never
+            splits again; see :attr:`overseer.pipelines.Pipeline.split`).
+        carry: set by the run itself when it continues as new: the run's counters, the
+            segment that just ended and the next one's call (the graph's state stays in
+            LangGraph's checkpointer).
+        stream_state: the run's event stream, handed over on continue-as-new.
+    """
+
+    run_id: str
+    pipeline: str
+    input: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    submitted_by: str = "unknown"
+    search_attributes: bool = True
+    resume_from: dict[str, Any] | None = None
+    thread_id: str | None = None
+    parent_run_id: str | None = None
+    carry: dict[str, Any] | None = None
+    stream_state: WorkflowStreamState | None = None
+
+
+@dataclass
+class GraphRunResult:
+    """A finished run: status, outcome and the graph's final state as JSON.
+
+    Attributes:
+        output: the graph's final state (JSON); None for a run that split.
+        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
+            ``{}`` when the pipeline declares none.
+        children: the child runs of a run that split (outcome ``split``).
+        final_event: the final event of the pipeline's own stream
+            (:attr:`~overseer.pipelines.Pipeline.stream`), if it has one.
+    """
+
+    run_id: str
+    status: str
+    outcome: str | None
+    output: Any = None
+    result: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    final_event: dict[str, Any] | None = None
+
+
+class BudgetDeniedError(Exception):
+    """A reviewer rejected a stop at the run's LLM budget (the run ends ``budget_denied``)."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(f"LLM budget stop before {node} was rejected")
+        self.node = node
+
+
+class RunWorkflowBase(ApprovalGate):
+    """The gate, events, stream and endings of a run (see the module docstring).
+
+    Not a workflow by itself: :class:`workflows.segment_run.SegmentRunWorkflow` is.
+    """
+
+    @workflow.init
+    def __init__(self, inp: GraphRunInput) -> None:
+        super().__init__()
+        self.stream = WorkflowStream(prior_state=inp.stream_state)
+        self._topic = self.stream.topic(STREAM_TOPIC)
+        self._inp: GraphRunInput | None = None
+        self._spec: Pipeline | None = None
+        self._pending_events: list[dict[str, Any]] = []
+        self._published = 0
+        self._marks: list[dict[str, Any]] = []
+        self._snapshot: dict[str, Any] | None = None
+        self._run_stream: RunStream | None = None
+        self._own_topic: Any = None
+        self._final: dict[str, Any] | None = None
+        self._spent: dict[str, Any] = {"usd": 0.0, "tokens": 0, "calls": 0}
+        self._budget: dict[str, Any] = {}
+        self._budget_lock = asyncio.Lock()
+        self._budget_stops = 0
+        self._denied = False
+        self._webhooks: list[Any] = []
+
+    async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
+        """The pipeline's split activity on the run's input: one dict per part."""
+        assert self._spec is not None
+        assert self._spec.split is not None
+        arg = to_jsonable(graph_input)
+        retry = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5,
+                            non_retryable_error_types=[NODE_ERROR])
+        try:
+            if self._spec.split_locally is not None and self._spec.split_locally(arg):
+                parts: list[dict[str, Any]] = await workflow.execute_local_activity(
+                    self._spec.split, arg, start_to_close_timeout=timedelta(minutes=2),
+                    retry_policy=retry, summary="split the submission into parts")
+            else:
+                parts = await workflow.execute_activity(
+                    self._spec.split, arg, start_to_close_timeout=timedelta(minutes=30),
+                    heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
+                    retry_policy=retry, summary="split the submission into parts")
+        except (ActivityError, ApplicationError) as err:
+            cause = failure_cause(err)
+            await self._fail({"code": cause.type if cause and cause.type else "activity_failed",
+                              "message": cause.message if cause else str(err),
+                              "node": self._spec.split})
+        return parts
+
+    async def _start_children(self, graph_input: dict[str, Any],
+                              parts: list[dict[str, Any]]) -> GraphRunResult:
+        """One child run per part (``run.submitted`` first, so none is lost); outcome ``split``."""
+        assert self._inp is not None
+        inp, children = self._inp, []
+        for index, part in enumerate(parts):
+            child_id = str(uuid.uuid5(uuid.UUID(inp.run_id), f"entry:{index}"))
+            child_input = {**graph_input, **part}
+            if "run_id" in graph_input:
+                child_input["run_id"] = child_id
+            workflow_id = f"{inp.pipeline}-{child_id}"
+            await self.record_batch(
+                [{"run_id": child_id, "key": "run.submitted", "type": RUN_SUBMITTED,
+                  "actor": "workflow", "occurred_at": workflow.now().isoformat(),
+                  "data": {"pipeline": inp.pipeline, "workflow_id": workflow_id,
+                           "parent_run_id": inp.run_id, "submitted_by": inp.submitted_by,
+                           "input": {"part": to_jsonable(part)}}}],
+                f"submit part {index + 1}")
+            await workflow.start_child_workflow(
+                workflow.info().workflow_type,  # the child runs on this run's workflow
+                dataclasses.replace(inp, run_id=child_id, input=encode(child_input),
+                                    parent_run_id=inp.run_id),
+                id=workflow_id, parent_close_policy=workflow.ParentClosePolicy.ABANDON)
+            children.append(child_id)
+        await self.record(RUN_SPLIT, key="run.split",
+                          data={"snapshot": {"children": children, "entries": len(children)}})
+        await self._finish("completed", "split", {"children": children})
+        self._publish("end", {"status": "completed", "outcome": "split", "children": children})
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
+        return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
+                              children=children)
+
+    def _publish(self, event: str, data: Any) -> None:
+        if self._run_stream is not None:
+            return  # the pipeline's own stream is the run's stream (dense offsets)
+        if event in ("interrupt", "end", "error"):
+            self._marks.append({"offset": self._published, "event": event})
+        self._topic.publish({"event": event, "data": to_jsonable(data)})
+        self._published += 1
+
+    @workflow.query
+    def get_thread_state(self) -> dict[str, Any]:
+        """The graph's state at its last pause or end, for the Agent Server API.
+
+        ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
+        metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
+        (stream items so far), ``marks``: ``[{offset, event}]`` of every ``interrupt``,
+        ``end`` and ``error`` stream item, and ``decided`` (a decision was taken on the
+        latest approval).
+        """
+        return {**(self._snapshot or {}), "status": self._status,
+                "published": self._published, "marks": list(self._marks),
+                "decided": self._decision is not None,
+                "decision_note": (self._decision or {}).get("note")}
+
+    def _emit(self, events: list[dict[str, Any]]) -> None:
+        """Publish a pipeline stream's events on its topic; a ``done`` event is the final one."""
+        for event in events:
+            self._own_topic.publish(event)
+            if event.get("done"):
+                self._final = event
+
+    @workflow.query
+    def get_final_event(self) -> dict[str, Any] | None:
+        """The pipeline stream's final event once the run has ended (None before, or without one)."""
+        return self._final
+
+    @workflow.query
+    def get_interrupts(self) -> list[dict[str, Any]]:
+        """The interrupt the open approval answers, and every pending one (ids)."""
+        if self._approval is None:
+            return []
+        payload = self._approval["payload"]
+        return [{"id": i, "current": i == payload.get("interrupt_id")}
+                for i in payload.get("pending_interrupts", [])]
+
+    # -- the gate ----------------------------------------------------------------------------
+
+    _last_decision: str | None = None
+
+    async def _ask(self, first: Any, pending: list[Any], rounds: int) -> Any:
+        assert self._inp is not None
+        value = to_jsonable(first.value)
+        payload = dict(value) if isinstance(value, dict) else {"value": value}
+        payload.update({"interrupt_id": first.id,
+                        "pending_interrupts": [i.id for i in pending]})
+        if len(pending) > 1:  # every question visible to the reviewer
+            payload["other_interrupts"] = [{"id": i.id, "value": to_jsonable(i.value)}
+                                           for i in pending if i.id != first.id]
+        self._more_resumes: dict[str, Any] = {}
+        ladder = EscalationLadder.from_options(self._inp.options)
+        sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
+        await self._flush()
+        if self._run_stream is not None:
+            self._emit(self._run_stream.interrupt(payload))
+        self._pause = self._paused_hand_off(f"{rounds}:{first.id}")  # with approval.requested
+        decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
+                                               ladder=ladder)
+        self._last_decision = decision["decision"]
+        self._more_resumes = dict(decision.get("more_resumes") or {})
+        if self._run_stream is not None:
+            self._emit(self._run_stream.decision(decision))
+        if decision.get("raw") or decision.get("resume") is not None:
+            return decision.get("resume")  # interrupt() gets the resume as it was sent
+        answer = {"decision": decision["decision"], "note": decision.get("note"),
+                  "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
+                  "decided_by": decision.get("decided_by")}
+        answer.update({k: decision[k] for k in BUDGET_KEYS if decision.get(k) is not None})
+        return answer
+
+    def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
+        """The pipeline's decision kinds and its own refusal rules (pure; runs in the validator).
+
+        Raises:
+            ApplicationError: ``invalid_decision`` for a decision the pipeline does not take;
+                the pipeline's own code (``DecisionRefusedError``) otherwise.
+        """
+        assert self._spec is not None
+        assert self._approval is not None
+        payload = self._approval["payload"]
+        if payload.get("kind") == LLM_BUDGET_KIND:
+            if decision.decision == "approve":  # the runtime's own budget stop: raise it
+                try:
+                    check_budget_decision({"budget_usd": decision.budget_usd,
+                                           "budget_tokens": decision.budget_tokens},
+                                          payload["budget"])
+                except DecisionRefusedError as err:
+                    raise ApplicationError(err.message, err.details, type=err.code) from err
+            return {"updates": {}, **{k: getattr(decision, k) for k in BUDGET_KEYS
+                                      if getattr(decision, k) is not None}}
+        if decision.decision not in self._spec.decisions:
+            raise ApplicationError(
+                f"decision must be one of {', '.join(self._spec.decisions)}",
+                {"decision": decision.decision, "allowed": list(self._spec.decisions)},
+                type="invalid_decision")
+        current = self._approval["payload"].get("interrupt_id")
+        if decision.interrupt_id and decision.interrupt_id != current:
+            raise ApplicationError(
+                f"interrupt {decision.interrupt_id} was already answered",
+                {"interrupt_id": decision.interrupt_id, "current": current},
+                type="not_awaiting_approval")
+        if decision.more_resumes:
+            pending = set(self._approval["payload"].get("pending_interrupts") or [])
+            if not set(decision.more_resumes) <= pending - {current}:
+                raise ApplicationError(
+                    "a resume map may name only the run's pending interrupts",
+                    {"interrupt_ids": sorted(decision.more_resumes),
+                     "pending": sorted(pending)}, type="not_awaiting_approval")
+        checked = {"decision": decision.decision, "note": decision.note,
+                   "updates": dict(decision.updates or {}), "resume": decision.resume,
+                   "decided_by": decision.decided_by, "apply_proposal": decision.apply_proposal,
+                   "budget_usd": decision.budget_usd, "budget_tokens": decision.budget_tokens}
+        try:
+            checked = self._spec.checked_decision(self._approval["payload"], checked,
+                                                  (self._snapshot or {}).get("values") or {})
+        except DecisionRefusedError as err:
+            raise ApplicationError(err.message, err.details, type=err.code) from err
+        return {"updates": checked["updates"], "resume": checked["resume"],
+                **{k: checked[k] for k in BUDGET_KEYS if checked.get(k) is not None},
+                **({"raw": True} if decision.raw_resume else {}),
+                **({"more_resumes": dict(decision.more_resumes)}
+                   if decision.more_resumes else {})}
+
+    def decisions(self) -> tuple[str, ...]:
+        """Decision kinds the open approval accepts (the pipeline's; a budget stop's approve/reject)."""
+        if self._approval is not None and \
+                self._approval["payload"].get("kind") == LLM_BUDGET_KIND:
+            return ("approve", "reject")
+        return self._spec.decisions if self._spec else ("approve", "reject")
+
+    # -- continue-as-new ------------------------------------------------------------------------
+
+    def _counters(self) -> dict[str, Any]:
+        """The run's counters a continued run goes on with (spend, budget, stream, gate)."""
+        return {"published": self._published, "marks": self._marks,
+                "spent": self._spent, "budget": self._budget,
+                "budget_stops": self._budget_stops,
+                "last_decision": self._last_decision,
+                "approval_seq": self._approval_seq}
+
+    async def _hand_over(self, carry: dict[str, Any]) -> NoReturn:
+        """Continue as new with ``carry`` and the newest items of the run's event stream.
+
+        Waits for the handlers in flight and the webhooks first.
+        """
+        assert self._inp is not None
+        self.stream.detach_pollers()
+        self._handing_over = True  # a decide waiting for the next state answers "running"
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
+        # The stream goes along, its newest items only (values chunks hold whole states; the
+        # hand-over must stay small): a reader further behind is refused and reads from 0,
+        # which starts at the retained base.
+        end = self.stream._on_offset()
+        self.stream.truncate(max(0, end - CARRIED_STREAM_ITEMS))
+        workflow.continue_as_new(dataclasses.replace(
+            self._inp, carry=carry, stream_state=self.stream.get_state(),
+            resume_from=None))
+
+    def _restore_counters(self, counters: dict[str, Any]) -> None:
+        """Go on with a continued run's counters (:meth:`_counters`)."""
+        self._published, self._marks = int(counters["published"]), list(counters["marks"])
+        self._spent, self._budget = dict(counters["spent"]), dict(counters["budget"])
+        self._budget_stops = int(counters["budget_stops"])
+        self._last_decision = counters.get("last_decision")
+        self._approval_seq = int(counters.get("approval_seq") or 0)
+
+    # -- the LLM budget gate --------------------------------------------------------------------
+
+    def _count_usage(self, usage: dict[str, Any]) -> None:
+        """Add a node's chat-model calls (:class:`activities.graph_nodes.UsageMeter`) to the run's spend."""
+        if usage:
+            self._spent = {"usd": self._spent["usd"] + float(usage.get("cost_usd") or 0),
+                           "tokens": self._spent["tokens"] + int(usage.get("input_tokens") or 0)
+                           + int(usage.get("output_tokens") or 0),
+                           "calls": self._spent["calls"] + int(usage.get("calls") or 0)}
+
+    async def _within_budget(self, path: str) -> None:
+        """Before a node runs: stop for an approval once the LLM spend has passed its budget.
+
+        The budget is the options ``llm_budget_usd`` / ``llm_budget_tokens``; the approval's
+        payload is ``kind: llm_budget``. Approve with a higher ``budget_usd`` / ``budget_tokens`` to go on;
+        reject to end the run ``rejected`` / ``budget_denied``.
+
+        Raises:
+            BudgetDeniedError: the reviewer rejected the stop.
+        """
+        assert self._inp is not None
+        if not over_budget(self._spent, self._budget):
+            return
+        async with self._budget_lock:  # parallel branches share one stop
+            while over_budget(self._spent, self._budget):
+                self._budget_stops += 1
+                payload = {"kind": LLM_BUDGET_KIND, "node": path,
+                           "review_reason_codes": ["llm_budget_exceeded"],
+                           "budget": {"spent_usd": round(self._spent["usd"], 8),
+                                      "spent_tokens": self._spent["tokens"],
+                                      "calls": self._spent["calls"],
+                                      "budget_usd": self._budget.get("usd"),
+                                      "budget_tokens": self._budget.get("tokens")}}
+                ladder = EscalationLadder.from_options(self._inp.options)
+                await self._flush()
+                decision = await self.request_approval(
+                    payload, sla=timedelta(seconds=ladder.sla_seconds or 72 * 3600),
+                    key=f"budget:{self._budget_stops}", ladder=ladder)
+                if decision["decision"] != "approve":
+                    raise BudgetDeniedError(path)
+                self._budget = {
+                    "usd": decision.get("budget_usd", self._budget.get("usd")),
+                    "tokens": decision.get("budget_tokens", self._budget.get("tokens"))}
+
+    # -- endings ------------------------------------------------------------------------------
+
+    async def _flush(self) -> None:
+        if self._pending_events:
+            events, self._pending_events = self._pending_events, []
+            await self.record_batch(events, "node.completed")
+
+    async def _record_end(self, event_type: str, data: dict[str, Any]) -> None:
+        """``run.finished``, written with any buffered events in one call (and the hand-off)."""
+        assert self._inp is not None
+        events, self._pending_events = [*self._pending_events, {
+            "run_id": self._inp.run_id, "key": "run.finished", "type": event_type, "data": data,
+            "actor": "workflow", "occurred_at": workflow.now().isoformat()}], []
+        await self.record_batch(events, event_type, self._hand_off(event_type))
+
+    _pause: dict[str, Any] | None = None
+
+    async def record_batch(self, events: list[dict[str, Any]], summary: str,
+                           hand_off: dict[str, Any] | None = None) -> Any:
+        """As the gate's, and the approval request of an interrupt hands the pause over.
+
+        The thread's state at the interrupt goes to Postgres with ``approval.requested``
+        (:meth:`_ask` prepares it), so ``runs.wait`` answers from there. The webhooks a
+        hand-off claimed (runs that ended, ``webhook`` set) are each POSTed by a
+        ``notify_webhook`` activity, retried by Temporal (:data:`WEBHOOK_RETRY`).
+        """
+        if hand_off is None and self._pause is not None and \
+                any(e.get("type") == APPROVAL_REQUESTED for e in events):
+            hand_off, self._pause = self._pause, None
+        result = await super().record_batch(events, summary, hand_off)
+        for hook in (result.get("webhooks") or []) if isinstance(result, dict) else []:
+            self._webhooks.append(workflow.start_activity(  # POSTed while the run goes on
+                notify_webhook, args=[hook["url"], hook["payload"], hook["delivery"]],
+                start_to_close_timeout=timedelta(seconds=15), retry_policy=WEBHOOK_RETRY,
+                summary=f"webhook: run {hook['delivery']} {hook['payload'].get('status')}"))
+        return result
+
+    async def _webhooks_sent(self) -> None:
+        """Wait for the runs' webhooks still being POSTed (a closed workflow drops them).
+
+        One that failed every attempt is logged; the run's own ending stands.
+        """
+        for handle in self._webhooks:
+            try:
+                await handle
+            except ActivityError:
+                workflow.logger.warning("run webhook not delivered", extra={
+                    "run_id": self._run_id})
+        self._webhooks = []
+
+    def _paused_hand_off(self, key: str) -> dict[str, Any] | None:
+        """What a thread's run hands the thread when it pauses on an interrupt (published).
+
+        ``key`` (the approval's) claims the webhooks of the runs that ended there.
+        """
+        assert self._inp is not None
+        if self._inp.thread_id is None or self._run_stream is not None:
+            return None
+        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "pause": True,
+                "key": f"pause:{key}",
+                "snapshot": to_jsonable({**self.get_thread_state(), "decided": False,
+                                         "closed": False, "cancelled": False})}
+
+    def _hand_off(self, event_type: str) -> dict[str, Any] | None:
+        """What an Agent Server run's ending hands its thread (:func:`overseer.threads.hand_off`).
+
+        The thread's state as :meth:`get_thread_state` answers once the ending's ``end`` or
+        ``error`` item is published (right after the events are written). None for a run
+        without a thread or with its own stream protocol, and for a cancelled run: whoever
+        cancelled it through the API owns the thread's state then (an ``interrupt`` keeps
+        the run's last state, a ``rollback`` the state before it) and starts the next run.
+        """
+        assert self._inp is not None
+        if (self._inp.thread_id is None or self._run_stream is not None
+                or event_type == RUN_CANCELLED):
+            return None
+        mark = {"offset": self._published, "event": "error" if event_type == RUN_FAILED else "end"}
+        return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "key": "end",
+                "snapshot": to_jsonable({**self.get_thread_state(),
+                                         "marks": [*self._marks, mark],
+                                         "published": self._published + 1, "closed": True,
+                                         "cancelled": False})}
+
+    async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
+        self._outcome = outcome
+        await self._record_end(RUN_COMPLETED, {"status": status, "outcome": outcome,
+                                               "snapshot": {**snapshot, "outcome": outcome}})
+        await self.set_status(status)
+
+    async def _cancelled(self) -> None:
+        """Record and announce a cancelled run (the caller re-raises the cancellation)."""
+        self._outcome = "cancelled"
+        await self._record_end(RUN_CANCELLED, {"status": "cancelled", "outcome": "cancelled",
+                                               "snapshot": {"outcome": "cancelled"}})
+        await self.set_status("cancelled")
+        self._publish("end", {"status": "cancelled", "outcome": "cancelled"})
+        if self._run_stream is not None:
+            self._emit(self._run_stream.cancelled())
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
+
+    async def _fail(self, error: dict[str, Any]) -> NoReturn:
+        await self._record_end(RUN_FAILED, {"status": "failed", "outcome": None, "error": error,
+                                            "snapshot": {"outcome": None}})
+        await self.set_status("failed")
+        self._publish("error", error)
+        if self._run_stream is not None:
+            self._emit(self._run_stream.failed(error))
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._webhooks_sent()
+        raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
+
+
+def failure_cause(err: BaseException) -> ApplicationError | None:
+    """The ``ApplicationError`` an activity or local activity failed with, if any.
+
+    A scheduled activity's failure arrives as ``ActivityError`` with the error as its
+    cause; a local activity's failure (sdk-core) arrives as the ``ApplicationError`` itself.
+    """
+    if isinstance(err, ApplicationError):
+        return err
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, ApplicationError) else None
+
+
+def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
+    """``(status, outcome)`` of a finished graph.
+
+    The graph decides: a final state with ``status: "rejected"`` (or ``completed``) and a
+    string ``outcome`` says so itself. Otherwise the run is ``completed``, with the last
+    decision as its outcome (``approved``, ``rejected``, ``revised`` …) or ``completed``.
+    """
+    if isinstance(values, dict):
+        status = values.get("status")
+        outcome = values.get("outcome")
+        if status in ("completed", "rejected"):
+            return status, outcome if isinstance(outcome, str) else status
+    past = {"approve": "approved", "reject": "rejected", "revise": "revised"}
+    return "completed", past.get(last_decision or "", last_decision or "completed")
