@@ -20,11 +20,9 @@ Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per
 task (written as it finishes), a heartbeat naming the node in progress, and the segment's
 result names the nodes it ran.
 
-Hosted by :class:`workflows.segment_run.SegmentRunWorkflow` (``/v1`` runs and Agent Server
-runs alike): the five reference pipelines (declared with
-``Pipeline(workflow="SegmentRunWorkflow")``) and every plain graph of a ``langgraph.json``.
-A graph with a node placed ``run_in: workflow | local_activity``, or a ``Pipeline`` left on
-its default, runs node by node on ``GraphRunWorkflow``.
+Hosted by :class:`workflows.segment_run.SegmentRunWorkflow`, every run's workflow (``/v1``
+runs and Agent Server runs alike): the five reference pipelines and every graph of a
+``langgraph.json``.
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ from activities.graph_nodes import (
     NODE_ERROR,
     UsageMeter,
     progress_snapshot,
+    put_state_blob,
     record_ledger,
 )
 from activities.runtime import get_runtime
@@ -172,7 +171,7 @@ class SegmentResult:
             them).
         interrupts: ``[{"id", "value"}]`` pending, oldest first.
         nodes: the nodes this attempt ran, in order (what the Temporal UI summary names).
-        snapshot: with ``SegmentCall.stream``: the thread's state as ``GraphRunWorkflow``'s
+        snapshot: with ``SegmentCall.stream``: the thread's state as the workflow's
             ``get_thread_state`` gives it (``values``, ``encoded``, ``next``, ``tasks``,
             ``interrupts``, checkpoint ids, ``metadata``, ``created_at``).
         usage: this attempt's chat-model spend ``{"cost_usd", "input_tokens",
@@ -209,12 +208,11 @@ class BudgetGuard(AsyncCallbackHandler):
     """Stops a node, or a chat-model call, before it starts once the run's spend has passed its budget.
 
     ``raise_error`` makes LangChain raise :class:`BudgetStop` at the start of the next task
-    (a node, or a subgraph's node: before any of its code runs, as node by node stops
-    before the next node) or from a chat-model call in a node, so the call (and its cost)
-    never happens; LangGraph keeps the writes of the superstep's finished tasks, and the
-    next segment (after a reviewer raised the budget) runs the stopped node again from its
-    start. A node that catches every exception of its model call goes on without the
-    model's answer, and the run stops before its next node.
+    (a node, or a subgraph's node: before any of its code runs) or from a chat-model call in
+    a node, so the call (and its cost) never happens; LangGraph keeps the writes of the
+    superstep's finished tasks, and the next segment (after a reviewer raised the budget)
+    runs the stopped node again from its start. A node that catches every exception of its
+    model call goes on without the model's answer, and the run stops before its next node.
 
     Args:
         meter: this segment's :class:`UsageMeter` (its calls count on top of ``spent``).
@@ -359,7 +357,7 @@ async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
 
 
 def _naming(err: ApplicationError, node: str) -> ApplicationError:
-    """``err`` with the failed node in its details (the run's ``error.node``), as node by node."""
+    """``err`` with the failed node in its details (the run's ``error.node``)."""
     details = err.details[0] if err.details and isinstance(err.details[0], dict) else {}
     if details.get("node") or node == "?":
         return err
@@ -707,7 +705,7 @@ async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
 
 
 def node_path(ns: tuple[str, ...], name: str) -> str:
-    """A subgraph node's path as node by node names it: ``"<parent>/…/<name>"``.
+    """A subgraph node's path as the run's events name it: ``"<parent>/…/<name>"``.
 
     ``ns`` is LangGraph's namespace of the task's graph (``("clause_extraction:<task id>",)``).
     """
@@ -757,11 +755,8 @@ async def claim_checked(values: Any) -> Any:
 
     What crosses Temporal from a segment (its result, stream chunks, the thread's state)
     stays under the payload limit however large the graph's state grows; the API resolves
-    the references (:func:`services.api.readmodels.resolve_output_refs`), as for node
-    activities (:func:`activities.graph_nodes.claim_check`).
+    the references (:func:`services.api.readmodels.resolve_output_refs`).
     """
-    from activities.graph_nodes import put_state_blob
-
     if not isinstance(values, dict):
         return to_jsonable(values)
     out: dict[str, Any] = {}
@@ -774,7 +769,7 @@ async def claim_checked(values: Any) -> Any:
 
 
 def snapshot_of(state: Any) -> dict[str, Any]:
-    """A LangGraph ``StateSnapshot`` as ``GraphRunWorkflow.get_thread_state`` shapes it."""
+    """A LangGraph ``StateSnapshot`` as the workflow's ``get_thread_state`` shapes it."""
     conf = (state.config or {}).get("configurable") or {}
     parent = (state.parent_config or {}).get("configurable") or {}
     return {
@@ -884,7 +879,7 @@ async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_m
     task no run metadata named. ``view`` (a pipeline's ``node_snapshot`` of the state after
     the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
     progress node (``Pipeline.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
-    result: the channels it wrote) with the run's progress instead, as node by node
+    result: the channels it wrote) with the run's progress instead
     (:func:`activities.graph_nodes.progress_snapshot`).
     """
     from activities.events import append_from_activity

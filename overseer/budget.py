@@ -1,8 +1,8 @@
 """A run's LLM budget: what a budget stop's approval must raise it to (pure; runs in validators).
 
 Two gates use it: the graph runtime's own (every chat-model call of any graph is metered,
-and the run stops for an approval before its next node once the spend reaches the budget:
-:class:`workflows.graph_run.GraphRunWorkflow`) and a pipeline's own pre-call gate
+and the run stops for an approval before its next chat-model call once the spend reaches
+the budget: :class:`workflows.run_base.RunWorkflowBase`) and a pipeline's own pre-call gate
 (e.g. a ``budget_gate`` node that asks before a call it estimates too costly).
 """
 

@@ -196,7 +196,7 @@ async def create_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
     threads.check_run_options(pipeline, (await assistants.run_body(pool, body))[0])
     threads.check_webhook(body.get("webhook"))
     if body.get("stream_mode") is not None:
-        threads.stream_modes(body["stream_mode"], body.get("assistant_id"))
+        threads.stream_modes(body["stream_mode"])
     if body.get("input") is not None and not isinstance(body["input"], dict):
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
     if thread_id is not None and "on_run_completed" in fields:

@@ -1,32 +1,32 @@
 """Agent Server threads and runs over Overseer runs (issue 12; the routes: ``routes/langgraph_api.py``).
 
-A *thread* is a row in ``agent_threads``: its metadata, status and the graph state it
-holds between runs (``state``: :func:`overseer.graph_codec.encode`-d values; ``values``:
-their JSON view). A *run* is a row in ``agent_runs`` that reads one segment of a
-``GraphRunWorkflow``'s durable stream:
+A *thread*'s graph state, its checkpoints (one per superstep) and its history are
+LangGraph's own, in ``AsyncPostgresSaver``'s tables, written by the run's segments
+(:mod:`activities.segments`). Its row in ``agent_threads`` holds its metadata, its status
+and a copy of its latest checkpoint (``values``, ``state``, ``checkpoint``) for thread
+search and ``GET /threads/{id}``. A *run* is a row in ``agent_runs`` that reads one
+stretch of a ``SegmentRunWorkflow``'s durable stream:
 
-- a run with input (or ``command.goto``/``update``) starts a new ``GraphRunWorkflow``
-  (an Overseer run: ``run.submitted``, the event log, approvals) with the thread's state
-  as ``thread_values``; its segment starts at offset 0;
+- a run with input (or ``command.goto``/``update``) starts a new ``SegmentRunWorkflow``
+  (an Overseer run: ``run.submitted``, the event log, approvals) on the thread's
+  checkpoints; its stretch starts at offset 0;
 - a run with ``command.resume`` is a decision on the interrupt the thread's workflow waits
   on (the shared gate's ``decide`` update with ``raw_resume``, so ``interrupt()`` gets the
   value unchanged and a decision from the admin API and one from here cannot both win);
-  its segment starts where the workflow's stream stood when the decision was accepted.
+  its stretch starts where the workflow's stream stood when the decision was accepted.
 
 A run with input waits in ``agent_runs`` as ``pending`` until the thread is free
 (:func:`advance_queue`): the durable queue behind ``multitask_strategy="enqueue"``. The
 run before it starts it: its workflow hands the thread on with its ending
 (:func:`hand_off`); the API only recovers queued runs nobody started (:func:`sweep_queues`).
 
-A segment ends at the first ``interrupt`` (run ``interrupted``), ``end`` (``success``) or
-``error`` (``error``) item. While a workflow is attached to a thread
-(``agent_threads.last_run_id``), the thread's state is read from it (the
-``get_thread_state`` query) and written back to Postgres (:func:`sync_thread`); the
-workflow also writes it itself when it pauses on an interrupt and when it ends
-(:func:`hand_off`, which ``runs.wait`` waits on), and once it has ended it is detached and
-Postgres alone holds the thread's state.
+A run's stretch ends at the first ``interrupt`` (run ``interrupted``), ``end``
+(``success``) or ``error`` (``error``) item. While a workflow is attached to a thread
+(``agent_threads.last_run_id``), the thread's row is brought up to date from it (the
+``get_thread_state`` query, :func:`sync_thread`); the workflow also writes it itself when
+it pauses on an interrupt and when it ends (:func:`hand_off`, which ``runs.wait`` waits
+on), and once it has ended it is detached.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -66,20 +66,16 @@ from overseer.settings import Settings
 from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
 from overseer.token_stream import STATE_CHANNEL
 
-STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
-"""Stream modes Overseer serves (:func:`run_events`): node by node, derived from the run's
-durable stream; as segments, every chunk comes live from LangGraph's own loop
-(:mod:`overseer.token_stream`)."""
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
-"""Modes served for a graph that runs as segments: LangGraph's own chunks, which the segment
-writes live when the run asks for them (:mod:`overseer.token_stream`); ``tools`` is
-LangGraph's tool-call lifecycle (``tool-started``, ``tool-finished``, ``tool-error``)."""
+"""LangGraph's own chunks the segment writes live when the run asks for them
+(:mod:`overseer.token_stream`); ``tools`` is LangGraph's tool-call lifecycle
+(``tool-started``, ``tool-finished``, ``tool-error``)."""
+STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple",
+                *SEGMENT_STREAM_MODES)
+"""Stream modes Overseer serves (:func:`run_events`): every chunk comes live from LangGraph's
+own loop in the segment (:mod:`overseer.token_stream`)."""
 UNSERVED_STREAM_MODES = {
     "events": "LangChain callback events (astream_events) are not recorded in the durable stream",
-    "debug": "served for graphs that run as segments; this graph runs node by node",
-    "tasks": "served for graphs that run as segments; this graph runs node by node",
-    "checkpoints": "served for graphs that run as segments; this graph runs node by node",
-    "tools": "served for graphs that run as segments; this graph runs node by node",
     "lifecycle": "subgraph start/end events are not recorded in the durable stream",
 }
 """Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""
@@ -107,37 +103,19 @@ class StreamModeUnsupportedError(InvalidRequestError):
     code = "stream_mode_unsupported"
 
 
-class ResumeUnsupportedError(InvalidRequestError):
-    """A ``command.resume`` keyed by several interrupt ids (422): Overseer answers one at a time."""
-
-    code = "resume_one_interrupt_at_a_time"
-
-
-def stream_modes(value: Any, graph: str | None = None) -> list[str]:
+def stream_modes(value: Any) -> list[str]:
     """The ``stream_mode`` of a request (a name or a list; default ``["values"]``), validated.
-
-    Args:
-        value: the request's ``stream_mode``.
-        graph: the run's graph (or assistant id); one that runs as segments is also served
-            :data:`SEGMENT_STREAM_MODES`. None: only the modes every graph is served.
 
     Raises:
         StreamModeUnsupportedError: a mode in :data:`UNSERVED_STREAM_MODES` or an unknown one (422).
     """
     modes = [value] if isinstance(value, str) else [str(m) for m in (value or [])]
     modes = modes or ["values"]
-    served: tuple[str, ...] = STREAM_MODES
-    if graph is not None:
-        try:
-            if on_segments(resolve_assistant(graph)):
-                served = STREAM_MODES + SEGMENT_STREAM_MODES
-        except NotFoundError:
-            pass  # the run's own checks answer an unknown assistant
-    refused = [m for m in modes if m not in served]
+    refused = [m for m in modes if m not in STREAM_MODES]
     if refused:
         raise StreamModeUnsupportedError(
             f"stream mode {', '.join(map(repr, refused))} is not served by Overseer",
-            details={"unsupported": refused, "supported": list(served),
+            details={"unsupported": refused, "supported": list(STREAM_MODES),
                      "reasons": {m: UNSERVED_STREAM_MODES.get(m, "unknown stream mode")
                                  for m in refused}})
     return modes
@@ -149,11 +127,6 @@ def stream_modes(value: Any, graph: str | None = None) -> list[str]:
 def graph_pipelines() -> list[Pipeline]:
     """Every registered graph an Agent Server client may run (all but those that take an upload)."""
     return [p for p in get_registry() if not p.takes_upload]
-
-
-def on_segments(pipeline: Pipeline | str) -> bool:
-    """Whether the graph runs as segments: its thread's state lives in LangGraph's checkpointer."""
-    return True
 
 
 async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
@@ -292,26 +265,25 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         subject: str) -> None:
     """Delete a thread, its runs and its crons; a workflow still attached to it is cancelled first.
 
-    A thread that runs as segments also loses its LangGraph checkpoints, blobs and writes,
-    and the tokens its runs streamed.
+    It also loses its LangGraph checkpoints, blobs and writes, and the tokens its runs
+    streamed.
     """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is not None and row["status"] in ("busy", "interrupted"):
         await _cancel_workflow(pool, temporal, row["graph_id"], str(row["last_run_id"]), subject)
-    segments = row["graph_id"] is not None and on_segments(row["graph_id"])
+    segments = row["graph_id"] is not None
     if segments:
         await segments_app(row["graph_id"])  # LangGraph's tables exist
     async with pool.acquire() as conn, conn.transaction():
-        if segments:  # the tokens its runs streamed (overseer.token_stream)
-            from overseer.token_stream import delete_tokens
+        from overseer.token_stream import delete_tokens
 
-            await delete_tokens(conn, [r["workflow_run_id"] for r in await conn.fetch(
-                "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
-                row["thread_id"])])
+        await delete_tokens(conn, [r["workflow_run_id"] for r in await conn.fetch(
+            "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
+            row["thread_id"])])  # the tokens its runs streamed (overseer.token_stream)
         await conn.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
         crons = [r["cron_id"] for r in await conn.fetch(
             "DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id", row["thread_id"])]
-        if segments:
+        if segments:  # a thread that never ran has no checkpoints
             for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
                 await conn.execute(f"DELETE FROM {table} WHERE thread_id = $1",  # noqa: S608
                                    str(row["thread_id"]))
@@ -330,8 +302,7 @@ async def prune_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str, str
     """One thread of ``POST /threads/prune``; whether it was pruned.
 
     ``delete`` deletes it (:func:`delete_thread`). ``keep_latest`` keeps the thread and its
-    latest state and drops its older saved states: LangGraph's ``aprune`` for a graph that
-    runs as segments, otherwise the older rows of ``agent_checkpoints``. A busy thread is
+    latest state and drops its older checkpoints (LangGraph's ``aprune``). A busy thread is
     not pruned with ``keep_latest`` (its run is writing checkpoints).
     """
     if strategy == "delete":
@@ -340,19 +311,14 @@ async def prune_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str, str
     row = await get_thread(pool, thread_id)
     if row["status"] == "busy":
         return False
-    if row["graph_id"] is not None and on_segments(row["graph_id"]):
+    if row["graph_id"] is not None:
         app = await segments_app(row["graph_id"])
         await app.checkpointer.aprune([str(row["thread_id"])], strategy="keep_latest")
-    else:
-        await pool.execute(
-            """DELETE FROM agent_checkpoints WHERE thread_id = $1 AND checkpoint_id IS DISTINCT
-                   FROM (SELECT checkpoint_id FROM agent_checkpoints WHERE thread_id = $1
-                         ORDER BY created_at DESC LIMIT 1)""", row["thread_id"])
     return True
 
 
 async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
-    """``POST /threads/{id}/copy``: a new idle thread with the metadata, state and saved states.
+    """``POST /threads/{id}/copy``: a new idle thread with the metadata, state and checkpoints.
 
     The copy keeps the thread's owner (``created_by`` and the metadata an ``Auth`` handler
     put there), whoever asked for it.
@@ -363,7 +329,7 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     row = await get_thread(pool, thread_id)
     if _run_holds(row):
         raise ConflictError(f"thread {thread_id} is {row['status']}; copy it when idle")
-    segments = row["graph_id"] is not None and on_segments(row["graph_id"])
+    segments = row["graph_id"] is not None
     if segments:
         await segments_app(row["graph_id"])  # LangGraph's tables exist
     new_id = uuid.uuid4()
@@ -375,19 +341,6 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
                                           checkpoint, created_by)
                SELECT $2, metadata, status, graph_id, "values", state, checkpoint, created_by
                FROM agent_threads WHERE thread_id = $1""", row["thread_id"], new_id)
-        await conn.execute(
-            """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
-                                              state, created_at)
-               SELECT $2, checkpoint_id, parent_checkpoint_id,
-                      jsonb_set(jsonb_set(state, '{checkpoint,thread_id}', to_jsonb($3::text)),
-                                '{parent_checkpoint}', CASE WHEN state->'parent_checkpoint'
-                                    = 'null'::jsonb OR state->'parent_checkpoint' IS NULL
-                                    THEN 'null'::jsonb ELSE jsonb_set(
-                                        state->'parent_checkpoint', '{thread_id}',
-                                        to_jsonb($3::text)) END),
-                      created_at
-               FROM agent_checkpoints WHERE thread_id = $1""",
-            row["thread_id"], new_id, str(new_id))
     return await get_thread(pool, str(new_id))
 
 
@@ -449,7 +402,7 @@ async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str)
     """Write the thread's latest LangGraph checkpoint into its ``agent_threads`` row.
 
     The row's ``values``/``state``/``checkpoint`` are what thread search and ``GET
-    /threads/{id}`` show; for a graph that runs as segments they follow the checkpointer.
+    /threads/{id}`` show; they follow the checkpointer.
     """
     from activities.segments import snapshot_of
 
@@ -488,11 +441,11 @@ async def current_state(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     As the Agent Server reads it: the checkpoint LangGraph wrote last (``next`` names the
     nodes running), so a UI that reloads mid-run sees the run going on; before the run's
     first checkpoint, the state before it with ``next: ["__start__"]`` (LangGraph's first
-    checkpoint of a run names the same). Otherwise (idle, paused on an interrupt, node by
-    node) the thread's own state (:func:`state_view`).
+    checkpoint of a run names the same). Otherwise (idle, paused on an interrupt) the
+    thread's own state (:func:`state_view`).
     """
     row = await sync_thread(pool, temporal, thread_id, settings)
-    if row["status"] == "busy" and row["graph_id"] is not None and on_segments(row["graph_id"]):
+    if row["status"] == "busy" and row["graph_id"] is not None:
         app = await segments_app(row["graph_id"])
         state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"])}})
         if state.config and state.next:
@@ -525,42 +478,31 @@ async def state_at(pool: asyncpg.Pool, thread_id: str, checkpoint_id: str) -> di
         NotFoundError: no such checkpoint on the thread (404).
     """
     row = await get_thread(pool, thread_id)
-    if row["graph_id"] is not None and on_segments(row["graph_id"]):
-        app = await segments_app(row["graph_id"])
-        state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"]),
-                                                       "checkpoint_id": checkpoint_id}})
-        if not state.config or not state.values and not state.next:
-            raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
-        return checkpoint_view(str(row["thread_id"]), state)
-    state_json = await pool.fetchval("SELECT state FROM agent_checkpoints WHERE thread_id = $1 "
-                                     "AND checkpoint_id = $2", row["thread_id"], checkpoint_id)
-    if state_json is None:
+    if row["graph_id"] is None:
         raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
-    values: dict[str, Any] = json.loads(state_json)
-    return values
+    app = await segments_app(row["graph_id"])
+    state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"]),
+                                                   "checkpoint_id": checkpoint_id}})
+    if not state.config or not state.values and not state.next:
+        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+    return checkpoint_view(str(row["thread_id"]), state)
 
 
 async def history(pool: asyncpg.Pool, thread_id: str, limit: int,
                   before: str | None = None) -> list[dict[str, Any]]:
-    """The thread's saved states, newest first.
+    """The thread's checkpoints, newest first.
 
-    As segments, LangGraph's own: one per superstep (and per state update). Otherwise one
-    per pause, end or state update.
+    LangGraph's own: one per superstep (and per state update).
     """
     row = await get_thread(pool, thread_id)
-    if row["graph_id"] is not None and on_segments(row["graph_id"]):
-        app = await segments_app(row["graph_id"])
-        tid = str(row["thread_id"])
-        before_config = {"configurable": {"thread_id": tid, "checkpoint_id": before}} \
-            if before else None
-        return [checkpoint_view(tid, s) async for s in app.aget_state_history(
-            {"configurable": {"thread_id": tid}}, limit=limit, before=before_config)]
-    rows = await pool.fetch(
-        """SELECT state FROM agent_checkpoints WHERE thread_id = $1
-             AND ($3::text IS NULL OR created_at < (SELECT created_at FROM agent_checkpoints
-                                                     WHERE thread_id = $1 AND checkpoint_id = $3))
-           ORDER BY created_at DESC LIMIT $2""", row["thread_id"], limit, before)
-    return [_json(r["state"]) for r in rows]
+    if row["graph_id"] is None:
+        return []
+    app = await segments_app(row["graph_id"])
+    tid = str(row["thread_id"])
+    before_config = {"configurable": {"thread_id": tid, "checkpoint_id": before}} \
+        if before else None
+    return [checkpoint_view(tid, s) async for s in app.aget_state_history(
+        {"configurable": {"thread_id": tid}}, limit=limit, before=before_config)]
 
 
 # --- syncing a thread from its workflow -------------------------------------------------------
@@ -677,12 +619,12 @@ async def _sync(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg
 
 async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
                         shown: bool = True) -> None:
-    """Write a workflow's state into the thread, its history and its runs' statuses.
+    """Write a workflow's state into the thread and its runs' statuses.
 
     ``shown=False`` (a pause handed over by the workflow, not yet shown to any client)
     leaves the thread's ``checkpoint`` — the state a resume without an interrupt id answers
-    (:func:`resume_target`) — and its history as they were, so a resume never lands on an
-    interrupt no client has read; :func:`wait_values` and every read of the thread show it.
+    (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no client
+    has read; :func:`wait_values` and every read of the thread show it.
     """
     status = thread_status(snap)
     wrid = row["last_run_id"]
@@ -721,15 +663,6 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
                WHERE thread_id = $1 AND last_run_id = $8""",
             row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
             json.dumps(cp), json.dumps(interrupts), bool(ended), wrid, shown)
-        fresh = await conn.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
-                                    row["thread_id"])
-        if shown and cp.get("checkpoint_id") and fresh is not None:
-            await conn.execute(
-                """INSERT INTO agent_checkpoints (thread_id, checkpoint_id, parent_checkpoint_id,
-                                                  state)
-                   VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING""",
-                row["thread_id"], cp["checkpoint_id"], cp.get("parent_checkpoint_id"),
-                json.dumps(state_view(fresh)))
 
 
 # --- runs ------------------------------------------------------------------------------------
@@ -846,10 +779,6 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     checkpoint: dict[str, Any] = given if isinstance(given, dict) else {}
     if body.get("checkpoint_id") is None and checkpoint.get("checkpoint_id"):
         body = {**body, "checkpoint_id": checkpoint["checkpoint_id"]}
-    if body.get("checkpoint_id") and not on_segments(pipeline):
-        raise InvalidRequestError(
-            f"{pipeline.name} runs node by node: a run from a checkpoint_id needs a graph "
-            "that runs as segments (docs/your-graph.md)", details={"field": "checkpoint_id"})
     if body.get("durability") is not None and body["durability"] not in ("sync", "async", "exit"):
         raise InvalidRequestError("durability must be sync, async or exit",
                                   details={"field": "durability"})
@@ -1072,9 +1001,9 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
                 has_state: bool) -> tuple[Any, Any]:
     """``(graph input, its JSON record)`` of a run body: input, or ``Command(goto, update)``.
 
-    No input on a thread with state, for a graph that runs as segments, is ``None``: as on
-    LangGraph, the run goes on from the thread's checkpoint (past a breakpoint the run
-    before stopped at); otherwise no input is ``{}``.
+    No input on a thread with state is ``None``: as on LangGraph, the run goes on from the
+    thread's checkpoint (past a breakpoint the run before stopped at); on a new thread no
+    input is ``{}``.
 
     Raises:
         InvalidRequestError: input that is not a JSON object (422).
@@ -1089,7 +1018,7 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
         return (Command(goto=_goto(command.get("goto")), update=command.get("update")),
                 {"command": command})
     value = body.get("input")
-    if value is None and has_state and on_segments(pipeline):
+    if value is None and has_state:
         return None, None  # LangGraph goes on from the thread's checkpoint (a breakpoint's)
     if value is None:
         value = {}
@@ -1106,7 +1035,7 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
 
 async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                   run: asyncpg.Record) -> None:
-    """Start the ``GraphRunWorkflow`` of a claimed run from the thread's state (idempotent).
+    """Start the ``SegmentRunWorkflow`` of a claimed run on the thread's checkpoints (idempotent).
 
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
@@ -1151,11 +1080,10 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
             options[key] = kwargs[key]
-    if on_segments(pipeline):
-        options.update(segment_options(kwargs))
-        own = options.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
-        own["configurable"] = {**(own.get("configurable") or {}),
-                               "langgraph_auth_user_id": run["created_by"] or ""}
+    options.update(segment_options(kwargs))
+    own = options.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
+    own["configurable"] = {**(own.get("configurable") or {}),
+                           "langgraph_auth_user_id": run["created_by"] or ""}
     argument = GraphRunInput(
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
@@ -1242,8 +1170,7 @@ def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
         InvalidRequestError: ``config`` that is not an object or with a ``recursion_limit``
             that is not a positive integer; ``after_seconds`` that is not 0 to
             :data:`MAX_AFTER_SECONDS`; ``interrupt_before`` / ``interrupt_after`` that
-            is not ``"*"`` or a list of the graph's nodes, or on a graph that runs node by
-            node (422, ``details.field`` names it).
+            is not ``"*"`` or a list of the graph's nodes (422, ``details.field`` names it).
     """
     config = body.get("config")
     if config is not None and not isinstance(config, dict):
@@ -1262,10 +1189,6 @@ def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
         value = body.get(key)
         if not value:
             continue
-        if not on_segments(pipeline):
-            raise InvalidRequestError(
-                f"{pipeline.name} runs node by node: {key} needs a graph that runs as "
-                "segments (docs/your-graph.md)", details={"field": key})
         nodes = set(get_registry().builder(pipeline.name).nodes)
         if value != "*" and (not isinstance(value, list) or not set(map(str, value)) <= nodes):
             raise InvalidRequestError(
@@ -1291,7 +1214,7 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
     graph = get_registry().get(row["graph_id"])
     kind = "approve" if "approve" in graph.decisions else graph.decisions[0]
     interrupt_id, value, more = resume_target(body["command"]["resume"], (
-        _json(row["checkpoint"]) or {}).get("interrupts") or [], many=on_segments(graph))
+        _json(row["checkpoint"]) or {}).get("interrupts") or [])
     run_id = uuid.uuid4()
     note = f"resumed through the Agent Server API (run {run_id})"
     decision = DecisionInput(decision=kind, resume=value, raw_resume=True, decided_by=subject,
@@ -1358,31 +1281,21 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
     return run
 
 
-def resume_target(resume: Any, shown: list[dict[str, Any]], *,
-                  many: bool = False) -> tuple[str | None, Any, dict[str, Any]]:
+def resume_target(resume: Any,
+                  shown: list[dict[str, Any]]) -> tuple[str | None, Any, dict[str, Any]]:
     """``(interrupt id, value, other answers)`` a ``command.resume`` gives, as LangGraph reads it.
 
     A non-empty dict whose keys are all interrupt ids (32 hex digits, LangGraph's
     ``is_xxh3_128_hexdigest``) names its interrupts: ``{id: value}`` answers ``id`` with
     ``value`` (the gate refuses an id that is not the one it waits on: 409
-    ``not_awaiting_approval``). With ``many`` (a graph that runs as segments) it may name
-    several, as LangGraph allows: the oldest is the gate's, the others come back as
-    ``{id: value}`` and are answered with it (each must be pending). Any other value
-    answers the interrupt the server last showed for the thread (the oldest id, the one the
-    gate asks first), so a resume never lands on an interrupt its client has not seen.
-
-    Raises:
-        ResumeUnsupportedError: a map naming several interrupts of a graph that runs node by
-            node (422); answer one per resume there.
+    ``not_awaiting_approval``). It may name several, as LangGraph allows: the oldest is the
+    gate's, the others come back as ``{id: value}`` and are answered with it (each must be
+    pending). Any other value answers the interrupt the server last showed for the thread
+    (the oldest id, the one the gate asks first), so a resume never lands on an interrupt
+    its client has not seen.
     """
     if isinstance(resume, dict) and resume and \
             all(isinstance(k, str) and re.fullmatch(r"[0-9a-f]{32}", k) for k in resume):
-        if len(resume) > 1 and not many:
-            raise ResumeUnsupportedError(
-                "a resume map may name one interrupt of a graph that runs node by node: "
-                "answer its pending interrupts one at a time (each is an approval)",
-                details={"interrupt_ids": sorted(resume),
-                         "pending": sorted(i["id"] for i in shown)})
         first, *others = sorted(resume)
         return first, resume[first], {k: resume[k] for k in others}
     ids = sorted(str(i["id"]) for i in shown if i.get("id"))
@@ -1434,9 +1347,10 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
     With ``rollback`` the thread's state stays what it was before that workflow; otherwise
     it keeps the workflow's last saved state. The thread is marked ``cancelling`` first, so
     the workflow's own ending (:func:`hand_off`) leaves the thread to this function; a run
-    that ended and handed the thread on before is left as it ended. For a graph that runs
-    as segments, rollback waits (at most :data:`CLOSE_WAIT_SECONDS`) for the run's segment
-    to stop, then deletes the checkpoints the run wrote (:func:`drop_run_checkpoints`).
+    that ended and handed the thread on before is left as it ended. A rollback waits (at
+    most :data:`CLOSE_WAIT_SECONDS`) for the run's segment to stop, then deletes the
+    checkpoints the run wrote (:func:`drop_run_checkpoints`); either way the thread's row
+    then follows its latest checkpoint (:func:`mirror_checkpointed`).
     """
     if row["last_run_id"] is None or row["graph_id"] is None:
         return
@@ -1446,25 +1360,16 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
             "AND last_run_id = $2 RETURNING thread_id", row["thread_id"], row["last_run_id"]
     ) is None:
         return  # the run ended and handed the thread on before the cancel: nothing to stop
-    segments = on_segments(row["graph_id"])
-    snap = None if segments else await query_state(temporal, row["graph_id"], wrid)
     await _cancel_workflow(pool, temporal, row["graph_id"], wrid, subject)
-    if segments and rollback:  # once its segment has stopped writing, drop what it wrote
+    if rollback:  # once its segment has stopped writing, drop what it wrote
         await _closed(temporal, row["graph_id"], wrid)
         async with pool.acquire() as conn:
             await drop_run_checkpoints(conn, str(row["thread_id"]), wrid)
-    if segments:
-        await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
+    await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
                            "WHERE workflow_run_id = $1 AND status = ANY($2)",
                            row["last_run_id"], list(ACTIVE_RUN_STATUSES))
-        if snap and "values" in snap and not rollback:
-            await conn.execute(
-                """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb
-                   WHERE thread_id = $1 AND last_run_id = $4""",
-                row["thread_id"], json.dumps(snap["values"]), json.dumps(snap["encoded"]),
-                row["last_run_id"])
         await conn.execute(  # unless the run's own ending already handed the thread on
             """UPDATE agent_threads SET status = 'idle', last_run_id = NULL, cancelling = NULL,
                    interrupts = '{}'::jsonb, updated_at = now()
@@ -1550,12 +1455,10 @@ def asks_for_messages(modes: Any) -> bool:
 async def _live_messages(pool: asyncpg.Pool, run: asyncpg.Record) -> bool:
     """Whether the run's segments write LangGraph's ``messages`` chunks (tokens) for it.
 
-    They do for a graph that runs as segments when the run that started its workflow asked
-    for ``messages`` or ``messages-tuple`` (LangGraph attaches its messages handler, and
-    models stream, only then); a resume keeps what its start asked.
+    They do when the run that started its workflow asked for ``messages`` or
+    ``messages-tuple`` (LangGraph attaches its messages handler, and models stream, only
+    then); a resume keeps what its start asked.
     """
-    if not on_segments(run["graph_id"]):
-        return False
     start = run if run["run_id"] == run["workflow_run_id"] else await pool.fetchrow(
         "SELECT kwargs FROM agent_runs WHERE run_id = $1", run["workflow_run_id"])
     return start is not None and asks_for_messages(
@@ -1691,11 +1594,11 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     ``metadata`` first (fresh reads only), then per ``modes`` what :class:`StreamDeriver`
     makes of each durable stream item; ``error`` or ``end`` last. The workflow's stream is
     read from offset 0 (items before the run's segment only feed the deriver, so a rejoin
-    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. For a graph
-    that runs as segments and a run started with ``messages`` / ``messages-tuple``, those
-    come from LangGraph's own ``messages`` mode as the segment writes them (tokens while
-    the model streams; ids ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`), and
-    as segments ``custom`` writes come the same way, as the nodes make them. A run still ``pending``
+    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. For a run
+    started with ``messages`` / ``messages-tuple``, those come from LangGraph's own
+    ``messages`` mode as the segment writes them (tokens while the model streams; ids
+    ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`), and ``custom`` writes come
+    the same way, as the nodes make them. A run still ``pending``
     (queued behind another) is started here if its turn came (:func:`advance_queue`).
     """
     if after is None:
@@ -1710,8 +1613,8 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    if on_segments(run["graph_id"]):  # its chunks, tokens and custom writes come as rows
-        entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)
+    entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)  # chunks, tokens
+    # and custom writes come as rows (overseer.token_stream)
     async for entry in entries:
         if entry[0] == "fail":
             yield entry[1], "error", entry[2]
@@ -1814,7 +1717,7 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
             continue
         kwargs = _json(run["kwargs"]) or {}
         try:
-            run_modes = stream_modes(kwargs.get("stream_mode"), run["graph_id"])
+            run_modes = stream_modes(kwargs.get("stream_mode"))
         except InvalidRequestError:
             run_modes = ["values"]
         async for event_id, name, data in run_events(

@@ -509,7 +509,7 @@ async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResul
     Seed 001's graph (supervisor, five agents, human review) on the stack's worker, offline
     rules; submitted as the API does, timed until the run waits for the reviewer; then
     approved, timed until completed (``approve_to_done_s``), with the stack's CPU per run.
-    What chose the pipeline's runtime (segments or node by node, docs/performance.md).
+    What chose the pipeline's runtime (docs/performance.md).
     """
     from overseer.runs import send_update, submit_run
 
@@ -553,7 +553,7 @@ async def thematic_example(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     theme coder per identity, theme aggregator, finish) on the stack's worker, offline
     rules, no codebook review; submitted as the API does (upload stored, ``run.submitted``,
     workflow), timed until the workflow's result, with the stack's CPU per run. What chose
-    the pipeline's runtime (segments or node by node, docs/performance.md).
+    the pipeline's runtime (docs/performance.md).
     """
     from overseer.runs import Upload, submit_run
 
@@ -583,8 +583,7 @@ async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     offline rules, the sample catalog; the run started as the chat API starts it (catalog
     snapshot, ``run.submitted``, the pipeline's workflow), timed until the run waits for the
     sign-off; then approved, timed until completed (``approve_to_done_s``), with the stack's
-    CPU per run. What chose the pipeline's runtime (segments or node by node,
-    docs/performance.md).
+    CPU per run. What chose the pipeline's runtime (docs/performance.md).
     """
     from activities.pricing.catalog import load_catalog_file
     from activities.pricing.options import pricing_options

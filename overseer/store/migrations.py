@@ -287,6 +287,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE agent_run_tokens ALTER COLUMN data TYPE json USING data::json;
         """,
     ),
+    (
+        # issue 25: every thread's history is LangGraph's own checkpoints; the copies kept
+        # for graphs that ran node by node go with that runtime
+        "drop_agent_checkpoints",
+        """
+        DROP TABLE IF EXISTS agent_checkpoints;
+        """,
+    ),
 ]
 
 

@@ -124,7 +124,7 @@ async def test_worker_killed_during_clause_extraction_loses_and_doubles_nothing(
     assert retried, f"no clause node was retried (killed during {victim_node})"
 
     # Event ids are uuid5(run, key): unique ids are unique keys, and the same kinds of event,
-    # node by node, as the uninterrupted run (a re-run node would add a node.completed).
+    # node for node, as the uninterrupted run (a re-run node would add a node.completed).
     ids = [e["event_id"] for e in events]
     assert len(ids) == len(set(ids))
     assert Counter(_completed_nodes(events)) == reference_nodes

@@ -273,6 +273,14 @@ async def test_a_busy_thread_rejects_or_interrupts_and_stateless_runs(stack: Sta
 
 
 async def test_update_state_then_goto(stack: Stack):
+    """As plain LangGraph: the update as ``work`` schedules what follows ``work``, and the
+    ``Command(goto=...)`` run runs those tasks and ``typed``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from overseer.pipelines import builder_of, load_langgraph_json
+    from tests.e2e.conftest import USER_GRAPHS
+
     client = sdk(stack, "submitter")
     tid = (await client.threads.create())["thread_id"]
     before = await client.runs.wait(tid, "constructs", input={"topic": "m"})
@@ -281,8 +289,15 @@ async def test_update_state_then_goto(stack: Stack):
     assert state["values"]["results"] == [*before["results"], "EXTRA"]  # the reducer applied
     out = await client.runs.wait(tid, "constructs",
                                  command={"goto": "typed", "update": {"summary": "x"}})
-    assert out["results"] == [*before["results"], "EXTRA"]
-    assert out["summary"] == "messages kept their type"
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["constructs"].graph).compile(
+        checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "reference"}}
+    await app.ainvoke({"topic": "m"}, config)
+    await app.aupdate_state(config, {"results": ["EXTRA"]}, as_node="work")
+    assert state["next"] == list((await app.aget_state(config)).next) == ["lambda_node"]
+    plain = await app.ainvoke(Command(goto="typed", update={"summary": "x"}), config)
+    assert out["results"] == plain["results"] == ["M", "M", "EXTRA", "M", "M", "EXTRA"]
+    assert out["summary"] == plain["summary"] == "messages kept their type"
 
 
 class Outer(TypedDict, total=False):

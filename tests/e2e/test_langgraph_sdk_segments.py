@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_sdk import get_client
-from langgraph_sdk.errors import APIStatusError
 
 from tests.e2e.conftest import SEGMENT_GRAPHS, Stack
 
@@ -180,13 +179,6 @@ async def test_a_run_from_a_past_checkpoint_forks_as_langgraph_does(stack: Stack
     assert "FOUR" in forked["results"] and "THREE" not in forked["results"]
     assert (await client.threads.get_state(tid))["values"]["results"] == forked["results"]
 
-    # a graph that runs node by node cannot start from a checkpoint: refused, not ignored
-    other = (await client.threads.create())["thread_id"]
-    with pytest.raises(APIStatusError) as refused:
-        await client.runs.create(other, "constructs", input={"topic": "x"},
-                                 checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
-    assert refused.value.response.status_code == 422
-
 
 async def test_subgraphs_are_listed_with_their_schemas(stack: Stack):
     client = sdk(stack)
@@ -220,12 +212,6 @@ async def test_tasks_checkpoints_and_debug_stream_as_langgraph_streams_them(stac
         c["metadata"]["step"] for c in want["checkpoints"]]
     assert [(d["type"], d["step"]) for d in got["debug"]] == [
         (d["type"], d["step"]) for d in want["debug"]]
-
-    # node by node these chunks do not exist: refused, not faked
-    with pytest.raises(APIStatusError) as refused:
-        await client.runs.create(None, "constructs", input={"topic": "x"}, stream_mode=["tasks"])
-    assert refused.value.response.status_code == 422
-    assert refused.value.response.json()["code"] == "stream_mode_unsupported"
 
 
 def _plain(value: Any) -> Any:

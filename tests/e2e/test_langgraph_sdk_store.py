@@ -3,7 +3,7 @@
 With only the URL and the key changed, ``client.store.*`` puts, reads, searches (filters,
 pages, semantic ``query`` on the offline embeddings) and deletes items, and lists
 namespaces, as the Agent Server answers; a graph's nodes get the same store as LangGraph's
-``BaseStore`` — as segments and node by node — so what a run remembers the API reads.
+``BaseStore`` in its segment, so what a run remembers the API reads.
 A submitter's items live under its own namespace; reviewers read all, admins do all.
 """
 

@@ -91,7 +91,6 @@ class CommandError(Exception):
 
 PROTOCOL_CODES: tuple[tuple[type[OverseerError], str], ...] = (
     (NotAwaitingApprovalError, "no_such_interrupt"),
-    (threads.ResumeUnsupportedError, "not_supported"),
     (threads.StreamModeUnsupportedError, "not_supported"),
     (PermissionDeniedError, "permission_denied"),
     (InvalidRequestError, "invalid_argument"),
@@ -242,7 +241,7 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
     if row is not None and value is not None and row["status"] == "interrupted" and \
             row["last_run_id"] is not None:  # paused on an interrupt: the input answers it
         shown = (_json(row["checkpoint"]) or {}).get("interrupts") or []
-        target, _, _ = threads.resume_target(value, shown, many=True)
+        target, _, _ = threads.resume_target(value, shown)
         named = isinstance(value, dict) and target in value
         resume = value if named or target is None else {target: value}
         run = await _resume(pool, temporal, settings, principal, thread_id, resume,

@@ -3,7 +3,7 @@
 Mounted at the API root next to ``/v1`` so an existing LangGraph client only changes its
 URL and key. Every registered graph is an assistant (its id, or its graph name); threads
 and runs live in :mod:`overseer.threads`; each run is an Overseer run (a
-``GraphRunWorkflow``), each interrupt an Overseer approval. Auth: the SDK's ``x-api-key``
+``SegmentRunWorkflow``), each interrupt an Overseer approval. Auth: the SDK's ``x-api-key``
 header (or ``Authorization: Bearer``) carries the same tokens and roles as ``/v1``.
 What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api.md``.
 
@@ -384,8 +384,8 @@ async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, tempora
 # --- runs ------------------------------------------------------------------------------------------
 
 
-def _modes(body: dict[str, Any], graph: str | None = None) -> list[str]:
-    return threads.stream_modes(body.get("stream_mode"), graph or body.get("assistant_id"))
+def _modes(body: dict[str, Any]) -> list[str]:
+    return threads.stream_modes(body.get("stream_mode"))
 
 
 def _locations(run: Any) -> dict[str, str]:
@@ -403,7 +403,7 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
     """
     body, assistant = await assistants.run_body(pool, body)  # its config and context applied
     if "stream_mode" in body:
-        threads.stream_modes(body["stream_mode"], body.get("assistant_id"))  # 422 first
+        threads.stream_modes(body["stream_mode"])  # 422 first
     if thread_id is None or body.get("if_not_exists") == "create":
         # stateless: a thread of its own; if_not_exists="create": a missing thread is made
         value: dict[str, Any] = {"thread_id": thread_id,
@@ -582,7 +582,7 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
             payload, _ = await assistants.run_body(pool, given)
             threads.check_run_options(
                 threads.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
-            threads.stream_modes(payload.get("stream_mode"), payload.get("assistant_id"))
+            threads.stream_modes(payload.get("stream_mode"))
             threads.check_webhook(payload.get("webhook"))
             _on_completion(payload)
             if payload.get("input") is not None and not isinstance(payload["input"], dict):
@@ -706,8 +706,8 @@ async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDe
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
-    modes = threads.stream_modes(named, run["graph_id"]) if named \
-        else _modes(kwargs or {}, run["graph_id"])
+    modes = threads.stream_modes(named) if named \
+        else _modes(kwargs or {})
     return _sse(run, threads.run_events(pool, temporal, run, modes,
                                         after=threads.parse_last_event_id(last_event_id)))
 
