@@ -6,8 +6,8 @@
   Temporal drops metrics and ``workflow.logger`` records while replaying, so a run
   counts once however often a worker replays it. Logs ``run started`` / ``run completed``
   / ``run failed`` (seed 002 R10.1, R10.3, R10.4).
-- **Activities** (one per LangGraph node that runs as an activity — the graph runtime's
-  ``run_node``, named by its pipeline and node — plus ``record_events`` and splits):
+- **Activities** (a run's ``run_segment`` activities, whose nodes the segment itself
+  measures, plus ``record_events``, splits and a pipeline's own activities):
   ``overseer_node_duration_seconds``,
   ``overseer_activity_failures_total{error_type}``, attributes on the ``RunActivity`` span
   made by ``OpenTelemetryPlugin`` (``overseer.run_id``, ``overseer.pipeline``,
@@ -65,9 +65,6 @@ class _ActivityInbound(ActivityInboundInterceptor):
         info = activity.info()
         pipeline = metrics.pipeline_of(info.workflow_id, default=info.workflow_type or "unknown")
         graph, _, node = info.activity_type.rpartition(".")
-        call = input.args[0] if input.args else None
-        if info.activity_type == "run_node" and call is not None and hasattr(call, "node"):
-            graph, node = str(call.pipeline), str(call.node)  # the graph runtime's node activity
         run_id = metrics.run_id_of(info.workflow_id)
         span = trace.get_current_span()
         if span.is_recording():

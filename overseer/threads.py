@@ -962,7 +962,7 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
         settings: the process settings.
         thread_id: the thread (uuid text).
         run_id: the ending run's workflow run id (``agent_threads.last_run_id`` while it ran).
-        snapshot: what :meth:`GraphRunWorkflow.get_thread_state` will answer once the
+        snapshot: what :meth:`SegmentRunWorkflow.get_thread_state` will answer once the
             ending is published (its last mark ``end`` or ``error``), with ``closed`` set;
             with ``pause``, what it answers at the interrupt.
         pause: the run paused on an interrupt (see above).
@@ -1730,7 +1730,7 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
 
 
 class StreamDeriver:
-    """Turns a ``GraphRunWorkflow``'s durable stream items into the Agent Server's events.
+    """Turns a ``SegmentRunWorkflow``'s durable stream items into the Agent Server's events.
 
     - ``values`` / ``updates`` / ``custom``: the item itself, when its mode is asked for.
     - ``interrupt``: ``updates`` (``{"__interrupt__": [...]}``), ``values`` (the last

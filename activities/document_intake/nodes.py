@@ -1,8 +1,9 @@
 """Activity-side nodes of the document_intake graph and their inner subgraphs.
 
-Each node here runs as one Temporal activity (the graph runtime's ``run_node``):
-``run_pipeline`` and ``review_agent`` each invoke a plain LangGraph subgraph with
-``ainvoke`` because their inner steps need no separate durability.
+Each node here runs in the run's segment activity (``retry_extraction`` and ``review_agent``
+in one of their own, for their attempts): ``run_pipeline`` and ``review_agent`` each invoke
+a plain LangGraph subgraph with ``ainvoke`` because their inner steps need no separate
+durability.
 Each node appends its ``route.decided`` event with a step-derived id, so a retried
 activity never duplicates it; the runtime appends ``node.completed`` with the run view
 (the pipeline's ``node_snapshot``).

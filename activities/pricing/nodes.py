@@ -1,6 +1,6 @@
 """Activity-side nodes of the pricing graph: the seed 003 workers.
 
-Each worker runs as one Temporal activity (the graph runtime's ``run_node``), calls its tool
+Each worker runs in the run's segment activity (the reporter in one of its own), calls its tool
 (a pure function of the catalog snapshot and the run's options), returns a structured result
 plus a one-line ``summary`` under ``outputs[<step>]``, and appends its ``route.decided``
 event with a step-derived id, so a retried activity never duplicates it (the runtime
