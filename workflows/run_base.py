@@ -1,7 +1,7 @@
 """What every run shares between its segments: the gate, the events, the stream, the endings.
 
 :class:`RunWorkflowBase` is the part of :class:`workflows.segment_run.SegmentRunWorkflow`
-that Temporal owns around LangGraph's loop (issue 25) and that never touches LangGraph:
+that Temporal owns around LangGraph's loop (issue 25) and that runs no LangGraph code:
 
 - **the approval gate** (:class:`workflows.approval.ApprovalGate`): every interrupt is an
   approval, oldest id first. ``interrupt()`` gets the decision's ``resume`` exactly as sent
