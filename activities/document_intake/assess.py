@@ -6,14 +6,18 @@ escalate node and the approval validator can call it deterministically.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
+from activities.document_intake.calibration import SCAN_CALIBRATION, ScanCalibration
 from activities.document_intake.confidence import (
     CLEAN_WORD_CONFIDENCE,
     calculate_confidence,
+    case_ocr_confusion,
+    email_ocr_confusions,
     field_completeness,
     name_ocr_confusions,
+    possible_lost_tilde,
 )
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_record
@@ -37,6 +41,8 @@ def assess_record(
     exact_text: bool,
     options: dict[str, Any],
     field_confidences: dict[str, float] | None = None,
+    calibration: ScanCalibration | None = SCAN_CALIBRATION,
+    reread_agrees: Collection[str] = (),
 ) -> dict[str, Any]:
     """Validate and score a record (seed 000 §1.1 confidence, §1.2 can_approve_record).
 
@@ -53,30 +59,63 @@ def assess_record(
             makes a record wrong while the page average stays high.
             A ``person_name`` value read by OCR that holds a known OCR confusion
             (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
-            letter, …) counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
+            letter, …; issue 28: or an "n" between vowels, ``possible_lost_tilde``), and
+            an e-mail value with a digit-like letter next to a digit
+            (``email_ocr_confusions``), counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
             ``ocr_confusion_<field>`` unless its words were read at
             ``clean_word_confidence`` (:data:`~confidence.CLEAN_WORD_CONFIDENCE`) or
             better, because Tesseract scores such misreadings 0.85–0.92, above the
-            per-field floor.
+            per-field floor. A ``person_name``, ``school`` or ``city`` value read by OCR
+            whose first letter is lower case while a later word is capitalised
+            ("washington Community High School": Tesseract swapped the case of a letter
+            that looks the same in both) is treated the same way, at any confidence.
+        calibration: issue 28 item 3: each field's calibrated confidence
+            (``calibration.ScanCalibration``, by field kind; the shipped
+            :data:`~calibration.SCAN_CALIBRATION` by default, None for the raw Tesseract
+            numbers). It may always lower a field's part of the confidence, and may raise
+            it above the raw number only for a field in ``reread_agrees``: a field counts
+            ``min(raw, calibrated)`` unless a second reading confirmed it. The
+            ``low_confidence_<field>`` reason (raw word confidence below
+            ``min_field_ocr_confidence``) still reads the raw number: it tells a reviewer
+            Tesseract was unsure.
+        reread_agrees: fields whose value a second reading at a higher dpi read the same
+            (``nodes.confirm_calibrated_fields``): their calibrated confidence counts, and
+            their ``low_confidence_<field>`` reason no longer sets ``needs_review``.
 
     Returns:
-        ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes}``.
+        ``{confidence, missing_fields, invalid_fields, needs_review, review_reason_codes,
+        scan_calibration}``; ``scan_calibration`` is None when no field has an OCR
+        confidence, else ``{version, raw_confidence, calibrated_confidence, reread_agrees,
+        fields}``: the calibration's version (None when ``calibration`` is None), what
+        ``confidence`` would be on the raw numbers and on the calibrated ones (every field
+        confirmed), the confirmed fields, and per OCR'd field ``{raw, calibrated}`` (0..1).
     """
     report = validate_record(record, schema)
     _, missing = can_approve_record(record, schema)
     present = {k: v for k, v in (field_confidences or {}).items() if record.get(k) is not None}
-    confused = _confused_names(record, schema, present, options)
-    scored = {**present, **{name: min(present[name], CONFUSED_FIELD_CONFIDENCE) for name in confused}}
-    ocr_part = ocr_confidence_avg
-    if ocr_part is not None and scored:
-        ocr_part = min(ocr_part, min(scored.values()))
-    confidence = calculate_confidence(
-        ocr_part,
-        field_completeness(record, schema),
-        exact_text=exact_text,
-        exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
-        unknown_ocr_score=float(options.get("unknown_ocr_score", 0.5)),
-    )
+    confused = sorted({*_confused_names(record, schema, present, options),
+                       *_case_confusions(record, schema, present)})
+    calibrated = {name: _calibrate(calibration, schema, name, raw) for name, raw in present.items()}
+    confirmed = sorted(name for name in reread_agrees if name in present)
+    gated = {name: value if name in confirmed else min(value, present[name])
+             for name, value in calibrated.items()}
+    completeness = field_completeness(record, schema)
+
+    def score(per_field: dict[str, float]) -> float:
+        capped = {**per_field,
+                  **{name: min(per_field[name], CONFUSED_FIELD_CONFIDENCE) for name in confused}}
+        ocr_part = ocr_confidence_avg
+        if ocr_part is not None and capped:
+            ocr_part = min(ocr_part, min(capped.values()))
+        return calculate_confidence(
+            ocr_part,
+            completeness,
+            exact_text=exact_text,
+            exact_text_ocr_score=float(options.get("exact_text_ocr_score", 1.0)),
+            unknown_ocr_score=float(options.get("unknown_ocr_score", 0.5)),
+        )
+
+    confidence = score(gated)
     reasons = set(report.reason_codes)
     low = float(options.get("low_ocr_confidence", LOW_OCR_CONFIDENCE))
     if ocr_confidence_avg is not None and ocr_confidence_avg < low:
@@ -89,10 +128,72 @@ def assess_record(
         "confidence": round(confidence, 4),
         "missing_fields": list(missing),
         "invalid_fields": dict(report.errors),
-        "needs_review": bool(report.needs_review or missing or weak or confused
-                             or "low_ocr_confidence" in reasons),
+        # A weak reading a second one confirmed keeps its reason (Tesseract was unsure) but
+        # no longer asks for a person by itself.
+        "needs_review": bool(report.needs_review or missing or set(weak) - set(confirmed)
+                             or confused or "low_ocr_confidence" in reasons),
         "review_reason_codes": sorted(reasons),
+        "scan_calibration": None if not present else {
+            "version": calibration.version if calibration is not None else None,
+            "raw_confidence": round(score(present), 4),
+            "calibrated_confidence": round(score(calibrated), 4),
+            "reread_agrees": confirmed,
+            "fields": {name: {"raw": present[name], "calibrated": calibrated[name]}
+                       for name in sorted(present)},
+        },
     }
+
+
+def fields_to_confirm(assessment: Mapping[str, Any], complete_confidence: float) -> list[str]:
+    """Fields a second reading must confirm before calibration may complete a record.
+
+    Issue 28 item 3. A record completes on calibrated confidence only where a field's raw
+    Tesseract number would have kept it below ``complete_confidence``; such a field is
+    trusted only once a higher-dpi reading of its lines reads the same value (the check
+    that stops one-letter misreads like "exampie", which no confidence separates).
+
+    Args:
+        assessment: :func:`assess_record`'s result.
+        complete_confidence: 0..1, the routing threshold to complete (0.9 by default).
+
+    Returns:
+        Sorted field names, empty unless nothing is missing, the record is below
+        ``complete_confidence`` and would reach it with every field confirmed: then the
+        unconfirmed fields whose own part of the confidence keeps it below.
+    """
+    calibration = assessment.get("scan_calibration")
+    if (not calibration or assessment["missing_fields"]
+            or assessment["confidence"] >= complete_confidence
+            or calibration["calibrated_confidence"] < complete_confidence):
+        return []
+    confirmed = set(calibration["reread_agrees"])
+    return sorted(
+        name for name, value in calibration["fields"].items()
+        if name not in confirmed and calculate_confidence(
+            min(value["raw"], value["calibrated"]), 1.0, exact_text=False) < complete_confidence
+    )
+
+
+def _calibrate(calibration: ScanCalibration | None, schema: FieldSchema, name: str,
+               raw: float) -> float:
+    """A field's calibrated confidence (its raw one without a calibration or schema field)."""
+    if calibration is None or not schema.has_field(name):
+        return raw
+    return calibration.calibrate(schema.field(name).kind, raw)
+
+
+_CASED_KINDS = frozenset({"person_name", "school", "city"})
+
+
+def _case_confusions(
+    record: dict[str, str | None], schema: FieldSchema, field_confidences: dict[str, float]
+) -> list[str]:
+    """OCR'd name, school and city fields whose reading starts lower case mid-capitalised."""
+    return sorted(
+        name for name in field_confidences
+        if isinstance(value := record.get(name), str) and schema.has_field(name)
+        and schema.field(name).kind in _CASED_KINDS and case_ocr_confusion(value)
+    )
 
 
 def _confused_names(
@@ -101,13 +202,20 @@ def _confused_names(
     field_confidences: dict[str, float],
     options: dict[str, Any],
 ) -> list[str]:
-    """OCR'd person-name fields whose reading holds a known confusion, read below clean."""
+    """OCR'd fields whose reading holds a known confusion, read below clean.
+
+    Person names: ``name_ocr_confusions`` or ``possible_lost_tilde``; e-mail addresses:
+    ``email_ocr_confusions`` (issue 28 item 3).
+    """
     clean = float(options.get("clean_word_confidence", CLEAN_WORD_CONFIDENCE))
     out = []
     for name, confidence in field_confidences.items():
         value = record.get(name)
-        if (confidence < clean and isinstance(value, str) and schema.has_field(name)
-                and schema.field(name).kind == "person_name" and name_ocr_confusions(value)):
+        if confidence >= clean or not isinstance(value, str) or not schema.has_field(name):
+            continue
+        kind = schema.field(name).kind
+        if ((kind == "person_name" and (name_ocr_confusions(value) or possible_lost_tilde(value)))
+                or (kind == "email" and email_ocr_confusions(value))):
             out.append(name)
     return sorted(out)
 
@@ -117,7 +225,7 @@ def public_snapshot(state: Mapping[str, Any]) -> dict[str, Any]:
     keys = (
         "record", "confidence", "missing_fields", "invalid_fields", "needs_review",
         "review_reason_codes", "tools_used", "tries", "strategy", "ocr_confidence_avg",
-        "field_ocr_confidence",
+        "field_ocr_confidence", "scan_calibration",
         "outcome", "evidence",
     )
     snap = {k: state[k] for k in keys if k in state}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record
@@ -26,8 +26,11 @@ __all__ = [
     "OCR_WEIGHT",
     "aggregate_ocr_confidence",
     "calculate_confidence",
+    "case_ocr_confusion",
+    "email_ocr_confusions",
     "field_completeness",
     "name_ocr_confusions",
+    "possible_lost_tilde",
 ]
 
 OCR_WEIGHT = 0.6
@@ -134,10 +137,17 @@ def field_ocr_confidences(
 
     A page's mean confidence stays high while one misread word ("gefferson", "exampie")
     makes a field wrong; what matters for auto-completion is the value's own words. For
-    each extracted value on an OCR'd page, every token of the value is looked up among
-    the page's recognised words (case-insensitive, punctuation trimmed) and the field
-    gets the lowest confidence of its tokens. Fields read from exact text, or whose
-    tokens were rebuilt by normalisation and not found, get no entry.
+    each extracted value on an OCR'd page, the field gets the lowest confidence of the
+    consecutive recognised words whose letters and digits spell the value (case-folded, so
+    a phone "(312) 555-0134" stored as "312-555-0134" or an e-mail address read as two
+    words and joined are found too); if the value is spelt at several places on the page,
+    the lowest of them. Issue 28: each token used to be looked up anywhere on the page at
+    its best confidence, so a father's "Munoz" read at 0.35 took the student's "Munoz" at
+    0.92, and rebuilt phone and e-mail values had no confidence at all. When no run of
+    words spells the value, every token of the value is looked up among the page's words
+    (case-insensitive, punctuation trimmed, best occurrence) and the field gets the lowest
+    confidence of the tokens found. Fields read from exact text, or whose words are found
+    neither way, get no entry.
 
     Args:
         pages: objects with ``page_number``, ``source`` and ``words`` (``text``,
@@ -155,14 +165,52 @@ def field_ocr_confidences(
         page = by_page.get(page_number) if isinstance(page_number, int) else None
         if value is None or page is None or getattr(page, "source", "") != "ocr":
             continue
+        words = list(getattr(page, "words", ()))
+        spelt = _run_confidence(words, value)
+        if spelt is not None:
+            result[name] = round(spelt, 4)
+            continue
         best: dict[str, float] = {}
-        for word in getattr(page, "words", ()):
+        for word in words:
             key = _token(word.text)
             best[key] = max(best.get(key, 0.0), float(word.confidence))
         found = [best[t] for t in map(_token, value.split()) if t and t in best]
         if found:
             result[name] = round(min(found), 4)
     return result
+
+
+_MAX_RUN_WORDS = 8
+
+
+def _run_confidence(words: list[Any], value: str) -> float | None:
+    """Lowest word confidence of the consecutive words whose letters and digits spell ``value``.
+
+    Compares letters and digits only, case-folded. With several such runs, the lowest of
+    their confidences; None when no run of up to :data:`_MAX_RUN_WORDS` words spells it.
+    """
+    target = _skeleton(value)
+    if not target:
+        return None
+    keys = [_skeleton(str(w.text)) for w in words]
+    lowest_run: float | None = None
+    for start, key in enumerate(keys):
+        if not key or not target.startswith(key):
+            continue
+        spelt, lowest = "", 1.0
+        for offset in range(start, min(start + _MAX_RUN_WORDS, len(words))):
+            spelt += keys[offset]
+            lowest = min(lowest, float(words[offset].confidence))
+            if spelt == target:
+                lowest_run = lowest if lowest_run is None else min(lowest_run, lowest)
+                break
+            if not target.startswith(spelt):
+                break
+    return lowest_run
+
+
+def _skeleton(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 CLEAN_WORD_CONFIDENCE = 0.95
@@ -213,6 +261,66 @@ def name_ocr_confusions(value: str) -> list[str]:
     folded = value.casefold()
     return [code for code, pattern in _NAME_CONFUSIONS
             if pattern.search(value if code == "ligature" else folded)]
+
+
+_LOST_TILDE = re.compile(rf"(?<=[{_VOWELS}])n(?=[{_VOWELS}])")
+_EMAIL_DIGIT_CONFUSION = re.compile(r"(?<=\d)[lIioOsSzZ]|[lIioOsSzZ](?=\d)")
+
+
+def possible_lost_tilde(value: str) -> bool:
+    """Whether a person-name reading may have lost the tilde of an "ñ".
+
+    Tesseract's ``eng`` model has no "ñ": besides reading it "fi" (see
+    :func:`name_ocr_confusions`) it often drops the tilde silently, at 0.71–0.94 on the
+    labelled scans ("Muñoz" → "Munoz", 0.92). The only trace left is an "n" between
+    vowels, where a Spanish "ñ" stands; names such as "Daniel" match too, so a match only
+    means the reading must be clean (``CLEAN_WORD_CONFIDENCE``) to be trusted.
+
+    Args:
+        value: a person-name value as read.
+
+    Returns:
+        True when an "n" stands between two vowels (case-insensitive).
+    """
+    return _LOST_TILDE.search(value.casefold()) is not None
+
+
+def email_ocr_confusions(value: str) -> bool:
+    """Whether an e-mail reading has a letter Tesseract mistakes for a digit next to a digit.
+
+    On the labelled scans "jamalrobinson16" was read "jamalrobinson1l6" and "meibaker21"
+    "meibaker2l": in the digits people add to an address, "1" and "l"/"I"/"i", "0" and
+    "o"/"O", "5" and "s"/"S", "2" and "z"/"Z" look alike, and validation cannot tell. A
+    match only means the reading must be clean (``CLEAN_WORD_CONFIDENCE``) to be trusted.
+
+    Args:
+        value: an e-mail value as read.
+
+    Returns:
+        True when one of ``l I i o O s S z Z`` stands next to a digit.
+    """
+    return _EMAIL_DIGIT_CONFUSION.search(value) is not None
+
+
+def case_ocr_confusion(value: str) -> bool:
+    """Whether a capitalised value's first letter was read in the wrong case.
+
+    Tesseract confuses letters that look alike in both cases ("w"/"W", "o"/"O", "s"/"S"):
+    on the labelled scans it read "Washington Community High School" as "washington
+    Community High School" at 0.94 and "Oak Grove" as "oak Grove" at 0.90. Nobody writes a
+    school, city or person name with a lower-case first word and capitals after it, and
+    normalisation title-cases all-lower-case values, so such a reading is a misread.
+
+    Args:
+        value: a name, school or city value as read.
+
+    Returns:
+        True when the first letter is lower case and a later word starts upper case.
+    """
+    words = value.split()
+    letters = [ch for ch in value if ch.isalpha()]
+    return (bool(letters) and letters[0].islower()
+            and any(w[:1].isupper() for w in words[1:]))
 
 
 def _token(text: str) -> str:

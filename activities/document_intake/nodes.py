@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from activities.document_intake.assess import (
     MIN_FIELD_OCR_CONFIDENCE,
     assess_record,
+    fields_to_confirm,
     route_after_review,
 )
 from activities.document_intake.batch import EntrySpan, slice_pages
@@ -32,7 +33,7 @@ from activities.document_intake.pages import (
     load_pages,
     load_region_reread,
 )
-from activities.document_intake.reread import RegionRead
+from activities.document_intake.reread import RegionRead, read_region_fields
 from activities.document_intake.review import (
     proposal_from_llm,
     proposal_is_acceptable,
@@ -111,16 +112,77 @@ async def validate_and_score(state: PipelineState) -> dict[str, Any]:
             "field_ocr_confidence": field_conf}
 
 
+async def confirm_calibrated_fields(state: PipelineState) -> dict[str, Any]:
+    """Issue 28 item 3: re-read the fields only calibration would let complete; trust agreement.
+
+    Runs when the record would complete on calibrated confidence but not on Tesseract's raw
+    numbers (``assess.fields_to_confirm``). Those fields' lines are OCR'd again at the retry
+    dpi (``reread.reread_regions``, as the offline retry does); a field whose second reading
+    extracts the same value counts its calibrated confidence, any other keeps its raw one.
+    A field read differently gets ``reread_disagrees_<field>`` and the record needs review.
+    ``report["calibration_reread"]`` records the regions and the comparisons.
+    """
+    schema = FieldSchema.model_validate(state["field_schema"])
+    options = state["options"]
+    names = _to_confirm(state)
+    record = state["record"]
+    limits = limits_from_options(options)
+    region = await load_region_reread(
+        state["document"], _pages(state["pages"]), schema, extract=[], check=names,
+        evidence=state["evidence"], dpi=int(options["retry_ocr_dpi"]), limits=limits,
+    )
+    checks: dict[str, dict[str, Any]] = {
+        name: {"first": record.get(name), "reread": None, "agrees": None} for name in names}
+    if region is not None:
+        checks.update(read_region_fields(region, schema, record, extract=(), check=names)[1])
+    agreed = sorted(name for name, check in checks.items() if check["agrees"] is True)
+    differs = sorted(name for name, check in checks.items() if check["agrees"] is False)
+    report = state["report"]
+    assessment = assess_record(
+        record, schema, ocr_confidence_avg=report["ocr_confidence_avg"],
+        exact_text=report["text_source"] in ("text_layer", "plain_text"), options=options,
+        field_confidences=state["field_ocr_confidence"], reread_agrees=agreed,
+    )
+    if differs:
+        # Two readings of a value disagree: which is right is for a person to say.
+        assessment["review_reason_codes"] = sorted({
+            *assessment["review_reason_codes"], *(f"reread_disagrees_{n}" for n in differs)})
+        assessment["needs_review"] = True
+    return {"assessment": assessment, "report": {**report, "calibration_reread": {
+        "dpi": int(options["retry_ocr_dpi"]), "checks": checks,
+        "regions": [r.to_dict() for r in region.regions] if region is not None else [],
+    }}}
+
+
+def _to_confirm(state: PipelineState) -> list[str]:
+    """Fields :func:`confirm_calibrated_fields` must re-read (none for a batch entry)."""
+    if state.get("span"):
+        return []  # a batch entry's fields are not placed on its page's slice; no re-read
+    thresholds = RoutingThresholds.from_dict(state["options"].get("thresholds", {}))
+    return fields_to_confirm(state["assessment"], thresholds.complete_confidence)
+
+
+def _after_score(state: PipelineState) -> str:
+    return "confirm_calibrated_fields" if _to_confirm(state) else END
+
+
 def build_run_pipeline_graph() -> StateGraph[Any]:
-    """The run_pipeline subgraph: read_text → extract_record → validate_and_score (seed §1.2)."""
+    """The run_pipeline subgraph (seed §1.2, with issue 28 item 3's confirmation).
+
+    read_text → extract_record → validate_and_score → [confirm_calibrated_fields, only for a
+    record calibration alone would complete] → END.
+    """
     graph = StateGraph(PipelineState)
     graph.add_node("read_text", read_text)
     graph.add_node("extract_record", extract_record)
     graph.add_node("validate_and_score", validate_and_score)
+    graph.add_node("confirm_calibrated_fields", confirm_calibrated_fields)
     graph.add_edge(START, "read_text")
     graph.add_edge("read_text", "extract_record")
     graph.add_edge("extract_record", "validate_and_score")
-    graph.add_edge("validate_and_score", END)
+    graph.add_conditional_edges("validate_and_score", _after_score,
+                                ["confirm_calibrated_fields", END])
+    graph.add_edge("confirm_calibrated_fields", END)
     return graph
 
 
@@ -213,7 +275,8 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         if force and options["retry_ocr_region"] and not state.get("span"):
             region = await _reread_regions(state, schema, wanted, weak)
         if region is not None:
-            found, evidence, checks = _take_region_reading(state, schema, region, wanted, weak)
+            found, evidence, checks = _take_region_reading(
+                state["record"], schema, region, wanted, weak)
             field_conf.update(field_ocr_confidences(region.pages, found, evidence))
             report = {**report, "retry_ocr": {
                 "mode": "region", "dpi": int(options["retry_ocr_dpi"]),
@@ -244,7 +307,7 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
     assessment = assess_record(
         record, schema, ocr_confidence_avg=ocr_avg,
         exact_text=report["text_source"] in ("text_layer", "plain_text"), options=options,
-        field_confidences=field_conf,
+        field_confidences=field_conf, reread_agrees=_reread_agrees(state),
     )
     if extra.get("llm_failure"):
         assessment["review_reason_codes"] = sorted({*assessment["review_reason_codes"],
@@ -300,7 +363,7 @@ def _weak_fields(state: DocumentIntakeState, wanted: list[str]) -> list[str]:
 
 
 def _take_region_reading(
-    state: DocumentIntakeState, schema: FieldSchema, region: RegionRead, wanted: list[str],
+    record: dict[str, str | None], schema: FieldSchema, region: RegionRead, wanted: list[str],
     weak: list[str],
 ) -> tuple[dict[str, str | None], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Values for ``wanted`` from the regions, and the comparison of the weak fields.
@@ -311,23 +374,15 @@ def _take_region_reading(
         per re-read field ``{"first": value at the first dpi or None, "reread": value or
         None, "agrees": bool or None (nothing to compare)}``.
     """
-    asked = sorted((set(wanted) | set(weak)) & region.placed)
-    result = extract_fields(region.pages, schema, relaxed=True, only=asked)
+    result, checks = read_region_fields(region, schema, record, extract=wanted, check=weak)
     found: dict[str, str | None] = {}
     evidence: dict[str, dict[str, Any]] = {}
-    checks: dict[str, dict[str, Any]] = {}
-    for name in asked:
+    for name in wanted:
         value = result.values.get(name)
-        first = state["record"].get(name)
-        if name in wanted:
-            if value is not None:
-                found[name] = value
-                evidence[name] = {**_evidence_dict(result.evidence[name]),
-                                  "region": _region_of(region, name)}
-            checks[name] = {"first": first, "reread": value, "agrees": None}
-        else:
-            checks[name] = {"first": first, "reread": value,
-                            "agrees": None if value is None else value == first}
+        if name in checks and value is not None:
+            found[name] = value
+            evidence[name] = {**_evidence_dict(result.evidence[name]),
+                              "region": _region_of(region, name)}
     return found, evidence, checks
 
 
@@ -500,6 +555,7 @@ async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
                 record, schema, ocr_confidence_avg=state.get("ocr_confidence_avg"),
                 exact_text=report["text_source"] in ("text_layer", "plain_text"),
                 options=state["options"], field_confidences=field_conf,
+                reread_agrees=_reread_agrees(state),
             ),
         )
         update["needs_review"] = False
@@ -553,6 +609,11 @@ async def _finish_step(state: DocumentIntakeState, node: str, update: dict[str, 
         ),
     ])
     return update
+
+
+def _reread_agrees(state: DocumentIntakeState) -> list[str]:
+    """Fields run_pipeline's second reading confirmed (their values are never overwritten)."""
+    return list((state.get("scan_calibration") or {}).get("reread_agrees", []))
 
 
 def _entry_pages(pages: list[PageText], span: dict[str, Any] | None) -> list[PageText]:

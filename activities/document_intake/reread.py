@@ -37,9 +37,11 @@ from typing import Any
 import numpy as np
 
 from activities.document_intake.extract import (
+    ExtractionResult,
     Line,
     document_lines,
     essay_start_index,
+    extract_fields,
     label_table,
     line_labels,
 )
@@ -58,7 +60,14 @@ from overseer.documents import (
     text_ink_mask,
 )
 
-__all__ = ["Region", "RegionRead", "anchor_lines", "line_bands", "reread_regions"]
+__all__ = [
+    "Region",
+    "RegionRead",
+    "anchor_lines",
+    "line_bands",
+    "read_region_fields",
+    "reread_regions",
+]
 
 MAX_REGION_SHARE = 0.45
 """A region taller than this share of the page's text height saves little over the page:
@@ -186,6 +195,39 @@ def reread_regions(
     if any(name not in placed for name in extract):
         return None
     return RegionRead(read_pages, regions, frozenset(placed))
+
+
+def read_region_fields(
+    region: RegionRead,
+    schema: FieldSchema,
+    record: dict[str, str | None],
+    *,
+    extract: Collection[str],
+    check: Collection[str],
+) -> tuple[ExtractionResult, dict[str, dict[str, Any]]]:
+    """The placed fields read from the regions, and the checked ones compared with ``record``.
+
+    Args:
+        region: what :func:`reread_regions` read.
+        schema: the field schema.
+        record: the values of the first reading (field → value or None).
+        extract: fields to read again (missing or invalid at the first dpi).
+        check: fields to read again and compare.
+
+    Returns:
+        ``(result, checks)``: the relaxed extraction of the fields of ``extract`` and
+        ``check`` the regions placed, and per such field ``{"first": value at the first dpi
+        or None, "reread": value or None, "agrees": bool, or None for a field of
+        ``extract`` or one the regions give no value for}``.
+    """
+    asked = sorted((set(extract) | set(check)) & region.placed)
+    result = extract_fields(region.pages, schema, relaxed=True, only=asked)
+    checks: dict[str, dict[str, Any]] = {}
+    for name in asked:
+        value, first = result.values.get(name), record.get(name)
+        agrees = None if name in extract or value is None else value == first
+        checks[name] = {"first": first, "reread": value, "agrees": agrees}
+    return result, checks
 
 
 def anchor_lines(

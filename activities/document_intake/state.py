@@ -39,11 +39,18 @@ class DocumentIntakeState(TypedDict, total=False):
     report: dict[str, Any]
     """``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``; after an
     offline retry of OCR'd pages also ``retry_ocr`` (``{mode: "region" | "page", dpi,
-    regions, checks}``, see ``nodes.retry_extraction``)."""
+    regions, checks}``, see ``nodes.retry_extraction``); after run_pipeline re-read the
+    fields only calibration would complete, ``calibration_reread`` (``{dpi, regions,
+    checks}``, see ``nodes.confirm_calibrated_fields``)."""
     ocr_confidence_avg: float | None
     """Character-weighted OCR confidence 0..1; None when all text was exact."""
     field_ocr_confidence: dict[str, float]
     """Per OCR'd field value, its weakest word's confidence 0..1 (run_pipeline, retry)."""
+    scan_calibration: dict[str, Any] | None
+    """Issue 28 item 3: ``{version, raw_confidence, calibrated_confidence, reread_agrees,
+    fields: {name: {raw, calibrated}}}`` of the latest assessment (``assess.assess_record``;
+    ``reread_agrees`` set by run_pipeline's second reading); None when no value was read by
+    OCR."""
     confidence: float
     """Seed §1.1: 0.6 × OCR part + 0.4 × completeness."""
     missing_fields: list[str]
