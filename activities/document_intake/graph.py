@@ -7,7 +7,8 @@
 
 The graph runs as segments (``SegmentRunWorkflow``): from the start, or a reviewer's
 decision, to the next interrupt or the end, LangGraph's own loop runs in one heartbeating
-activity on its Postgres checkpointer. ``run_pipeline`` (read, extract, validate, score),
+activity on its Postgres checkpointer. ``run_pipeline`` (read, extract, validate, score;
+and for a scan only calibration would complete, a 400 dpi re-read of its weak fields),
 the routers, ``complete`` and ``escalate`` run inside the segment, so a text-layer form
 that completes is one activity. ``retry_extraction`` and ``review_agent`` may call a model:
 each leaves the segment as its own activity with its own attempts (a model error gets 3,

@@ -190,6 +190,10 @@ def build_run_pipeline_graph() -> StateGraph[Any]:
 async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
     """Node ``run_pipeline`` (seed 000 §1.2 run_pipeline_node): read, extract, validate, score.
 
+    A scanned record that would complete on calibrated confidence but not on Tesseract's raw
+    numbers has its weak fields read again at the retry dpi first
+    (:func:`confirm_calibrated_fields`, issue 28 item 3): it completes only when they agree.
+
     Returns:
         State updates: record, evidence, report, confidence, missing/invalid fields,
         needs_review, review_reason_codes, tries + 1, tools_used + run_pipeline, strategy.
