@@ -169,7 +169,6 @@ class Pipeline:
             partial state, served at ``GET /v1/runs/{id}/report.md``.
         quotes: ``async (state, ids) -> {id: text}``: resolves quote ids the state holds
             (served to reviewers at ``GET /v1/runs/{id}/quotes``).
-        console_view: template name of a pipeline-specific console panel, if any.
         record_fields: ``() -> {name: {"label", "required"}}``: the fields of the record its
             approvals edit (payload ``record``), in display order, for the console's form.
         router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
@@ -216,7 +215,6 @@ class Pipeline:
     human_gate: str = "approve or reject at each interrupt"
     report: Callable[[Mapping[str, Any]], Any] | None = None
     quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
-    console_view: str | None = None
     record_fields: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
     router: Callable[[], Any] | None = None
     make_input: Callable[[Any], dict[str, Any]] | None = None
