@@ -20,6 +20,7 @@ import logging
 import typing
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -175,8 +176,7 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                       "submitted_by": subject, "idempotency_key": idempotency_key,
                       "input": {**recorded, "fingerprint": fingerprint}},
             )])
-        run_method, argument = _graph_run(ctx)
-        await _start(pool, temporal, settings, ctx, run_method, argument)
+        await _start(pool, temporal, settings, ctx, _graph_run(ctx))
     return Submitted(run_id=run_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
 
@@ -229,8 +229,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                   "retry_of": run_id,
                   "resumed_after": resume_from["as_node"] if resume_from else None,
                   "input": recorded})])
-    run_method, argument = _graph_run(ctx, resume_from=resume_from)
-    await _start(pool, temporal, settings, ctx, run_method, argument)
+    await _start(pool, temporal, settings, ctx, _graph_run(ctx, resume_from=resume_from))
     return Submitted(run_id=new_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{new_id}", "events": f"/v1/runs/{new_id}/events",
                             "retry_of": f"/v1/runs/{run_id}"})
@@ -253,15 +252,13 @@ async def _fork_checkpoints(pool: asyncpg.Pool, pipeline: str, failed: str, new:
     return True
 
 
-def _graph_run(ctx: StartContext, *,
-               resume_from: dict[str, Any] | None = None) -> tuple[Any, Any]:
-    """The workflow's ``run`` and its input for a run.
+def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) -> Any:
+    """The ``GraphRunInput`` of a run.
 
     ``resume_from`` (a retry): the run's thread already holds the checkpoints it goes on
     from, so its input is None (``GraphRunInput.resume_from``).
     """
     from workflows.run_base import GraphRunInput
-    from workflows.segment_run import SegmentRunWorkflow
 
     if ctx.pipeline.make_input is not None:
         graph_input = ctx.pipeline.make_input(ctx)
@@ -275,7 +272,7 @@ def _graph_run(ctx: StartContext, *,
                "segment_local_seconds": ctx.settings.segment_local_seconds,
                "segment_heartbeat_seconds": ctx.settings.segment_heartbeat_seconds, **run_options,
                "approval": approval_ladder_options(ctx.settings)}
-    return SegmentRunWorkflow.run, GraphRunInput(
+    return GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
         input=encode(None if resume_from is not None else graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
@@ -328,33 +325,78 @@ async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> di
             "size_bytes": len(upload.data), "content_type": upload.content_type}
 
 
-async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, ctx: StartContext,
-                 run_method: Any, argument: Any) -> None:
+async def start_run_workflow(temporal: Client, settings: Settings, argument: Any, *,
+                             workflow_id: str, summary: str,
+                             start_delay: timedelta | None = None) -> bool:
+    """Start a run's ``SegmentRunWorkflow`` (idempotent): the one place a run's workflow starts.
+
+    Every starter — ``/v1`` submissions and retries, an Agent Server thread's run, pricing's
+    chat — goes through here (a split's child runs are started by their parent workflow).
+    The starter sets the search attributes (``OverseerPipeline``, ``OverseerStatus=running``),
+    so the workflow upserts none; conflict policy ``USE_EXISTING`` and reuse policy
+    ``REJECT_DUPLICATE`` map a retried request to the same run and start nothing twice.
+
+    Args:
+        temporal: the client.
+        settings: the task queue and whether search attributes are set.
+        argument: the run's ``GraphRunInput``.
+        workflow_id: ``<pipeline>-<run_id>``.
+        summary: what the Temporal Web UI shows for the run.
+        start_delay: Temporal holds the run's first task this long (a run's ``after_seconds``).
+
+    Returns:
+        True when started now (or already running); False when the id's run had already
+        finished (an idempotent retry).
+
+    Raises:
+        Exception: whatever Temporal's client raised when it did not take the start (the
+            caller records or retries it).
+    """
+    from workflows.segment_run import SegmentRunWorkflow
     from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         kwargs["search_attributes"] = TypedSearchAttributes([
-            SearchAttributePair(PIPELINE_ATTRIBUTE, ctx.pipeline.name),
+            SearchAttributePair(PIPELINE_ATTRIBUTE, argument.pipeline),
             SearchAttributePair(STATUS_ATTRIBUTE, "running"),
         ])
-    label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
+    if start_delay is not None:
+        kwargs["start_delay"] = start_delay
     try:
         await temporal.start_workflow(
-            run_method, argument, id=ctx.workflow_id, task_queue=settings.task_queue,
+            SegmentRunWorkflow.run, argument, id=workflow_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{ctx.pipeline.name}: {label or ctx.run_id}", **kwargs)
+            static_summary=summary, **kwargs)
     except WorkflowAlreadyStartedError:
-        return  # an idempotent retry of a run that already finished
+        return False
+    return True
+
+
+async def record_start_failure(pool: asyncpg.Pool, run_id: str) -> None:
+    """``run.failed`` with ``start_failed`` for an accepted run Temporal did not take.
+
+    Keyed ``run.start_failed``, so a retried request records it once; the run's read model
+    says it failed instead of showing it running for ever.
+    """
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.start_failed", type=RUN_FAILED, actor="api",
+            data={"status": "failed", "error": {"code": "start_failed",
+                                                "message": "could not start the workflow"}},
+        )])
+
+
+async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, ctx: StartContext,
+                 argument: Any) -> None:
+    label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
+    try:
+        await start_run_workflow(temporal, settings, argument, workflow_id=ctx.workflow_id,
+                                 summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
     except Exception as err:
         log.warning("could not start workflow %s: %r", ctx.workflow_id, err)
-        async with pool.acquire() as conn:
-            await append_events(conn, [NewEvent(
-                run_id=ctx.run_id, key="run.start_failed", type=RUN_FAILED, actor="api",
-                data={"status": "failed", "error": {"code": "start_failed",
-                                                    "message": "could not start the workflow"}},
-            )])
+        await record_start_failure(pool, ctx.run_id)
         raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
                                          details={"run_id": ctx.run_id}) from err
 

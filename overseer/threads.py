@@ -41,12 +41,6 @@ from typing import Any
 
 import asyncpg
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -1040,9 +1034,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
+    from overseer.runs import start_run_workflow
     from workflows.run_base import GraphRunInput
-    from workflows.segment_run import SegmentRunWorkflow
-    from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
                               run["thread_id"])
@@ -1088,20 +1081,11 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
         metadata=metadata, submitted_by=run["created_by"] or "unknown",
         search_attributes=settings.search_attributes_enabled, thread_id=thread_id)
-    extra: dict[str, Any] = {}
-    if settings.search_attributes_enabled:
-        extra["search_attributes"] = TypedSearchAttributes([
-            SearchAttributePair(PIPELINE_ATTRIBUTE, pipeline.name),
-            SearchAttributePair(STATUS_ATTRIBUTE, "running")])
-    if kwargs.get("after_seconds"):  # Temporal holds the run's first task until then
-        extra["start_delay"] = timedelta(seconds=float(kwargs["after_seconds"]))
+    delay = float(kwargs.get("after_seconds") or 0)  # Temporal holds the first task until then
     try:
-        await temporal.start_workflow(
-            SegmentRunWorkflow.run, argument,
-            id=wid, task_queue=settings.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{pipeline.name}: thread {thread_id}", **extra)
+        await start_run_workflow(temporal, settings, argument, workflow_id=wid,
+                                 summary=f"{pipeline.name}: thread {thread_id}",
+                                 start_delay=timedelta(seconds=delay) if delay else None)
     except RPCError as err:
         logger.warning("queued run not started: Temporal did not answer",
                        extra={"run_id": run_id, "error": err.message})

@@ -29,12 +29,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 from temporalio.client import WorkflowFailureError
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.pricing import stream as events
@@ -53,7 +47,7 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
-from overseer.runs import send_update
+from overseer.runs import record_start_failure, send_update, start_run_workflow
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -84,7 +78,6 @@ from services.api.schemas.pricing import (
 from workflows.approval import DecisionInput
 from workflows.run_base import GraphRunInput
 from workflows.segment_run import SegmentRunWorkflow
-from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 log = logging.getLogger("overseer.api.chat")
 router = APIRouter(prefix="/api/v1/chat", tags=["chat"])
@@ -441,26 +434,13 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
     inp = GraphRunInput(run_id=run_id, pipeline=PIPELINE, input=encode(state), options=options,
                         submitted_by=principal.subject,
                         search_attributes=settings.search_attributes_enabled)
-    kwargs: dict[str, Any] = {}
-    if settings.search_attributes_enabled:
-        kwargs["search_attributes"] = TypedSearchAttributes([
-            SearchAttributePair(PIPELINE_ATTRIBUTE, PIPELINE),
-            SearchAttributePair(STATUS_ATTRIBUTE, "running"),
-        ])
     try:
-        await temporal.start_workflow(
-            SegmentRunWorkflow.run, inp, id=workflow_id,
-            task_queue=settings.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"pricing: {body.message[:80]}", **kwargs)
+        await start_run_workflow(temporal, settings, inp, workflow_id=workflow_id,
+                                 summary=f"pricing: {body.message[:80]}")
     except Exception as err:
-        from temporalio.exceptions import WorkflowAlreadyStartedError
-
-        if isinstance(err, WorkflowAlreadyStartedError):
-            return
         log.warning("could not start pricing workflow", extra={"run_id": run_id,
                                                                "error": repr(err)})
+        await record_start_failure(pool, run_id)  # accepted: its failure is on record
         raise DependencyUnavailableError("Temporal is unavailable; the plan was not started",
                                          details={"thread_id": run_id}) from err
 

@@ -216,23 +216,21 @@ def test_a_run_may_ask_for_a_durability_and_nothing_else():
         request_options({"durability": "fast"})
 
 
-def test_the_api_starts_a_segments_pipeline_on_segment_run_workflow(test_settings):
-    """``POST /v1/pipelines/{name}/runs`` starts ``SegmentRunWorkflow``, with the process's
-    ``OVERSEER_DURABILITY`` unless the run's metadata asks for another (unset: the workflow's
-    choice)."""
+def test_a_runs_durability_is_its_own_or_the_processs(test_settings):
+    """``POST /v1/pipelines/{name}/runs`` gives the run the process's ``OVERSEER_DURABILITY``
+    unless the run's metadata asks for another (unset: the workflow's choice)."""
     from overseer.runs import StartContext, _graph_run
 
     pipeline = get_registry().get("seg_constructs")
     ctx = StartContext(pipeline=pipeline, run_id=str(uuid.uuid4()), workflow_id="w",
                        subject="alice", metadata={"durability": "sync"}, settings=test_settings,
                        input={"topic": "a"})
-    method, argument = _graph_run(ctx)
-    assert method is SegmentRunWorkflow.run
-    assert argument.options["durability"] == "sync"
+    argument = _graph_run(ctx)
+    assert argument.pipeline == "seg_constructs" and argument.options["durability"] == "sync"
     ctx.metadata = {}
-    assert _graph_run(ctx)[1].options["durability"] is test_settings.durability is None
+    assert _graph_run(ctx).options["durability"] is test_settings.durability is None
     ctx.settings = test_settings.model_copy(update={"durability": "exit"})
-    assert _graph_run(ctx)[1].options["durability"] == "exit"
+    assert _graph_run(ctx).options["durability"] == "exit"
 
 
 async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_server, db,
