@@ -1242,7 +1242,9 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
                         not snap.get("decided") and asyncio.get_running_loop().time() < deadline:
                     await asyncio.sleep(0.1)
                     continue
-                raise _refusal(cause) from err
+                from overseer.runs import refusal  # the one mapping, as /v1 decides
+
+                raise refusal(cause, row["status"]) from err
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     raise NotAwaitingApprovalError("the thread's run is gone") from err
@@ -1310,18 +1312,6 @@ async def _applied(temporal: Client, row: asyncpg.Record, update: Any, note: str
         result.add_done_callback(lambda t: t.cancelled() or t.exception())
         if not result.done():
             result.cancel()
-
-
-def _refusal(cause: BaseException | None) -> OverseerError:
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else {}
-        details = details if isinstance(details, dict) else {"detail": details}
-        if cause.type == "not_awaiting_approval":
-            return NotAwaitingApprovalError(cause.message, details=details)
-        if cause.type == "claimed_by_other":
-            return ConflictError(cause.message, details={"code": cause.type, **details})
-        return InvalidRequestError(cause.message, details={"code": cause.type, **details})
-    return NotAwaitingApprovalError("the resume was refused")
 
 
 async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record,

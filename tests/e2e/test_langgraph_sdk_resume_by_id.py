@@ -4,7 +4,8 @@ The ``parallel_approvals`` graph pauses on two interrupts at once (one per branc
 segments (a plain graph's default), one resume map naming both answers them together,
 as LangGraph does, with plain LangGraph's result. One at a time, the gate asks them
 oldest id first; a resume map naming the other one or an answered one is refused with a
-stable code, and nothing is decided. Node by node, a map naming several is refused.
+stable code, and nothing is decided. A resume on an approval another reviewer claimed is
+refused with the same code as the admin API gives (``claimed_by_other``).
 """
 
 from __future__ import annotations
@@ -84,3 +85,20 @@ async def test_one_resume_map_answers_parallel_interrupts_together(stack: Stack)
     payload = requested[0]["data"]["payload"]
     assert len(payload["other_interrupts"]) == 1
     assert {payload["item"], payload["other_interrupts"][0]["value"]["item"]} == {"a", "b"}
+
+
+async def test_a_resume_on_an_approval_another_reviewer_claimed_is_claimed_by_other(stack: Stack):
+    client = sdk(stack, "submitter")
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "approvals", input={"topic": "claimed"})
+    run_id = (await client.runs.list(tid))[-1]["run_id"]
+    with stack.client("reviewer") as rita:  # rita claims it through the admin API
+        assert rita.post(f"/v1/admin/approvals/{run_id}/claim").status_code == 200
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # sam resumes it through the SDK
+        await sdk(stack, "reviewer2").runs.wait(tid, "approvals",
+                                                command={"resume": {"approved": True}})
+    assert refused.value.response.status_code == 409
+    body = refused.value.response.json()
+    assert body["code"] == "claimed_by_other" and body["details"]["claimed_by"] == "rita"
+    state = await client.threads.get_state(tid)
+    assert state["interrupts"]  # nothing was decided

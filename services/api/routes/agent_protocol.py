@@ -45,12 +45,14 @@ from temporalio.client import Client
 from overseer import threads
 from overseer.errors import (
     ConflictError,
+    InvalidFieldEditsError,
     InvalidRequestError,
     NotAwaitingApprovalError,
     NotFoundError,
     OverseerError,
     PermissionDeniedError,
 )
+from overseer.pipelines import DecisionRefusedError
 from services.api import agent_auth
 from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 from services.api.routes.langgraph_api import AgentPrincipal, ThreadReader, _create, _with_keepalives
@@ -94,6 +96,8 @@ PROTOCOL_CODES: tuple[tuple[type[OverseerError], str], ...] = (
     (threads.StreamModeUnsupportedError, "not_supported"),
     (PermissionDeniedError, "permission_denied"),
     (InvalidRequestError, "invalid_argument"),
+    (DecisionRefusedError, "invalid_argument"),
+    (InvalidFieldEditsError, "invalid_argument"),
     (NotFoundError, "invalid_argument"),
     (ConflictError, "invalid_argument"),
 )
