@@ -1365,6 +1365,12 @@ async def _closed(temporal: Client, graph_id: str, run_id: str) -> None:
 
 async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, run_id: str,
                            subject: str) -> None:
+    """Cancel a run's workflow and put its cancellation on record at once.
+
+    The event has the key of the run's own ending (``run.finished``), so whichever of this
+    and the workflow's own ``run.cancelled`` (or an ending it reached first) is written
+    first is the run's one terminal event; a workflow already gone is recorded here.
+    """
     handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
     try:
         await handle.cancel()
@@ -1376,8 +1382,8 @@ async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, 
                                      uuid.UUID(run_id))
         if status not in ("completed", "rejected", "failed", "cancelled"):
             await append_events(conn, [NewEvent(
-                run_id=run_id, key="run.cancelled", type=RUN_CANCELLED, actor=f"api:{subject}",
-                data={"status": "cancelled", "outcome": None,
+                run_id=run_id, key="run.finished", type=RUN_CANCELLED, actor=f"api:{subject}",
+                data={"status": "cancelled", "outcome": "cancelled",
                       "snapshot": {"outcome": "cancelled"}})])
 
 

@@ -9,6 +9,7 @@ a resume racing the admin API, rejoining a stream, cancel and a wrong key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
 import time
 from typing import Annotated, Any
@@ -231,7 +232,7 @@ async def test_rejoin_a_stream_after_a_disconnect_without_duplicates(stack: Stac
     assert rest[-1].event == "end"
 
 
-async def test_cancel_a_paused_run_and_a_wrong_key(stack: Stack):
+async def test_cancel_a_paused_run_and_a_wrong_key(stack: Stack, dev_server: Any):
     client = sdk(stack, "submitter")
     tid = (await client.threads.create())["thread_id"]
     run = await client.runs.create(tid, "approvals", input={"topic": "stop"})
@@ -243,6 +244,12 @@ async def test_cancel_a_paused_run_and_a_wrong_key(stack: Stack):
     assert thread["status"] == "idle"
     with stack.client("admin") as admin:
         assert admin.get(f"/v1/runs/{run['run_id']}").json()["status"] == "cancelled"
+        # the API and the workflow both record the cancellation: one terminal event all the same
+        with contextlib.suppress(Exception):  # the workflow ends cancelled
+            await dev_server.client.get_workflow_handle(f"approvals-{run['run_id']}").result()
+        endings = [e for e in admin.get(f"/v1/runs/{run['run_id']}/events").json()["items"]
+                   if e["type"] in ("run.completed", "run.failed", "run.cancelled")]
+        assert [e["type"] for e in endings] == ["run.cancelled"]
     wrong = get_client(url=stack.base_url, api_key="not-a-key")
     with pytest.raises(httpx.HTTPStatusError) as err:
         await wrong.threads.create()
