@@ -8,7 +8,10 @@ started twice. A start that fails is recorded (``run.failed`` with ``start_faile
 answered 503: nothing accepted is silently dropped.
 
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
-schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
+schema snapshot, options from settings) builds its input with ``Pipeline.make_input``. Every
+starter of a run — this service, an Agent Server thread's run (:mod:`overseer.threads`) and
+pricing's chat — starts its workflow through :func:`start_run_workflow`, and every decision
+refused by a run's gate is mapped to the API's error by :func:`refusal`.
 """
 
 from __future__ import annotations
