@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
@@ -68,3 +69,26 @@ async def event_types(pool: asyncpg.Pool, run_id: str) -> list[str]:
     rows = await pool.fetch("SELECT type FROM events WHERE run_id = $1 ORDER BY seq",
                             uuid.UUID(run_id))
     return [r["type"] for r in rows]
+
+
+AGREEMENT = Path(__file__).resolve().parents[1] / "examples" / "due_diligence" / \
+    "crunchbase_data_license.txt"
+"""The README's due-diligence example: a real commercial data licence (``licensedcode-data``)."""
+
+
+async def submit_agreement(pool: asyncpg.Pool, temporal: Any, settings: Settings, *,
+                           metadata: dict[str, Any], idempotency_key: str | None = None) -> Any:
+    """Submit :data:`AGREEMENT` to ``due_diligence`` through the run service, as the API does.
+
+    Returns:
+        The run service's ``Submitted`` (``run_id``; the workflow id is
+        ``due_diligence-<run_id>``).
+
+    Raises:
+        overseer.errors.DependencyUnavailableError: Temporal did not take the start.
+    """
+    from overseer.runs import Upload, submit_run
+
+    return await submit_run(pool, temporal, settings, pipeline_name="due_diligence",
+                            subject="alice", metadata=metadata, idempotency_key=idempotency_key,
+                            upload=Upload(AGREEMENT.read_bytes(), "agreement.txt", "text/plain"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import cycle
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,14 +21,11 @@ from langchain_core.messages import AIMessage
 from activities import llm
 from activities.due_diligence.agent import _settings, run_clause_agent, verify_quote
 from activities.due_diligence.text import sentences
-from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from overseer.store.events import fetch_events
 from services.worker.main import build_worker
-from tests.helpers import assert_eventually
+from tests.helpers import AGREEMENT, assert_eventually, submit_agreement
 
-AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
-    "crunchbase_data_license.txt"
 INVENTED = ("Licensee shall indemnify Crunchbase against every claim of any kind whatsoever "
             "arising anywhere in the universe.")
 
@@ -99,10 +95,7 @@ async def test_model_quotes_are_verified_in_a_real_run(dev_server, db, task_queu
     settings = Settings(environment="test", task_queue=task_queue)
     text = AGREEMENT.read_text()
     async with build_worker(client, task_queue=task_queue):
-        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
-                               subject="alice", metadata={"require_signoff": False},
-                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
-                                             "text/plain"))
+        run = await submit_agreement(db, client, settings, metadata={"require_signoff": False})
         handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
         result = await handle.result()
     assert result["status"] == "completed", result
@@ -151,11 +144,8 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
     client = dev_server.client
     settings = Settings(environment="test", task_queue=task_queue)
     async with build_worker(client, task_queue=task_queue):
-        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
-                               subject="alice",
-                               metadata={"require_signoff": False, "llm_budget_tokens": 100},
-                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
-                                             "text/plain"))
+        run = await submit_agreement(
+            db, client, settings, metadata={"require_signoff": False, "llm_budget_tokens": 100})
         handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
 
         async def at_the_budget_stop() -> dict[str, Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from itertools import cycle, repeat
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,9 +28,8 @@ from activities.due_diligence.nodes import ingestion
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.report import render_report
 from activities.due_diligence.text import sentences
+from tests.helpers import AGREEMENT, submit_agreement
 
-AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
-    "crunchbase_data_license.txt"
 PROSE = "Sure! Here is my analysis: the contract looks fine."
 USAGE = {"input_tokens": 200, "output_tokens": 20, "total_tokens": 220}
 
@@ -237,7 +235,6 @@ async def test_offline_the_label_is_rules_and_nothing_fell_back() -> None:
 
 async def test_a_real_run_records_the_fallbacks_in_its_result_and_final_event(
         dev_server: Any, db: Any, task_queue: str, factory: list[RecordingFake]) -> None:
-    from overseer.runs import Upload, submit_run
     from overseer.settings import Settings
     from overseer.store.events import fetch_events
     from services.worker.main import build_worker
@@ -246,10 +243,7 @@ async def test_a_real_run_records_the_fallbacks_in_its_result_and_final_event(
     client = dev_server.client
     settings = Settings(environment="test", task_queue=task_queue)
     async with build_worker(client, task_queue=task_queue):
-        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
-                               subject="alice", metadata={"require_signoff": False},
-                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
-                                             "text/plain"))
+        run = await submit_agreement(db, client, settings, metadata={"require_signoff": False})
         done = await client.get_workflow_handle(f"due_diligence-{run.run_id}").result()
     assert done["status"] == "completed", done
     result, clauses = done["result"], done["output"]["clauses"]

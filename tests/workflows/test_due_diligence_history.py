@@ -10,26 +10,20 @@ from pathlib import Path
 
 from temporalio.worker import Replayer
 
-from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
-from tests.helpers import assert_eventually
+from tests.helpers import assert_eventually, submit_agreement
 from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
-AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
-    "crunchbase_data_license.txt"
 
 
 async def test_due_diligence_with_sign_off_replays(dev_server, db, task_queue):
     client = dev_server.client
     settings = Settings(environment="test", task_queue=task_queue)
     async with build_worker(client, task_queue=task_queue):
-        run = await submit_run(db, client, settings, pipeline_name="due_diligence",
-                               subject="alice", metadata={"require_signoff": True},
-                               upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
-                                             "text/plain"))
+        run = await submit_agreement(db, client, settings, metadata={"require_signoff": True})
         handle = client.get_workflow_handle(f"due_diligence-{run.run_id}")
 
         async def awaiting():

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,12 +20,11 @@ from activities import segments
 from activities.due_diligence.graph import build_due_diligence_graph
 from activities.due_diligence.pipeline import PIPELINE
 from overseer.pipelines import Registry, set_registry
-from overseer.runs import Upload, retry_run, submit_run
+from overseer.runs import retry_run
 from overseer.settings import Settings
 from services.worker.main import build_worker
+from tests.helpers import submit_agreement
 
-AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
-    "crunchbase_data_license.txt"
 BROKEN = {"on": True}
 
 
@@ -67,9 +65,7 @@ async def test_failed_agent_keeps_partial_results_and_retry_resumes_at_it(
     settings = Settings(environment="test", task_queue=task_queue)
     BROKEN["on"] = True
     async with build_worker(client, task_queue=task_queue):
-        first = await submit_run(db, client, settings, pipeline_name="due_diligence",
-                                 subject="alice", metadata={}, upload=Upload(
-                                     AGREEMENT.read_bytes(), "agreement.txt", "text/plain"))
+        first = await submit_agreement(db, client, settings, metadata={})
         with pytest.raises(WorkflowFailureError):
             await client.get_workflow_handle(f"due_diligence-{first.run_id}").result()
         row = await db.fetchrow("SELECT status, result, error FROM runs WHERE run_id = $1",

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from overseer.errors import DependencyUnavailableError
-from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
-
-AGREEMENT = Path(__file__).resolve().parents[2] / "examples" / "due_diligence" / \
-    "crunchbase_data_license.txt"
+from tests.helpers import submit_agreement
 
 
 async def test_a_run_temporal_refuses_to_start_is_recorded_failed_once(dev_server, db,
@@ -30,10 +26,7 @@ async def test_a_run_temporal_refuses_to_start_is_recorded_failed_once(dev_serve
     key = f"start-failure-{uuid.uuid4()}"
     for _ in range(2):  # the client retries with the same key
         with pytest.raises(DependencyUnavailableError):
-            await submit_run(db, refusing, settings, pipeline_name="due_diligence",
-                             subject="alice", metadata={}, idempotency_key=key,
-                             upload=Upload(AGREEMENT.read_bytes(), "agreement.txt",
-                                           "text/plain"))
+            await submit_agreement(db, refusing, settings, metadata={}, idempotency_key=key)
     rows = await db.fetch("SELECT run_id, status, error FROM runs WHERE idempotency_key = $1",
                           key)
     assert len(rows) == 1
