@@ -8,10 +8,11 @@ started twice. A start that fails is recorded (``run.failed`` with ``start_faile
 answered 503: nothing accepted is silently dropped.
 
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
-schema snapshot, options from settings) builds its input with ``Pipeline.make_input``. Every
-starter of a run — this service, an Agent Server thread's run (:mod:`overseer.threads`) and
-pricing's chat — starts its workflow through :func:`start_run_workflow`, and every decision
-refused by a run's gate is mapped to the API's error by :func:`refusal`.
+schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
+Every starter of a run — this service, an Agent Server thread's run
+(:mod:`overseer.threads`) and a pipeline's own routes (``Pipeline.router``) — starts its
+workflow through :func:`start_run_workflow`, and every decision refused by a run's gate is
+mapped to the API's error by :func:`refusal`.
 """
 
 from __future__ import annotations
@@ -333,11 +334,12 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
                              start_delay: timedelta | None = None) -> bool:
     """Start a run's ``SegmentRunWorkflow`` (idempotent): the one place a run's workflow starts.
 
-    Every starter — ``/v1`` submissions and retries, an Agent Server thread's run, pricing's
-    chat — goes through here (a split's child runs are started by their parent workflow).
-    The starter sets the search attributes (``OverseerPipeline``, ``OverseerStatus=running``),
-    so the workflow upserts none; conflict policy ``USE_EXISTING`` and reuse policy
-    ``REJECT_DUPLICATE`` map a retried request to the same run and start nothing twice.
+    Every starter — ``/v1`` submissions and retries, an Agent Server thread's run, a
+    pipeline's own routes (``Pipeline.router``) — goes through here (a split's child runs
+    are started by their parent workflow). The starter sets the search attributes
+    (``OverseerPipeline``, ``OverseerStatus=running``), so the workflow upserts none;
+    conflict policy ``USE_EXISTING`` and reuse policy ``REJECT_DUPLICATE`` map a retried
+    request to the same run and start nothing twice.
 
     Args:
         temporal: the client.
