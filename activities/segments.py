@@ -17,8 +17,9 @@ keyed by the task's superstep and path (:class:`TaskSteps`), the same when a sup
 again, so a node execution is recorded once.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
-task (written as it finishes), a heartbeat naming the node in progress, and the segment's
-result names the nodes it ran.
+task (handed to a writer beside the loop as it finishes, a superstep's in one commit, all
+in the log before the segment reports: :class:`NodeEvents`), a heartbeat naming the node
+in progress, and the segment's result names the nodes it ran.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow`, every run's workflow (``/v1``
 runs and Agent Server runs alike): the five reference pipelines and every graph of a
@@ -28,6 +29,7 @@ runs and Agent Server runs alike): the five reference pipelines and every graph 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +74,8 @@ EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
 """LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -329,7 +333,7 @@ def _retried(error: BaseException) -> bool:
 
 async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
                       started: dict[str, tuple[str, float]], wall_started: dict[str, int],
-                      where: TaskSteps) -> list[str]:
+                      where: TaskSteps, out: NodeEvents) -> list[str]:
     """After a failure or a stop: ``node.completed`` for this attempt's tasks LangGraph kept.
 
     A task that finished as another task of its superstep failed (or was stopped at the
@@ -351,8 +355,8 @@ async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
             name, began = started.pop(task.id)
             seconds = time.perf_counter() - began
             _observe(call, task.id, name, seconds, wall_started.pop(task.id, None))
-            await _node_completed(call, task.id, name, seconds * 1000, where.of(task.id),
-                                  task.result)
+            _node_completed(out, call, task.id, name, seconds * 1000, where.of(task.id),
+                            task.result)
     return failed
 
 
@@ -481,12 +485,14 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     last_step: list[str] = []  # the nodes of the latest superstep (an interrupt_after stop)
     beats = None if local else asyncio.create_task(_heartbeats(call, started, ran, inner))
     stopped: BudgetStop | None = None
+    nodes = NodeEvents()  # node.completed, written beside the loop
+    ended = False  # the loop ended or stopped at the budget (else the segment fails)
     try:
         async for ns, mode, chunk in app.astream(
                 graph_input, start, stream_mode=modes, durability=call.durability,
                 subgraphs=True, context=call.context, **breakpoints):
             if ns and mode == "tasks":  # a subgraph node starts or ends
-                await _inner_task(call, ns, chunk, inner, where)
+                _inner_task(call, ns, chunk, inner, where, nodes)
             if ns and not subgraphs:
                 continue
             if mode == "messages":  # a token (or a node's whole message), live to the API
@@ -529,13 +535,14 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                     if before is None:  # no values chunk yet (a resume): the last checkpoint's
                         before = (await app.aget_state(config)).values
                     view = snapshot_of_node({**before, **chunk["result"]})
-                await _node_completed(call, task_id, name, seconds * 1000,
-                                      where.of(task_id), chunk.get("result"), view)
+                _node_completed(nodes, call, task_id, name, seconds * 1000,
+                                where.of(task_id), chunk.get("result"), view)
+        ended = True
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
-        stopped = err
+        stopped, ended = err, True
     except Exception as err:
         try:
-            failed = await _kept_tasks(app, config, call, started, wall_started, where)
+            failed = await _kept_tasks(app, config, call, started, wall_started, where, nodes)
         except Exception:  # noqa: BLE001 - the state unreadable (a database outage): raise err
             failed = []
         node = failed[0] if failed else next(iter(started.values()), ("?", 0.0))[0]
@@ -552,6 +559,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     finally:  # every chat-model call a node made is in the run's ledger, failed ones too
         if beats is not None:
             beats.cancel()
+        if not ended:  # what finished before the failure is recorded all the same
+            await nodes.close(quiet=True)
         if tokens is not None:  # committed before the segment reports (or fails and retries)
             await tokens.close()
         if own is not None:  # published before the segment reports
@@ -559,7 +568,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         await record_ledger(call.run_id, "segment", f"segment{call.segment}"
                             + (f".{call.leg}" if call.leg else ""), meter)
     if stopped is not None:
-        await _kept_tasks(app, config, call, started, wall_started, where)
+        await _kept_tasks(app, config, call, started, wall_started, where, nodes)
+    await nodes.close()  # in the log before the segment reports
     state = await app.aget_state(config)
     values = await claim_checked(state.values)
     extra: dict[str, Any] = {}
@@ -712,8 +722,9 @@ def node_path(ns: tuple[str, ...], name: str) -> str:
     return "/".join([*(part.partition(":")[0] for part in ns), name])
 
 
-async def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, Any],
-                      inner: dict[str, tuple[str, float, int]], where: TaskSteps) -> None:
+def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, Any],
+                inner: dict[str, tuple[str, float, int]], where: TaskSteps,
+                out: NodeEvents) -> None:
     """A subgraph node's ``tasks`` chunk: note its start, or record it once it finished.
 
     One ``node.completed`` per execution, keyed by the steps and paths of its enclosing
@@ -730,7 +741,7 @@ async def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, A
     if chunk.get("error") is None and not chunk.get("interrupts"):
         seconds = time.perf_counter() - began
         _observe(call, task_id, path, seconds, wall or None)
-        await _node_completed(call, task_id, path, seconds * 1000, where.of(task_id))
+        _node_completed(out, call, task_id, path, seconds * 1000, where.of(task_id))
 
 
 async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:
@@ -870,9 +881,9 @@ class TaskSteps(BaseCallbackHandler):
         return self._where.get(task_id)
 
 
-async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_ms: float,
-                          where: str | None, update: Any = None,
-                          view: dict[str, Any] | None = None) -> None:
+def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
+                    duration_ms: float, where: str | None, update: Any = None,
+                    view: dict[str, Any] | None = None) -> None:
     """``node.completed`` for one finished task, once per node execution.
 
     Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
@@ -880,9 +891,9 @@ async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_m
     the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
     progress node (``Pipeline.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
     result: the channels it wrote) with the run's progress instead
-    (:func:`activities.graph_nodes.progress_snapshot`).
+    (:func:`activities.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
+    off the graph's path (:class:`NodeEvents`).
     """
-    from activities.events import append_from_activity
     from overseer.pipelines import get_registry
 
     data: dict[str, Any] = {"node": node, "duration_ms": round(duration_ms, 3),
@@ -895,6 +906,58 @@ async def _node_completed(call: SegmentCall, task_id: str, node: str, duration_m
         else None
     if progress is not None:
         data["snapshot"] = progress
-    await append_from_activity([NewEvent(
+    out.add(NewEvent(
         run_id=call.run_id, key=f"node.completed:{node}:{where or task_id}", type=NODE_COMPLETED,
-        actor=f"activity:{node}", data=data)])
+        actor=f"activity:{node}", data=data))
+
+
+class NodeEvents:
+    """A segment's ``node.completed`` events, written beside the graph's loop, in batches.
+
+    :meth:`add` hands an event over without waiting; one background write at a time appends
+    everything handed over since the last write in one transaction
+    (:func:`activities.events.append_from_activity`). So LangGraph's next superstep does not
+    wait for Postgres, and the nodes of a superstep cost one commit, not one each. A node's
+    event reaches the log a write later than its ``tasks`` chunk reaches the loop (a few
+    milliseconds); :meth:`close` writes the rest before the segment reports. Ids are uuid5
+    of the run and the key, so a retried segment writes none twice.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[NewEvent] = []
+        self._writing: asyncio.Task[None] | None = None
+
+    def add(self, event: NewEvent) -> None:
+        """Queue ``event``; start a write unless one is under way (or the last one failed)."""
+        self._pending.append(event)
+        if self._writing is None or (self._writing.done() and not self._writing.cancelled()
+                                     and self._writing.exception() is None):
+            self._writing = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        from activities.events import append_from_activity
+
+        while self._pending:
+            batch, self._pending = self._pending, []
+            await append_from_activity(batch)
+
+    async def close(self, *, quiet: bool = False) -> None:
+        """Write what is queued and wait for it.
+
+        Args:
+            quiet: log a failed write instead of raising it (the segment is failing anyway,
+                with its own error).
+
+        Raises:
+            asyncpg.PostgresError, OSError: a write failed (the segment fails; Temporal
+                retries it).
+        """
+        try:
+            if self._writing is not None:
+                await self._writing
+            await self._drain()
+        except Exception:
+            if not quiet:
+                raise
+            logger.warning("node.completed events of a failing segment not written",
+                           exc_info=True)

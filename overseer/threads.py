@@ -545,6 +545,25 @@ async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str,
     return snap
 
 
+async def workflow_closed(temporal: Client, graph_id: str, run_id: str) -> bool:
+    """True when the run's workflow has closed or is gone; Temporal's server answers alone.
+
+    A transient failure (deadline, unavailable) answers False: the caller asks again later.
+
+    Raises:
+        DependencyUnavailableError: Temporal refused the describe otherwise (503).
+    """
+    try:
+        desc = await temporal.get_workflow_handle(workflow_id(graph_id, run_id)).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return True
+        if err.status in TRANSIENT_RPC:
+            return False
+        raise DependencyUnavailableError("Temporal did not answer") from err
+    return desc.status is not None and desc.status.name != "RUNNING"
+
+
 def thread_status(snap: dict[str, Any]) -> str:
     """``idle`` | ``busy`` | ``interrupted`` | ``error`` from a workflow's state.
 
@@ -1909,11 +1928,13 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
 
 
 WAIT_SYNC_SECONDS = 5.0
-"""``runs.wait`` asks the run's workflow itself (a query) after this long without word from it
-in Postgres, then after twice as long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`): a
-run whose workflow cannot hand its state over (cancelled from the Temporal UI, a history
-recorded before hand-offs) still ends a wait. A query costs a workflow task, so a long wait
-asks less and less often (the run's status is read from Postgres every half second anyway)."""
+"""``runs.wait`` asks Temporal whether the run's workflow has closed (a describe, which the
+server answers alone) after this long without word from it in Postgres, then after twice as
+long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`); only a closed workflow is then asked
+for its state (:func:`sync_thread`'s query), so a run whose workflow could not hand its
+state over (terminated from the Temporal UI) still ends a wait. A query costs the worker a
+workflow task: asked of every waiting run, it slowed a hundred concurrent ``runs.wait`` (the
+run's status is read from Postgres every half second anyway)."""
 WAIT_SYNC_MAX_SECONDS = 120.0
 
 
@@ -1948,7 +1969,8 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
             if status not in ACTIVE_RUN_STATUSES:
                 break
             if loop.time() - asked >= every:
-                await _sync(pool, temporal, str(run["thread_id"]))
+                if await workflow_closed(temporal, run["graph_id"], wid):
+                    await _sync(pool, temporal, str(run["thread_id"]))
                 asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
                 continue
             with contextlib.suppress(TimeoutError):

@@ -286,3 +286,24 @@ def _tool_event(event: dict[str, Any]) -> dict[str, Any]:
     if isinstance(output, dict):
         output = {k: v for k, v in output.items() if k != "id"}
     return {**event, **({"output": output} if "output" in event else {})}
+
+
+async def test_a_run_terminated_in_temporal_still_ends_its_runs_wait(stack: Stack):
+    """A workflow that cannot hand its state over (terminated from the Temporal UI) ends the
+    wait: the waiting API sees it closed (a describe, no query while it runs) and reads it."""
+    from temporalio.client import Client
+
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    waiting = asyncio.ensure_future(client.runs.wait(tid, "slow_plain", input={"topic": "120"}))
+    for _ in range(100):
+        runs = await client.runs.list(tid)
+        if runs and runs[0]["status"] == "running":
+            break
+        await asyncio.sleep(0.1)
+    temporal = await Client.connect(stack.env["OVERSEER_TEMPORAL_ADDRESS"])
+    await temporal.get_workflow_handle(f"slow_plain-{runs[0]['run_id']}").terminate("test")
+    answer = await asyncio.wait_for(waiting, timeout=30)  # 120 s if nobody noticed
+    assert answer.get("trail") != ["first", "slow", "last"]
+    run = await client.runs.get(tid, runs[0]["run_id"])
+    assert run["status"] in ("interrupted", "error")  # as a cancelled run, never "running"
