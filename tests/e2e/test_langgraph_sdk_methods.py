@@ -246,3 +246,26 @@ async def test_a_thread_stream_follows_every_run_of_the_thread(stack: Stack):
                     break
         assert set(events) == {"metadata"}
         assert raw.get(f"/threads/{tid}/stream?stream_modes=everything").status_code == 422
+
+
+async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept(stack: Stack):
+    """The thread goes once the answer is sent (not before it), as the Agent Server's worker
+    deletes it after the run; ``on_completion="keep"`` keeps it."""
+    import asyncio
+
+    def thread_of(answer: Any) -> str:
+        return str(answer.headers["Content-Location"].split("/")[2])
+
+    with stack.client("submitter") as http:
+        dropped = http.post("/runs/wait", json={"assistant_id": "greeter", "input": {}, "context": {}})
+        kept = http.post("/runs/wait", json={"assistant_id": "greeter", "input": {}, "context": {},
+                                             "on_completion": "keep"})
+        assert dropped.status_code == kept.status_code == 200, dropped.text
+        assert dropped.json()["lines"][-1] == kept.json()["lines"][-1] == "bye"
+        for _ in range(50):
+            if http.get(f"/threads/{thread_of(dropped)}").status_code == 404:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the stateless run's thread was not deleted")
+        assert http.get(f"/threads/{thread_of(kept)}").json()["status"] == "idle"

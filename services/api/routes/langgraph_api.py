@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.background import BackgroundTask
 
 from overseer import assistants, threads
 from overseer.errors import (
@@ -612,18 +613,24 @@ async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal:
     """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
     body = body or {}
     run = await _create(pool, temporal, settings, principal, None, body)
+    answered: dict[str, Any] = {}
 
-    async def values_then_cleanup() -> Any:
-        values = await threads.wait_values(pool, temporal, run)
-        if body.get("on_completion", "delete") == "delete" and "__interrupt__" not in values:
+    async def values() -> Any:
+        answered["values"] = await threads.wait_values(pool, temporal, run)
+        return answered["values"]
+
+    async def clean_up() -> None:  # once the answer is sent, as the Agent Server's worker does
+        got = answered.get("values")
+        if body.get("on_completion", "delete") == "delete" and isinstance(got, dict) \
+                and "__interrupt__" not in got:
             await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
-        return values
 
-    return _waiting(values_then_cleanup(), run)
+    return _waiting(values(), run, after=clean_up)
 
 
-def _waiting(values: Any, run: Any) -> StreamingResponse:
-    """``runs/wait``'s answer: 200 at once, then the JSON values.
+def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None = None
+             ) -> StreamingResponse:
+    """``runs/wait``'s answer: 200 at once, then the JSON values; ``after`` once it is sent.
 
     A newline goes out every :data:`WAIT_KEEPALIVE_SECONDS` while the run goes on. A
     failure after the answer has started is reported in the body as
@@ -650,7 +657,8 @@ def _waiting(values: Any, run: Any) -> StreamingResponse:
                 task.cancel()
 
     return StreamingResponse(body(), media_type="application/json",
-                             headers={"Content-Location": _locations(run)["Content-Location"]})
+                             headers={"Content-Location": _locations(run)["Content-Location"]},
+                             background=BackgroundTask(after) if after is not None else None)
 
 
 @router.post("/threads/{thread_id}/runs/stream")
