@@ -84,14 +84,14 @@ bench: setup ## benchmark against the peers (docs/performance.md); ratios on std
 	  { apt-get update -qq >/dev/null 2>&1 || true; } && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; } || \
 	  echo "wrk is not installed: the API scenario uses only the Python open-loop generator"
-	$(BIN)/python -m overseer.bench $(BENCH_ARGS)
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: setup ## ruff and mypy (strict, pydantic plugin), as the house style says
 	$(BIN)/ruff check .
-	$(BIN)/mypy overseer services workflows activities observability
+	$(BIN)/mypy overseer services workflows activities observability bench
 
 examples: setup ## regenerate the documents in examples/
-	$(BIN)/python -m overseer.bench.corpus examples
+	$(BIN)/python -m bench.corpus examples
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -12,7 +12,7 @@ A :class:`ScanCalibration` maps a field value's raw confidence (its weakest word
 step function fitted with isotonic regression on the training split of the labelled scans,
 each step lowered to the one-sided 95 % Clopper-Pearson lower bound of the field accuracy
 observed on it (a step seen a few times cannot claim more than it showed). Fitting and the
-held-out figures: ``calibration_fit.py`` and docs/accuracy.md.
+held-out figures: ``bench/calibration_fit.py`` (a development script, not shipped) and docs/accuracy.md.
 
 The fitted tables ship as ``scan_calibration.json`` next to this module (read once at
 import; no pickle). A lookup is a bisection over a few dozen numbers. Stdlib only, pure

@@ -8,13 +8,13 @@ import math
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from overseer.bench import inputs
-from overseer.bench.baselines import LangGraphBaseline
-from overseer.bench.harness import cpu_per_run_ms, run_bounded
-from overseer.bench.loadgen import parse_wrk
-from overseer.bench.micro import four_step_latencies, micro_worker
-from overseer.bench.report import table, write_json
-from overseer.bench.stats import (
+from bench import inputs
+from bench.baselines import LangGraphBaseline
+from bench.harness import cpu_per_run_ms, run_bounded
+from bench.loadgen import parse_wrk
+from bench.micro import four_step_latencies, micro_worker
+from bench.report import table, write_json
+from bench.stats import (
     ScenarioResult,
     Spread,
     Trial,

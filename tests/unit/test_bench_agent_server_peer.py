@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from overseer.bench import agent_server_peer as asp
-from overseer.bench.__main__ import API_SCENARIOS, GRAPH_FUNCS, ORDER, parse
-from overseer.bench.graph_scenarios import GraphBenchConfig
-from overseer.bench.report import table
-from overseer.bench.scenarios import BenchConfig
+from bench import agent_server_peer as asp
+from bench.__main__ import API_SCENARIOS, GRAPH_FUNCS, ORDER, parse
+from bench.graph_scenarios import GraphBenchConfig
+from bench.report import table
+from bench.scenarios import BenchConfig
 
 
 def _pg_bin(root: Path, version: str, *, complete: bool = True) -> Path:

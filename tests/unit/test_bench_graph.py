@@ -11,8 +11,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from overseer.bench import graph_scenarios as gs
-from overseer.bench.__main__ import ORDER, QUICK, QUICK_SIZES, parse
+from bench import graph_scenarios as gs
+from bench.__main__ import ORDER, QUICK, QUICK_SIZES, parse
 from overseer.pipelines import builder_of, load_langgraph_json
 
 

@@ -19,7 +19,7 @@ import pytest
 from activities.document_intake.nodes import run_pipeline
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value
-from overseer.bench.corpus import LabelledDoc, labelled_set
+from bench.corpus import LabelledDoc, labelled_set
 from overseer.graph_codec import decode
 from tests.helpers import submit_document
 

@@ -6,9 +6,9 @@ confidence may lift a record over 0.9 only once a second reading confirmed that 
 ``test_calibrated_scan_reread.py``), and the value rules stop misreads at any confidence.
 
 The readings below are real: words and confidences Tesseract gave on labelled scans of the
-corpus (``overseer.bench.corpus.labelled_set``) from the *validation* seeds 201-210, never
+corpus (``bench.corpus.labelled_set``) from the *validation* seeds 201-210, never
 the training seeds 101-110 the shipped calibration was fitted on
-(``activities/document_intake/calibration_fit.py``; figures in docs/accuracy.md).
+(``bench/calibration_fit.py``; figures in docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def test_a_calibration_without_a_fallback_curve_is_refused():
 
 
 def test_the_fit_pools_into_monotone_steps_at_their_lower_bound():
-    from activities.document_intake.calibration_fit import (
+    from bench.calibration_fit import (
         FieldObservation,
         clopper_pearson_lower,
         fit_curve,

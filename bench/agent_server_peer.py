@@ -7,14 +7,14 @@ it down again:
 * Debian's PostgreSQL server binaries (``/usr/lib/postgresql/<v>/bin``) and ``redis-server``,
   installed with ``apt-get`` when missing and this process is root (as ``make bench`` does
   for ``wrk``);
-* a venv of its own (``.overseer/bench/langhost-venv``, or ``OVERSEER_BENCH_LANGHOST_VENV``),
+* a venv of its own (``.bench/langhost-venv``, or ``OVERSEER_BENCH_LANGHOST_VENV``),
   made once with ``pip install langhost==…`` and reused: langhost is MIT, ``langgraph-api``
   under it is Elastic-2.0; neither is ever a dependency of Overseer itself;
 * a throwaway Postgres cluster (``initdb`` in a temporary directory, its own port on
   127.0.0.1, run as the ``postgres`` user when this process is root: initdb refuses root)
   and a ``redis-server`` without persistence on a free port;
 * ``langhost serve`` on a generated ``langgraph.json`` whose graph is the bench's own
-  :mod:`overseer.bench.user_graph.graph` (loaded by path: same node code, same
+  :mod:`bench.user_graph.graph` (loaded by path: same node code, same
   ``BENCH_GRAPH_IO_MS`` sleep per node as Overseer runs), ready when ``/ok`` answers.
 
 Any step that cannot be done raises :class:`PeerUnavailable` with one line saying why and
@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overseer.bench import graph_scenarios as gs
-from overseer.bench import scenarios as sc
-from overseer.bench.harness import Harness, cpu_per_run_ms, run_bounded
-from overseer.bench.stats import ScenarioResult, Trial, latency_summary, load_average
-from overseer.bench.user_graph.graph import NODES
+from bench import graph_scenarios as gs
+from bench import scenarios as sc
+from bench.harness import Harness, cpu_per_run_ms, run_bounded
+from bench.stats import ScenarioResult, Trial, latency_summary, load_average
+from bench.user_graph.graph import NODES
 
 LANGHOST_REQUIREMENT = "langhost==0.11.1.post1"
 """What the peer's venv installs (pinned: the figures name this version)."""
@@ -53,7 +53,7 @@ PEER_GRAPH_ID = "bench_four_io"
 """The graph id (and default assistant id) the peer serves the bench graph under."""
 GRAPH_PY = Path(__file__).resolve().parent / "user_graph" / "graph.py"
 """The bench graph's source, loaded by path by the peer (the same file Overseer registers)."""
-DEFAULT_VENV = Path(__file__).resolve().parents[2] / ".overseer" / "bench" / "langhost-venv"
+DEFAULT_VENV = Path(__file__).resolve().parents[1] / ".overseer" / "bench" / "langhost-venv"
 """Where the peer's venv is made and reused (``OVERSEER_BENCH_LANGHOST_VENV`` overrides)."""
 VENV_ENV = "OVERSEER_BENCH_LANGHOST_VENV"
 PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -496,7 +496,7 @@ class LanghostPeer:
         """
         import psutil
 
-        from overseer.bench.harness import _cpu
+        from bench.harness import _cpu
 
         out: dict[str, float] = {}
         for name, proc in (("langhost", self._langhost), ("redis", self._redis)):
@@ -524,7 +524,7 @@ class LanghostPeer:
 def _bench_cpu() -> float:
     import psutil
 
-    from overseer.bench.harness import _cpu
+    from bench.harness import _cpu
 
     return _cpu(psutil.Process(os.getpid()))
 

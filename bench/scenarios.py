@@ -1,7 +1,7 @@
 """The benchmark scenarios: each runs Overseer beside its baseline, trial after trial.
 
-Every scenario takes the :class:`~overseer.bench.harness.Harness` of a running stack and a
-:class:`BenchConfig`, and returns a :class:`~overseer.bench.stats.ScenarioResult` whose
+Every scenario takes the :class:`~bench.harness.Harness` of a running stack and a
+:class:`BenchConfig`, and returns a :class:`~bench.stats.ScenarioResult` whose
 trials alternate which side goes first (so a burst of load from other work on the
 machine does not always hit the same side) and record the load average they started at.
 """
@@ -24,17 +24,17 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from overseer.bench import inputs
-from overseer.bench.baselines import (
+from bench import inputs
+from bench.baselines import (
     LangGraphBaseline,
     ocr_pool_async,
     render_pages_png,
     truncate_checkpoints,
 )
-from overseer.bench.harness import Harness, cpu_per_run_ms, run_bounded
-from overseer.bench.loadgen import run_wrk
-from overseer.bench.micro import four_step_latencies, micro_worker
-from overseer.bench.stats import ScenarioResult, Trial, latency_summary, load_average
+from bench.harness import Harness, cpu_per_run_ms, run_bounded
+from bench.loadgen import run_wrk
+from bench.micro import four_step_latencies, micro_worker
+from bench.stats import ScenarioResult, Trial, latency_summary, load_average
 from workflows.approval import DecisionInput
 
 
@@ -429,7 +429,7 @@ async def api_post(h: Harness, cfg: BenchConfig, *, with_worker: bool = True) ->
     for _ in range(cfg.repeats):
         load = load_average()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "overseer.bench.loadgen", "--url", h.stack.api_url,
+            sys.executable, "-m", "bench.loadgen", "--url", h.stack.api_url,
             "--token", token, "--file", f.name, "--rate", str(cfg.api_rate),
             "--seconds", str(cfg.api_seconds), stdout=subprocess.PIPE)
         out, _ = await proc.communicate()
@@ -499,7 +499,7 @@ async def due_diligence_agreement(h: Harness, cfg: BenchConfig) -> ScenarioResul
     return res
 
 
-RESUME_REQUEST = Path(__file__).resolve().parents[2] / "examples" / "resume_tailoring" / "request.json"
+RESUME_REQUEST = Path(__file__).resolve().parents[1] / "examples" / "resume_tailoring" / "request.json"
 """The README's resume_tailoring example (JSON Resume and job text from npm ``resume-schema``)."""
 
 
@@ -540,7 +540,7 @@ async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResul
     return res
 
 
-THEMATIC_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "thematic_analysis" / "reviews.csv"
+THEMATIC_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "thematic_analysis" / "reviews.csv"
 """The README's thematic_analysis example upload (brewbox reviews, CSV)."""
 THEMATIC_WINDOW = {"account_id": "brewbox", "start_date": "2024-01-01", "end_date": "2024-12-31"}
 """The README's window for it."""

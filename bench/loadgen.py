@@ -1,6 +1,6 @@
 """Open-loop HTTP load generator for the API scenario, run as its own process.
 
-``python -m overseer.bench.loadgen --url … --token … --rate 50 --seconds 20 --file form.txt``
+``python -m bench.loadgen --url … --token … --rate 50 --seconds 20 --file form.txt``
 POSTs the file as multipart to ``/v1/submissions`` at a fixed rate and prints one JSON
 line: latencies (p50/p95/p99/max, ms), status counts and the rate actually achieved.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from overseer.bench.stats import latency_summary
+from bench.stats import latency_summary
 
 
 async def open_loop(url: str, token: str, body: bytes, filename: str, *, rate: float,

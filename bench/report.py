@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from overseer.bench.stats import ScenarioResult, load_average
+from bench.stats import ScenarioResult, load_average
 
 
 def machine() -> dict[str, Any]:

@@ -39,21 +39,21 @@ class Doc:
 
 def text_pdf(seed: int, *, drop: tuple[str, ...] = ()) -> Doc:
     """A typed form with a real text layer (``drop`` leaves fields blank to force a human)."""
-    from overseer.bench import corpus
+    from bench import corpus
 
     return Doc(corpus.render_typed_pdf(corpus.make_entry(seed, drop=drop)), f"form-{seed}.pdf")
 
 
 def plain_text(seed: int) -> Doc:
     """A small plain-text form (a few KB): what the API scenario POSTs."""
-    from overseer.bench import corpus
+    from bench import corpus
 
     return Doc(corpus.render_text(corpus.make_entry(seed)), f"form-{seed}.txt")
 
 
 def scanned_pdf(seed: int) -> Doc:
     """An image-only PDF of a typed form (no text layer; every page needs OCR)."""
-    from overseer.bench import corpus
+    from bench import corpus
 
     return Doc(corpus.render_scanned_pdf(corpus.make_entry(seed), **SCAN_DEGRADE), f"scan-{seed}.pdf")
 

@@ -28,7 +28,7 @@ from activities.document_intake.batch import split_entries
 from activities.document_intake.pages import limits_from_options, load_pages
 from activities.document_intake.schema import FieldSchema
 from activities.events import append_from_activity
-from overseer.bench.inputs import graph_state
+from bench.inputs import graph_state
 from overseer.store.events import RUN_COMPLETED, NewEvent
 from workflows.run_base import GraphRunInput
 

@@ -1,8 +1,8 @@
 """Re-fit and check the scan confidence calibration (issue 28 item 3); a development script.
 
-    .venv/bin/python -m activities.document_intake.calibration_fit [--write] [--fresh]
+    .venv/bin/python -m bench.calibration_fit [--write] [--fresh]
 
-Reads the scanned documents of the labelled corpus (``overseer.bench.corpus.labelled_set``)
+Reads the scanned documents of the labelled corpus (``bench.corpus.labelled_set``)
 for disjoint sets of seeds: :data:`TRAIN_SEEDS` (the calibrator is fitted on these
 only), :data:`VALIDATION_SEEDS` (looked at while the method and its rules were developed),
 :data:`HELD_OUT_SEEDS` (scan-cal-1's held-out split, scored once in commit 47b7509 and
@@ -56,6 +56,14 @@ from activities.document_intake.routing import RoutingThresholds, route_after_pi
 from activities.document_intake.schema import FieldSchema, load_field_schema
 from activities.document_intake.validate import normalise_value
 
+
+def calibration_module_dir() -> Path:
+    """Where the runtime reads ``scan_calibration.json`` from (``activities/document_intake``)."""
+    from activities.document_intake import calibration
+
+    return Path(calibration.__file__).resolve().parent
+
+
 VERSION = "scan-cal-1"
 """Version written into the JSON; bump it when the fit or its data change."""
 TRAIN_SEEDS: tuple[int, ...] = tuple(range(101, 111))
@@ -85,7 +93,7 @@ ALPHA = 0.05
 MIN_KIND_OBSERVATIONS = 50
 """A field kind with fewer training observations uses the all-kinds curve."""
 
-CACHE_DIR = Path(__file__).resolve().parents[2] / ".overseer" / "cache" / "scan_calibration"
+CACHE_DIR = Path(__file__).resolve().parents[1] / ".overseer" / "cache" / "scan_calibration"
 OPTIONS: dict[str, Any] = {"exact_text_ocr_score": 1.0, "unknown_ocr_score": 0.5}
 RELIABILITY_BINS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.95)
 """Lower edges of the calibrated-confidence bins of the reliability table."""
@@ -140,7 +148,7 @@ def collect(seeds: Iterable[int], *, n: int = DOCS_PER_SEED) -> list[dict[str, A
 
 
 def _collect_seed(seed: int, n: int) -> list[dict[str, Any]]:
-    from overseer.bench import corpus
+    from bench import corpus
     from overseer.documents import extract_pages, sniff_kind
 
     docs = []
@@ -221,7 +229,7 @@ _SEED_DOCS: dict[tuple[int, int], list[Any]] = {}
 
 
 def _corpus_doc(doc: dict[str, Any]) -> Any:
-    from overseer.bench import corpus
+    from bench import corpus
 
     seed = int(doc["seed"])
     n = 40 if seed == TUNED_SEED else DOCS_PER_SEED
@@ -610,7 +618,7 @@ def baseline_summaries(root: Path, files: dict[str, list[Path]]) -> dict[str, di
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m activities.document_intake.calibration_fit")
+    parser = argparse.ArgumentParser(prog="python -m bench.calibration_fit")
     parser.add_argument("--write", action="store_true",
                         help=f"rewrite {CALIBRATION_FILE} with the fitted calibration")
     parser.add_argument("--baseline-root", type=Path, default=None,
@@ -632,7 +640,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.fresh:
         del sets["train"]
     if args.write:
-        Path(__file__).with_name(CALIBRATION_FILE).write_text(
+        (calibration_module_dir() / CALIBRATION_FILE).write_text(
             json.dumps(calibration.to_dict(), indent=1) + "\n", encoding="utf-8")
     baseline = None
     if args.baseline_root is not None:

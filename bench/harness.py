@@ -13,7 +13,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from activities import runtime
-from overseer.bench.inputs import Doc, store_run
+from bench.inputs import Doc, store_run
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool

@@ -1,6 +1,6 @@
 """Benchmark scenarios for a generic user graph, and the round trips every run costs.
 
-The graph (:mod:`overseer.bench.user_graph`, four async I/O nodes) is registered the way a
+The graph (:mod:`bench.user_graph`, four async I/O nodes) is registered the way a
 user registers theirs: its ``langgraph.json`` goes into ``OVERSEER_GRAPHS`` before the stack
 starts (:func:`use_bench_graphs`), so the worker, the API and this process load it through
 the one registry. Overseer runs it as the API does (:func:`overseer.runs.submit_run`: the
@@ -29,11 +29,11 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from overseer.bench import inputs
-from overseer.bench import scenarios as sc
-from overseer.bench.baselines import truncate_checkpoints
-from overseer.bench.harness import Harness, cpu_per_run_ms, run_bounded
-from overseer.bench.stats import ScenarioResult, Trial, latency_summary, load_average
+from bench import inputs
+from bench import scenarios as sc
+from bench.baselines import truncate_checkpoints
+from bench.harness import Harness, cpu_per_run_ms, run_bounded
+from bench.stats import ScenarioResult, Trial, latency_summary, load_average
 
 GRAPHS_JSON = Path(__file__).resolve().parent / "user_graph" / "langgraph.json"
 """The bench's own ``langgraph.json`` (shipped in the package; never under ``tests/``)."""
@@ -90,7 +90,7 @@ class PlainGraphPeer:
         self.app: Any = None
 
     async def __aenter__(self) -> PlainGraphPeer:
-        from overseer.bench.baselines import open_postgres_saver
+        from bench.baselines import open_postgres_saver
         from overseer.pipelines import get_registry
 
         self._pool, saver = await open_postgres_saver(self.database_url, self.pool_size)
@@ -221,7 +221,7 @@ async def round_trips(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -
 
 async def _floor_counts(h: Harness, *, runs: int) -> list[dict[str, Any]]:
     """:func:`count_history` of ``runs`` sequential four-no-op-activity workflows (the floor)."""
-    from overseer.bench.micro import MICRO_TASK_QUEUE, FourStepsWorkflow, micro_worker
+    from bench.micro import MICRO_TASK_QUEUE, FourStepsWorkflow, micro_worker
 
     out: list[dict[str, Any]] = []
     async with micro_worker(h.client):
