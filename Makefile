@@ -86,9 +86,10 @@ bench: setup ## benchmark against the peers (docs/performance.md); ratios on std
 	  echo "wrk is not installed: the API scenario uses only the Python open-loop generator"
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-lint: setup ## ruff and mypy (strict, pydantic plugin), as the house style says
+lint: setup ## ruff, mypy (strict, pydantic plugin) and the import layers (pyproject's [tool.importlinter])
 	$(BIN)/ruff check .
 	$(BIN)/mypy overseer services workflows activities observability bench
+	$(BIN)/lint-imports
 
 examples: setup ## regenerate the documents in examples/
 	$(BIN)/python -m bench.corpus examples

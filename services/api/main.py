@@ -33,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from services.worker.main import connect_client
+        from overseer.temporal_client import connect_client
 
         setup_tracing("overseer-api")
         if not settings.database_url:

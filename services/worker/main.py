@@ -24,10 +24,11 @@ from activities.events import record_events
 from activities.notify import notify_webhook
 from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
-from observability.tracing import setup_tracing, temporal_tracing_plugin
+from observability.tracing import setup_tracing
 from overseer.pipelines import get_registry, node_options
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
+from overseer.temporal_client import connect_client
 from workflows.cron_tick import CronTickWorkflow, ThreadCleanupWorkflow
 from workflows.segment_run import SegmentRunWorkflow
 
@@ -126,19 +127,6 @@ def build_worker(client: Client, *, task_queue: str,
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         graceful_shutdown_timeout=timedelta(seconds=10),
     )
-
-
-async def connect_client(settings: Settings, runtime: Any = None) -> Client:
-    """A Temporal client for the configured address and namespace, with tracing.
-
-    Args:
-        settings: address and namespace.
-        runtime: a ``temporalio.runtime.Runtime`` (e.g. one whose SDK metrics feed
-            ``/metrics``, from :func:`observability.metrics.temporal_runtime`); default: the SDK's.
-    """
-    address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
-    return await Client.connect(address, namespace=settings.temporal_namespace,
-                                plugins=[temporal_tracing_plugin()], runtime=runtime)
 
 
 async def serve(settings: Settings | None = None) -> None:
