@@ -157,12 +157,15 @@ class Pipeline:
         accepts: ``("application/json",)`` for JSON runs, or the media types of an upload.
         decisions: the decisions its human gate takes (``approve``/``reject`` by default;
             e.g. add ``revise``).
-        check_decision: ``(payload, decision[, state]) -> dict | None``: the pipeline's own
+        check_decision: ``(payload, decision, state) -> dict | None``: the pipeline's own
             refusal rules, pure and deterministic (it runs in the update validator).
             ``decision`` is the dict ``interrupt()`` will return (plus ``apply_proposal``);
-            ``state`` (when it takes a third argument) is the graph's state at the pause. Raise
-            :class:`DecisionRefusedError`; return a dict to replace fields of the decision
-            (e.g. ``updates`` merged with a proposal), or None to keep it.
+            ``state`` is the graph's state at the pause with :attr:`decides_on_state`, else
+            ``{}``. Raise :class:`DecisionRefusedError`; return a dict to replace fields of
+            the decision (e.g. ``updates`` merged with a proposal), or None to keep it.
+        decides_on_state: ``check_decision`` reads the graph's state at the pause, so each
+            segment that ends at an interrupt hands the thread's values to the workflow
+            (a larger history); False by default.
         progress_nodes: ordered nodes whose completion is progress (``"3 of 5 complete"``).
         human_gate: one line: what a reviewer decides.
         report: ``(state) -> str`` (or a coroutine function): Markdown of a run's final or
@@ -210,7 +213,9 @@ class Pipeline:
     options_model: type[BaseModel] | None = None
     accepts: tuple[str, ...] = ("application/json",)
     decisions: tuple[str, ...] = DEFAULT_DECISIONS
-    check_decision: Callable[..., dict[str, Any] | None] | None = None
+    check_decision: Callable[[Mapping[str, Any], dict[str, Any], Mapping[str, Any]],
+                             dict[str, Any] | None] | None = None
+    decides_on_state: bool = False
     progress_nodes: tuple[str, ...] = ()
     human_gate: str = "approve or reject at each interrupt"
     report: Callable[[Mapping[str, Any]], Any] | None = None
@@ -237,17 +242,8 @@ class Pipeline:
         """
         if self.check_decision is None:
             return decision
-        replaced = (self.check_decision(payload, decision, state) if self.decides_on_state
-                    else self.check_decision(payload, decision))
+        replaced = self.check_decision(payload, decision, state if self.decides_on_state else {})
         return {**decision, **(replaced or {})}
-
-    @property
-    def decides_on_state(self) -> bool:
-        """True when :attr:`check_decision` takes the graph's state at the pause (a third argument)."""
-        if self.check_decision is None:
-            return False
-        return len([p for p in inspect.signature(self.check_decision).parameters.values()
-                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 3
 
     @property
     def takes_upload(self) -> bool:

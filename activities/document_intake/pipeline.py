@@ -98,6 +98,7 @@ PIPELINE = Pipeline(
     accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
     human_gate="approve (with field edits) or reject an escalated record",
     check_decision=check_decision,
+    decides_on_state=True,  # its refusal rules read the state at the pause
     make_input=make_input,
     result=public_snapshot,
     node_snapshot=public_snapshot,

@@ -43,6 +43,7 @@ PIPELINE = Pipeline(
     human_gate=("approve (with price edits that must keep the policy) or reject a price "
                 "proposal; cancel by thread id"),
     check_decision=check_decision,
+    decides_on_state=True,  # its refusal rules read the state at the pause
     result=result,
     node_snapshot=node_snapshot,
     stream=PricingStream,

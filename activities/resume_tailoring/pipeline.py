@@ -101,12 +101,14 @@ class ResumeOptions(BaseModel):
     render_pdf: bool = False
 
 
-def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any]) -> None:
+def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any],
+                   state: Mapping[str, Any]) -> None:
     """Refuse what the seed's gate refuses (pure; runs in the update validator).
 
     Args:
         payload: the interrupt payload (:func:`~activities.resume_tailoring.graph.review_payload`).
         decision: ``{"decision", "note", "updates", "resume", "decided_by"}``.
+        state: ``{}`` (the pipeline does not read the state at the pause).
 
     Raises:
         DecisionRefusedError: ``feedback_required`` — ``revise`` with an empty note;

@@ -360,10 +360,12 @@ def apply_edits(codebook: Sequence[Mapping[str, Any]], edits: CodebookEdits) -> 
     return sorted(by_id.values(), key=lambda e: (-int(e["count"]), e["label"].casefold(), e["code_id"]))
 
 
-def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any]) -> None:
+def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any],
+                   state: Mapping[str, Any]) -> None:
     """The pipeline's refusal rule for the codebook review (runs in the update validator).
 
-    Only an ``approve`` carries edits; they must fit the codebook shown in ``payload``.
+    Only an ``approve`` carries edits; they must fit the codebook shown in ``payload``
+    (``state`` is ``{}``: the pipeline does not read the state at the pause).
 
     Raises:
         DecisionRefusedError: ``invalid_codebook_edits`` with every problem in ``details``.

@@ -96,18 +96,18 @@ async def test_escalation_timeout_finalizes_unapproved():
 @pytest.mark.parametrize("note", ["", "   ", None])
 def test_revise_without_feedback_is_refused(note):
     with pytest.raises(DecisionRefusedError) as err:
-        check_decision({"revision": 0, "max_revisions": 3}, _decision("revise", note or ""))
+        check_decision({"revision": 0, "max_revisions": 3}, _decision("revise", note or ""), {})
     assert err.value.code == "feedback_required"
     assert err.value.http_status == 422
 
 
 def test_revise_past_max_revisions_is_refused():
     with pytest.raises(DecisionRefusedError) as err:
-        check_decision({"revision": 3, "max_revisions": 3}, _decision("revise", "shorter"))
+        check_decision({"revision": 3, "max_revisions": 3}, _decision("revise", "shorter"), {})
     assert err.value.code == "max_revisions_reached"
-    check_decision({"revision": 2, "max_revisions": 3}, _decision("revise", "shorter"))
-    check_decision({"revision": 3, "max_revisions": 3}, _decision("approve"))
-    check_decision({"revision": 3, "max_revisions": 3}, _decision("reject"))
+    check_decision({"revision": 2, "max_revisions": 3}, _decision("revise", "shorter"), {})
+    check_decision({"revision": 3, "max_revisions": 3}, _decision("approve"), {})
+    check_decision({"revision": 3, "max_revisions": 3}, _decision("reject"), {})
 
 
 async def test_gate_refusal_matches_the_payload_the_run_shows():
@@ -117,7 +117,7 @@ async def test_gate_refusal_matches_the_payload_the_run_shows():
     assert payload["revision"] == 1
     assert payload["decisions"] == ["approve", "reject"]
     with pytest.raises(DecisionRefusedError, match="approve or reject"):
-        check_decision(payload, _decision("revise", "one more please"))
+        check_decision(payload, _decision("revise", "one more please"), {})
 
 
 def test_pipeline_declaration():

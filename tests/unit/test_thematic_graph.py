@@ -265,18 +265,19 @@ async def test_codebook_review_interrupt_and_edits_are_applied():
 
     with pytest.raises(DecisionRefusedError) as refused:
         PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
-            "merge": [[keep]], "rename": {"c_nope": "x"}, "delete": [keep], "split": []}})
+            "merge": [[keep]], "rename": {"c_nope": "x"}, "delete": [keep], "split": []}}, {})
     assert refused.value.code == "invalid_codebook_edits"
     with pytest.raises(DecisionRefusedError, match="unknown code id c_nope"):
-        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {"delete": ["c_nope"]}})
+        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {"delete": ["c_nope"]}},
+                                {})
     with pytest.raises(DecisionRefusedError, match="both deleted and merged or renamed"):
         PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
-            "delete": [keep], "rename": {keep: "x"}}})
+            "delete": [keep], "rename": {keep: "x"}}}, {})
 
     decision = {"decision": "approve", "note": "tidy", "resume": None, "decided_by": "reviewer:ann",
                 "updates": {"merge": [[keep, absorbed]], "rename": {keep: "Renamed code"},
                             "delete": [dropped]}}
-    PIPELINE.check_decision(payload, decision)  # valid: no error
+    PIPELINE.check_decision(payload, decision, {})  # valid: no error
     done = await graph.ainvoke(Command(resume=decision), config)
     final = {c["code_id"]: c for c in done["codebook"]}
     assert final[keep]["label"] == "Renamed code"
