@@ -402,13 +402,14 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     """Pipelines named in one ``langgraph.json`` (the LangGraph CLI's format).
 
     ``graphs`` maps a name to ``"./path/file.py:attr"`` or ``"package.module:attr"``; the
-    attribute may be a :class:`Pipeline` (Overseer's declaration) or anything
-    :func:`builder_of` accepts. ``dependencies`` entries that are paths are put on
+    attribute may be a :class:`Pipeline` (Overseer's declaration, whose ``name`` must be
+    its key) or anything :func:`builder_of` accepts. ``dependencies`` entries that are paths are put on
     ``sys.path`` (packages are not installed); ``env`` (a dict or a ``.env`` file) fills
     environment variables that are not already set.
 
     Raises:
-        RegistryError: unreadable file, bad entry, import error, bad name.
+        RegistryError: unreadable file, bad entry, import error, bad name, a Pipeline whose
+            ``name`` is not its key.
     """
     path, config = _read_config(path)
     graphs = config.get("graphs")
@@ -431,7 +432,10 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
         target = _import_entry(entry, base, name)
         source = f"{path}:{name}"
         if isinstance(target, Pipeline):
-            out[name] = dataclasses.replace(target, name=name, source=source)
+            if target.name != name:
+                raise RegistryError(f"{path}: graph {name!r} is a Pipeline named "
+                                    f"{target.name!r}; the key and Pipeline.name must agree")
+            out[name] = dataclasses.replace(target, source=source)
         else:
             builder = builder_of(target, name)
             out[name] = Pipeline(name=name, graph=builder, source=source,

@@ -19,7 +19,8 @@ _USER = load_langgraph_json(Path(__file__).resolve().parents[1] / "user_graph" /
 
 
 def _segments(name: str, graph: Any = None) -> Pipeline:
-    return Pipeline(name=name, graph=graph if graph is not None else _USER[name].graph,
+    """The user's graph ``name`` (or ``graph``) as ``seg_<name>``, the key langgraph.json gives it."""
+    return Pipeline(name=f"seg_{name}", graph=graph if graph is not None else _USER[name].graph,
                     description=f"{name} as segments")
 
 
