@@ -64,7 +64,7 @@ def spec_of(pipeline: Pipeline) -> PipelineSpec:
     return PipelineSpec(
         name=pipeline.name, workflow_type="SegmentRunWorkflow", seed=pipeline.seed or "",
         description=pipeline.description, accepts=pipeline.accepts,
-        human_gate=pipeline.human_gate, submit_path=pipeline.extra.get("submit_path"))
+        human_gate=pipeline.human_gate, submit_path=pipeline.submit_path)
 
 
 CATALOGUE: Mapping[str, PipelineSpec] = _Catalogue()

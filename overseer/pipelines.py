@@ -37,7 +37,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,8 @@ class Pipeline:
         record_fields: ``() -> {name: {"label", "required"}}``: the fields of the record its
             approvals edit (payload ``record``), in display order, for the console's form.
         router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
+        submit_path: where its runs start when not at ``POST /v1/pipelines/{name}/runs``
+            (a route of its own ``router``); that generic route then answers 409 naming it.
         make_input: ``(StartContext) -> dict``: the graph's input state for a new run, when
             the default (the JSON input or ``{"document": ...}``, plus the declared
             ``run_id``/``options``/``metadata``) is not what the graph takes.
@@ -231,7 +233,7 @@ class Pipeline:
     stream: Callable[[Any], RunStream] | None = None
     worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    submit_path: str | None = None
 
     def checked_decision(self, payload: Mapping[str, Any], decision: dict[str, Any],
                          state: Mapping[str, Any]) -> dict[str, Any]:

@@ -136,10 +136,10 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         DependencyUnavailableError: Temporal did not take the start (503; recorded).
     """
     pipeline = get_registry().get(pipeline_name)
-    if pipeline.extra.get("submit_path"):
+    if pipeline.submit_path:
         raise InvalidRequestError(
-            f"runs of {pipeline.name} start at {pipeline.extra.get('submit_path')}",
-            details={"submit_path": pipeline.extra.get("submit_path")})
+            f"runs of {pipeline.name} start at {pipeline.submit_path}",
+            details={"submit_path": pipeline.submit_path})
     request_options(metadata)  # refuse bad per-run options before storing anything
     if (upload is None) == pipeline.takes_upload:
         wanted = "a file upload (multipart/form-data)" if pipeline.takes_upload else \
@@ -209,7 +209,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    if pipeline.extra.get("submit_path"):
+    if pipeline.submit_path:
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)

@@ -48,5 +48,5 @@ PIPELINE = Pipeline(
     node_snapshot=node_snapshot,
     stream=PricingStream,
     router=build_router,
-    extra={"submit_path": "/api/v1/chat"},
+    submit_path="/api/v1/chat",
 )

@@ -71,6 +71,15 @@ def test_health_tools_and_models(stack: Stack):
     assert httpx.get(f"{stack.base_url}/api/v1/chat/tools").status_code == 401
 
 
+def test_pricing_runs_start_at_the_chat_route_which_the_catalogue_names(stack: Stack):
+    with stack.client("submitter") as http:
+        refused = http.post("/v1/pipelines/pricing/runs", json={"input": {"message": "hi"}})
+        listed = {p["name"]: p for p in http.get("/v1/pipelines").json()}
+    assert refused.status_code == 422
+    assert refused.json()["details"]["submit_path"] == "/api/v1/chat"
+    assert "/api/v1/chat" in str(listed["pricing"])
+
+
 def test_simple_ask_takes_the_fast_path_in_well_under_a_second(stack: Stack):
     sub = stack.client("submitter")
     sub.post("/api/v1/chat", json={"message": "What is the optimal price for ASTR 4?"})  # warm-up
