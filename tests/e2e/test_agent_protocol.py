@@ -343,6 +343,54 @@ async def test_responses_answer_several_interrupts_in_one_run(stack: Stack,
         await pump.close()
 
 
+async def test_tasks_checkpoints_and_tools_channels_follow_a_tool_that_interrupts(
+        stack: Stack, http: httpx.AsyncClient):
+    """A prebuilt agent whose tool asks a human: LangGraph's task, checkpoint and tool-call
+    events on their channels, as plain LangGraph streams them for the same graph."""
+    thread_id = str(uuid.uuid4())
+    owner, reviewer = _key(stack, "submitter"), _key(stack, "reviewer")
+    ask = {"messages": [{"type": "human", "content": "refund order 7", "id": str(uuid.uuid4())}]}
+    assert (await _command(http, thread_id, _start(thread_id, 1, "refund_agent", ask),
+                           owner)).json()["type"] == "success"
+    pump = Sse(http, thread_id, {"channels": ["lifecycle", "input", "tasks", "checkpoints",
+                                              "tools"]}, owner)
+    try:
+        first = list(await pump.until(_terminal(1)))
+        tools = [e["params"]["data"] for e in first if e["method"] == "tools"]
+        assert [(t["event"], t["tool_name"]) for t in tools] == [("tool-started", "refund")]
+        assert tools[0]["input"] == {"order": 7, "amount": 40}  # the scripted model's call
+        tasks = [e for e in first if e["method"] == "tasks"]
+        assert [e["params"]["node"] for e in tasks if "input" in e["params"]["data"]] == \
+            ["agent", "tools"]
+        assert all(e["params"]["node"] == e["params"]["data"]["name"] for e in tasks)
+        marks = [e["params"]["data"] for e in first if e["method"] == "checkpoints"]
+        assert marks[0]["source"] == "input" and marks[0]["step"] == -1
+        assert [m["step"] for m in marks] == list(range(-1, len(marks) - 1))
+        assert all(m["parent_id"] == p["id"] for p, m in zip(marks, marks[1:], strict=False))
+        history = (await http.post(f"/threads/{thread_id}/history", json={"limit": 50},
+                                   headers=owner)).json()
+        assert {m["id"] for m in marks} <= {h["checkpoint"]["checkpoint_id"] for h in history}
+        asked = [e for e in first if e["method"] == "input.requested"][0]["params"]["data"]
+
+        respond = {"id": 2, "method": "input.respond", "params": {
+            "namespace": [], "interrupt_id": asked["interrupt_id"],
+            "response": {"approved": True}}}
+        assert (await _command(http, thread_id, respond, reviewer)).json()["type"] == "success"
+        resumed = (await pump.until(_terminal(2)))[len(first):]
+        tools = [e["params"]["data"] for e in resumed if e["method"] == "tools"]
+        assert [t["event"] for t in tools] == ["tool-started", "tool-finished"]
+        assert tools[0]["tool_call_id"] == tools[1]["tool_call_id"]
+        assert "refund of 40 for order 7 approved" in str(tools[1]["output"])
+        later = [e["params"]["data"] for e in resumed if e["method"] == "checkpoints"]
+        # as LangGraph streams a resume: the checkpoint it goes on from, then new ones
+        assert later[0] == marks[-1]
+        assert [m["step"] for m in later] == list(range(marks[-1]["step"], marks[-1]["step"]
+                                                        + len(later)))
+        assert all(m["parent_id"] == p["id"] for p, m in zip(later, later[1:], strict=False))
+    finally:
+        await pump.close()
+
+
 async def test_a_failed_run_and_a_cancelled_one_end_as_failed_and_interrupted(
         stack: Stack, http: httpx.AsyncClient):
     headers = _key(stack, "admin")

@@ -13,8 +13,11 @@ Two endpoints next to the Agent Server API of :mod:`services.api.routes.langgrap
   connection replays the thread from its current run (the oldest one queued or running,
   else the latest), then each run as it comes. Every run is ``lifecycle running``, then
   ``values`` (the full state), ``messages`` (LangGraph's token chunks as
-  ``message-start`` / ``content-block-*`` / ``message-finish``), ``updates`` and
-  ``custom``, then ``input.requested`` per interrupt and exactly one terminal
+  ``message-start`` / ``content-block-*`` / ``message-finish``), ``updates``, ``custom``,
+  ``tasks`` (LangGraph's task starts and results), ``checkpoints`` (an envelope per
+  checkpoint: ``{id, parent_id, step, source}``) and ``tools`` (LangGraph's tool-call
+  events: ``tool-started``, ``tool-output-delta``, ``tool-finished``, ``tool-error``),
+  then ``input.requested`` per interrupt and exactly one terminal
   ``lifecycle`` (``completed``, ``failed {error}`` or ``interrupted``).
 
 Runs are read with :func:`overseer.threads.run_events` (the run's durable stream and its live
@@ -63,11 +66,12 @@ router = APIRouter(tags=["agent-server"])
 
 CHANNELS = frozenset({"values", "updates", "checkpoints", "messages", "tools", "custom",
                       "lifecycle", "input", "tasks"})
-"""Channel names a stream may ask for (and ``custom:<name>``); ``checkpoints``, ``tools`` and
-``tasks`` are accepted and have no events here."""
-RUN_STREAM_MODES = ["values", "updates", "custom", "messages-tuple"]
+"""Channel names a stream may ask for (and ``custom:<name>``)."""
+RUN_STREAM_MODES = ["values", "updates", "custom", "messages-tuple", "tasks", "checkpoints",
+                    "tools"]
 """The stream modes a ``run.start`` run asks for (LangGraph's models stream tokens only for a
-run that asks for messages), and those each run is read in."""
+run that asks for messages; ``tasks``, ``checkpoints`` and ``tools`` feed those channels),
+and those each run is read in."""
 SEQ_STRIDE = 2 ** 32
 """``seq`` = the run's place on the thread (1, 2 …) × this + the event's place in its run."""
 RETRY_WINDOW_SECONDS = 300.0
@@ -417,6 +421,28 @@ class Selector:
                    for p in self.namespaces)
 
 
+def checkpoint_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
+    """The ``checkpoints`` channel's envelope of one of LangGraph's ``checkpoints`` chunks.
+
+    ``{id, parent_id?, step, source}``: the checkpoint to fork from, its parent, its
+    superstep (-1 for the input) and LangGraph's ``metadata.source`` (``input`` / ``loop``
+    / ``update`` / ``fork``); the state itself stays with ``values`` and ``state.get``.
+    """
+    def checkpoint_id(config: Any) -> str | None:
+        found = ((config or {}).get("configurable") or {}).get("checkpoint_id") \
+            if isinstance(config, dict) else None
+        return str(found) if found else None
+
+    found = chunk.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    envelope: dict[str, Any] = {"id": checkpoint_id(chunk.get("config")),
+                                "step": metadata.get("step"), "source": metadata.get("source")}
+    parent = checkpoint_id(chunk.get("parent_config"))
+    if parent:
+        envelope["parent_id"] = parent
+    return envelope
+
+
 def _prefix(namespace: list[str], prefix: list[str]) -> bool:
     """``prefix`` segment by segment; ``"fetcher"`` also matches ``"fetcher:abc"``."""
     return len(prefix) <= len(namespace) and all(
@@ -591,6 +617,13 @@ class RunTranslator:
             pieces.append(("lifecycle", {"event": "running", "graph_name": self.graph}, (), None))
         elif kind == "messages":
             pieces += self._chunk(data, namespace)
+        elif kind in ("tasks", "tools") and isinstance(data, dict):
+            # LangGraph's own chunks: a task's start or result; a tool call's tool-started /
+            # tool-output-delta / tool-finished / tool-error, as the protocol names them
+            node = data.get("name") if kind == "tasks" else None
+            pieces.append((kind, data, namespace, str(node) if node else None))
+        elif kind == "checkpoints" and isinstance(data, dict):
+            pieces.append(("checkpoints", checkpoint_envelope(data), namespace, None))
         else:
             pieces += self._close_all()
             if name == "values" and isinstance(data, dict):
