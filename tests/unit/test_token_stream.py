@@ -14,7 +14,7 @@ import asyncpg
 from langchain_core.messages import AIMessage, AIMessageChunk
 
 from overseer import token_stream
-from overseer.threads import StreamDeriver, parse_last_event_id
+from overseer.thread_streams import StreamDeriver, parse_last_event_id
 
 RUN = {"run_id": "r-1", "thread_id": "t-1", "graph_id": "chatty", "assistant_id": "a-1",
        "workflow_run_id": "w-1"}

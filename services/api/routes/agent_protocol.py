@@ -20,7 +20,7 @@ Two endpoints next to the Agent Server API of :mod:`services.api.routes.langgrap
   then ``input.requested`` per interrupt and exactly one terminal
   ``lifecycle`` (``completed``, ``failed {error}`` or ``interrupted``).
 
-Runs are read with :func:`overseer.threads.run_events` (the run's durable stream and its live
+Runs are read with :func:`overseer.thread_streams.run_events` (the run's durable stream and its live
 token rows), so every connection derives the same events in the same order: an event's
 ``event_id`` is ``"<run id>:<the run's own event id>.<j>"``, and its ``seq`` is the run's
 place on the thread times :data:`SEQ_STRIDE` plus the event's place in the run, the same on
@@ -45,7 +45,7 @@ from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from temporalio.client import Client
 
-from overseer import threads
+from overseer import thread_streams, threads
 from overseer.errors import (
     ConflictError,
     InvalidFieldEditsError,
@@ -486,8 +486,8 @@ async def thread_protocol_events(pool: asyncpg.Pool, temporal: Client,
 
     The current run is the oldest one queued or running, else the latest (a paused run's
     ``input.requested`` is replayed). Runs are read one after the other in the order they
-    were made (:func:`overseer.threads.thread_runs`, each by
-    :func:`overseer.threads.run_events`). Ends when the thread is deleted.
+    were made (:func:`overseer.thread_streams.thread_runs`, each by
+    :func:`overseer.thread_streams.run_events`). Ends when the thread is deleted.
 
     Yields:
         ``{"type": "event", "event_id", "seq", "method", "params": {"namespace",
@@ -499,7 +499,7 @@ async def thread_protocol_events(pool: asyncpg.Pool, temporal: Client,
         "ORDER BY created_at, run_id LIMIT 1", tid, list(threads.ACTIVE_RUN_STATUSES)) or \
         await pool.fetchrow("SELECT created_at, run_id FROM agent_runs WHERE thread_id = $1 "
                             "ORDER BY created_at DESC, run_id DESC LIMIT 1", tid)
-    async for run in threads.thread_runs(pool, tid, start):
+    async for run in thread_streams.thread_runs(pool, tid, start):
         place = 1 + int(await pool.fetchval(
             "SELECT count(*) FROM agent_runs WHERE thread_id = $1 AND (created_at, run_id) < "
             "($2::timestamptz, $3::uuid)", tid, run["created_at"], run["run_id"]))
@@ -511,7 +511,7 @@ async def run_protocol_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg
                               place: int) -> AsyncIterator[dict[str, Any]]:
     """One run's protocol events (see :class:`RunTranslator`), ``place`` its rank on the thread."""
     translator = RunTranslator(run, place)
-    async for source, name, data in threads.run_events(pool, temporal, run, RUN_STREAM_MODES):
+    async for source, name, data in thread_streams.run_events(pool, temporal, run, RUN_STREAM_MODES):
         out = translator.feed(source, name, data)
         if name in ("end", "error"):  # a run cancelled through the API is interrupted, not failed
             paused = name == "end" and bool(translator.interrupts)
@@ -561,7 +561,7 @@ class _OpenMessage:
 
 
 class RunTranslator:
-    """Turns one run's Agent Server events (:func:`overseer.threads.run_events`) into protocol events.
+    """Turns one run's Agent Server events (:func:`overseer.thread_streams.run_events`) into protocol events.
 
     - ``metadata`` (the run's first event) → ``lifecycle {event: "running", graph_name}``.
     - ``values`` → ``values`` (the full state without ``__interrupt__``; the state a pause

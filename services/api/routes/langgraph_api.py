@@ -27,7 +27,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, R
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from overseer import assistants, threads
+from overseer import assistants, thread_streams, threads
 from overseer.errors import (
     ConflictError,
     InvalidRequestError,
@@ -604,7 +604,7 @@ async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                    body: JsonBody = None) -> StreamingResponse:
     """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
     run = await _create(pool, temporal, settings, principal, thread_id, body or {})
-    return _waiting(threads.wait_values(pool, temporal, run), run)
+    return _waiting(thread_streams.wait_values(pool, temporal, run), run)
 
 
 @router.post("/runs/wait")
@@ -616,7 +616,7 @@ async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal:
     answered: dict[str, Any] = {}
 
     async def values() -> Any:
-        answered["values"] = await threads.wait_values(pool, temporal, run)
+        answered["values"] = await thread_streams.wait_values(pool, temporal, run)
         return answered["values"]
 
     async def clean_up() -> None:  # once the answer is sent, as the Agent Server's worker does
@@ -669,7 +669,7 @@ async def stream_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
     body = body or {}
     modes = _modes(body)
     run = await _create(pool, temporal, settings, principal, thread_id, body)
-    return _sse(run, threads.run_events(pool, temporal, run, modes))
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes))
 
 
 @router.post("/runs/stream")
@@ -679,7 +679,7 @@ async def stream_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
     body = body or {}
     modes = _modes(body)
     run = await _create(pool, temporal, settings, principal, None, body)
-    return _sse(run, threads.run_events(pool, temporal, run, modes))
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes))
 
 
 @router.get("/threads/{thread_id}/runs")
@@ -702,7 +702,7 @@ async def join_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                    temporal: TemporalDep) -> Any:
     """Block until the run ends or pauses; the thread's values, as ``runs/wait`` answers."""
     run = await threads.get_run(pool, temporal, thread_id, run_id)
-    return await threads.wait_values(pool, temporal, run)
+    return await thread_streams.wait_values(pool, temporal, run)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
@@ -716,8 +716,8 @@ async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDe
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
     modes = threads.stream_modes(named) if named \
         else _modes(kwargs or {})
-    return _sse(run, threads.run_events(pool, temporal, run, modes,
-                                        after=threads.parse_last_event_id(last_event_id)))
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes,
+                                        after=thread_streams.parse_last_event_id(last_event_id)))
 
 
 @router.get("/threads/{thread_id}/stream")
@@ -727,7 +727,7 @@ async def join_thread_stream(request: Request, thread_id: str, _: ThreadReader,
                              stream_mode: Annotated[list[str] | None, Query()] = None,
                              last_event_id: Annotated[str | None, Header()] = None,
                              ) -> StreamingResponse:
-    """``threads.join_stream``: every run of the thread as it happens (:func:`threads.thread_events`).
+    """``threads.join_stream``: every run of the thread as it happens (:func:`thread_streams.thread_events`).
 
     Modes as ``stream_modes`` (comma-separated, as the Agent Server reads it) or
     ``stream_mode`` (as the SDKs send it): ``run_modes`` (default), ``lifecycle``,
@@ -740,8 +740,8 @@ async def join_thread_stream(request: Request, thread_id: str, _: ThreadReader,
     modes = [m.strip() for m in (stream_modes or "").split(",") if m.strip()] + \
         [m for m in stream_mode or [] if m]
     modes = modes or ["run_modes"]
-    threads.check_thread_stream_modes(modes)
-    events = threads.thread_events(pool, temporal, thread_id, modes, after=last_event_id)
+    thread_streams.check_thread_stream_modes(modes)
+    events = thread_streams.thread_events(pool, temporal, thread_id, modes, after=last_event_id)
     return StreamingResponse(_with_keepalives(request, events), media_type="text/event-stream",
                              headers={"Cache-Control": "no-store"})
 

@@ -1,0 +1,629 @@
+"""Reading Agent Server runs and threads: their streams, ``runs.wait`` and ``join``.
+
+A run (a row of ``agent_runs``, :mod:`overseer.threads`) reads its stretch of a
+``SegmentRunWorkflow``'s durable stream together with the live rows its segments write
+(tokens, custom writes, LangGraph's chunks: :mod:`overseer.token_stream`), derived into the
+Agent Server's events by :class:`StreamDeriver` (:func:`run_events`); a thread's stream is
+its runs in order (:func:`thread_events`, :func:`thread_runs`); ``runs.wait`` and ``join``
+wait on Postgres for the run's hand-off (:func:`wait_values`). The thread model itself (runs
+started, queued, resumed, cancelled; the hand-off) is :mod:`overseer.threads`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from overseer.errors import InvalidRequestError
+from overseer.graph_codec import to_jsonable
+from overseer.pipelines import get_registry
+from overseer.threads import (
+    ACTIVE_RUN_STATUSES,
+    MESSAGE_TYPES,
+    RUN_ENDINGS,
+    SEGMENT_STREAM_MODES,
+    _json,
+    _run_error,
+    _sync,
+    _uuid,
+    advance_queue,
+    asks_for_messages,
+    get_thread,
+    stream_modes,
+    sync_thread,
+    workflow_closed,
+    workflow_id,
+)
+
+# --- reading a run's segment of the stream -----------------------------------------------------
+
+
+def parse_last_event_id(value: str | None) -> tuple[int, int, int] | None:
+    """An SSE id as a sortable key: ``"k.j"`` → ``(k, 1, j)``; a token's ``"k.tN"`` → ``(k, 0, N)``.
+
+    ``k.j`` is the ``j``-th event made from durable stream item ``k``; ``k.tN`` is token row
+    ``N``, due before item ``k`` (:mod:`overseer.token_stream`). None for a missing or
+    malformed id (read from the start).
+    """
+    if not value:
+        return None
+    item, _, sub = value.partition(".")
+    try:
+        if sub.startswith("t"):
+            return int(item), 0, int(sub[1:])
+        return int(item), 1, int(sub or 0)
+    except ValueError:
+        return None
+
+
+async def _live_messages(pool: asyncpg.Pool, run: asyncpg.Record) -> bool:
+    """Whether the run's segments write LangGraph's ``messages`` chunks (tokens) for it.
+
+    They do when the run that started its workflow asked for ``messages`` or
+    ``messages-tuple`` (LangGraph attaches its messages handler, and models stream, only
+    then); a resume keeps what its start asked.
+    """
+    start = run if run["run_id"] == run["workflow_run_id"] else await pool.fetchrow(
+        "SELECT kwargs FROM agent_runs WHERE run_id = $1", run["workflow_run_id"])
+    return start is not None and asks_for_messages(
+        (_json(start["kwargs"]) or {}).get("stream_mode"))
+
+
+async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
+                        poll_cooldown: timedelta) -> AsyncIterator[tuple[Any, ...]]:
+    """The workflow's durable stream from offset 0: ``("item", offset, kind, data)`` entries.
+
+    Ends after the run's ending: the first ``interrupt``/``end``/``error`` item at or after
+    its ``from_offset`` (those before it end earlier runs of the same workflow); or with
+    one ``("fail", sse id, error payload)`` entry when the stream ends without one or
+    Temporal cannot be read.
+    """
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+    from workflows.run_base import STREAM_TOPIC
+
+    offset, errors = 0, 0
+    while True:
+        client = WorkflowStreamClient.create(temporal, wid)
+        try:
+            async for item in client.subscribe([STREAM_TOPIC], from_offset=offset,
+                                               poll_cooldown=poll_cooldown):
+                offset, errors = item.offset + 1, 0
+                event = item.data if isinstance(item.data, dict) else {}
+                yield "item", item.offset, event.get("event"), event.get("data")
+                if event.get("event") in RUN_ENDINGS and item.offset >= run["from_offset"]:
+                    return
+            yield "fail", f"{offset}.0", {"error": "run_ended",
+                                          "message": "the run ended without a final event"}
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                cancelled = run["status"] == "interrupted"
+                yield "fail", f"{offset}.0", (
+                    {"error": "run_cancelled", "message": "the run was cancelled before it started"}
+                    if cancelled else {"error": "not_found", "message": "run not found"})
+                return
+            errors += 1
+            if errors > 5:
+                yield "fail", f"{offset}.0", {"error": "dependency_unavailable",
+                                              "message": "Temporal did not answer"}
+                return
+            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+
+
+async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
+                       workflow_run_id: str, first: int) -> AsyncIterator[tuple[Any, ...]]:
+    """``items`` with the run's token rows between them: ``("token", seq, base, data)``.
+
+    A token is given as soon as its row is written (a ``NOTIFY`` wakes the reader, or a
+    poll every :data:`overseer.token_stream.POLL_SECONDS`), and always before the durable
+    item at its ``stream_base``: the segment commits its tokens before it reports, so when
+    item ``k`` arrives every token due before it can be read.
+    """
+    from overseer import token_stream
+
+    queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for entry in items:
+                await queue.put(entry)
+        except Exception as err:  # noqa: BLE001 - raised again by the reader below
+            await queue.put(("raise", err))
+
+    feed = token_stream.listener(pool)
+    wake = await feed.watch(workflow_run_id)
+    pumping = asyncio.create_task(pump())
+    getting: asyncio.Task[tuple[Any, ...]] | None = None
+    last_seq, offset = 0, 0  # offset: the next durable item not yet given
+    try:
+        while True:
+            if getting is None:
+                getting = asyncio.create_task(queue.get())
+            woken = asyncio.create_task(wake.wait())
+            done, _ = await asyncio.wait({getting, woken}, timeout=token_stream.POLL_SECONDS,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            wake.clear()
+            entry: tuple[Any, ...] | None = None
+            if getting in done:
+                entry, getting = getting.result(), None
+            bound = entry[1] if entry is not None and entry[0] == "item" else offset
+            for row in await token_stream.read_tokens(pool, workflow_run_id, last_seq, bound):
+                last_seq = row["seq"]
+                yield "token", row["seq"], row["stream_base"], _json(row["data"])
+            if entry is None:
+                continue
+            if entry[0] == "raise":
+                raise entry[1]
+            yield entry
+            if entry[0] != "item" or (entry[2] in RUN_ENDINGS and entry[1] >= first):
+                return
+            offset = entry[1] + 1
+    finally:
+        for task in (pumping, getting):
+            if task is not None:
+                task.cancel()
+        await feed.unwatch(workflow_run_id, wake)
+
+
+async def _started(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record
+                   ) -> tuple[asyncpg.Record | None, dict[str, Any] | None]:
+    """``(the run's row once it left the queue, None)``, or ``(row or None, error payload)``.
+
+    A run still ``pending`` (queued behind another) is started here if its turn came
+    (:func:`overseer.threads.advance_queue`), else waited for. The error is ``not_found`` for a run deleted
+    meanwhile, or why a queued run was refused when its turn came (it never started).
+    """
+    while run["status"] == "pending":
+        await advance_queue(pool, temporal, str(run["thread_id"]))
+        fresh = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", run["run_id"])
+        if fresh is None:
+            return None, {"error": "not_found", "message": "the run was deleted"}
+        run = fresh
+        if run["status"] == "pending":
+            await asyncio.sleep(0.25)
+    failed = (_json(run["kwargs"]) or {}).get("error")
+    if run["status"] == "error" and failed:
+        return run, failed
+    return run, None
+
+
+async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
+                     modes: list[str], *, after: tuple[int, int, int] | None = None,
+                     poll_cooldown: timedelta = timedelta(milliseconds=30),
+                     ) -> AsyncIterator[tuple[str | None, str, Any]]:
+    """``(sse id, event, data)`` of a run in the SDK's shapes, from its first offset (or after ``after``).
+
+    ``metadata`` first (fresh reads only), then per ``modes`` what :class:`StreamDeriver`
+    makes of each durable stream item; ``error`` or ``end`` last. The workflow's stream is
+    read from offset 0 (items before the run's segment only feed the deriver, so a rejoin
+    derives exactly what the first read did); ids are ``"<item offset>.<j>"``. For a run
+    started with ``messages`` / ``messages-tuple``, those come from LangGraph's own
+    ``messages`` mode as the segment writes them (tokens while the model streams; ids
+    ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`), and ``custom`` writes come
+    the same way, as the nodes make them. A run still ``pending``
+    (queued behind another) is started here if its turn came (:func:`overseer.threads.advance_queue`).
+    """
+    if after is None:
+        yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
+    started, failed = await _started(pool, temporal, run)
+    if started is None or failed is not None:
+        yield "0.0", "error", failed
+        return
+    run = started
+    first = run["from_offset"]
+    live = await _live_messages(pool, run)
+    deriver = StreamDeriver(run, modes, live_messages=live)
+    wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
+    entries = _stream_items(temporal, wid, run, poll_cooldown)
+    entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)  # chunks, tokens
+    # and custom writes come as rows (overseer.token_stream)
+    async for entry in entries:
+        if entry[0] == "fail":
+            yield entry[1], "error", entry[2]
+            return
+        if entry[0] == "token":
+            _, seq, base, data = entry
+            out = deriver.token(data, base)
+            if base < first:
+                continue
+            for name, payload in out:
+                if after is None or (base, 0, seq) > after:
+                    yield f"{base}.t{seq}", name, payload
+            continue
+        _, offset, kind, data = entry
+        out = deriver.feed(offset, kind, data)
+        if offset < first:
+            continue
+        for j, (name, payload) in enumerate(out):
+            if after is None or (offset, 1, j) > after:
+                yield f"{offset}.{j}", name, payload
+        if kind in RUN_ENDINGS:
+            return
+
+
+THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
+"""``GET /threads/{id}/stream`` modes, as the Agent Server names them."""
+THREAD_STREAM_POLL_SECONDS = 0.5
+"""How often a thread stream with no run in progress looks for the thread's next run."""
+
+
+def check_thread_stream_modes(modes: list[str]) -> None:
+    """Refuse a thread stream mode the Agent Server does not have.
+
+    Raises:
+        InvalidRequestError: an unknown mode (422, ``details.unknown``).
+    """
+    unknown = [m for m in modes if m not in THREAD_STREAM_MODES]
+    if unknown:
+        raise InvalidRequestError(f"thread stream modes are {THREAD_STREAM_MODES}",
+                                  details={"field": "stream_modes", "unknown": unknown})
+
+
+async def thread_runs(pool: asyncpg.Pool, thread_id: uuid.UUID,
+                      first: asyncpg.Record | None = None) -> AsyncIterator[asyncpg.Record]:
+    """The thread's runs (``agent_runs`` rows) in the order they were made, then each new one.
+
+    From ``first`` (a row with its ``created_at`` and ``run_id``) on, or from the thread's
+    first run. With none left, the thread is looked at again every
+    :data:`THREAD_STREAM_POLL_SECONDS`; the iteration ends when the thread is deleted.
+    Shared by the thread streams (:func:`thread_events`, the protocol's in
+    :mod:`services.api.routes.agent_protocol`).
+    """
+    seen: set[uuid.UUID] = set()
+    while True:
+        rows = [r for r in await pool.fetch(
+            "SELECT * FROM agent_runs WHERE thread_id = $1 AND ($2::timestamptz IS NULL "
+            "OR (created_at, run_id) >= ($2::timestamptz, $3::uuid)) ORDER BY created_at, run_id",
+            thread_id, first["created_at"] if first else None, first["run_id"] if first else None)
+            if r["run_id"] not in seen]
+        if not rows:
+            if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1",
+                                   thread_id) is None:
+                return  # the thread was deleted
+            await asyncio.sleep(THREAD_STREAM_POLL_SECONDS)
+            continue
+        seen.add(rows[0]["run_id"])
+        yield rows[0]
+
+
+async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        modes: list[str], after: str | None = None,
+                        ) -> AsyncIterator[tuple[str | None, str, Any]]:
+    """``GET /threads/{id}/stream``: every run of the thread in order, then each new one as it comes.
+
+    Each run's events are what its own stream gives (:func:`run_events`, in the stream
+    modes the run asked for), its ``end`` replaced by ``metadata`` ``{"status":
+    "run_done", "run_id"}``; ids are ``"<run id>:<the run's own event id>"``, so
+    ``after`` (a ``Last-Event-ID``) resumes inside the run it names. ``modes``:
+    ``run_modes`` (every event, the default), ``lifecycle`` (only ``metadata``: a run's
+    start and its ``run_done``); ``state_update`` is accepted and has no events here.
+    The stream ends when the thread is deleted; otherwise the client closes it.
+
+    Raises:
+        InvalidRequestError: an unknown mode (422).
+    """
+    check_thread_stream_modes(modes)
+    everything = "run_modes" in modes
+    resume_run: uuid.UUID | None = None
+    resume_at: str | None = None
+    if after and ":" in after:
+        head, _, tail = after.partition(":")
+        resume_run, resume_at = _uuid(head, "run"), tail
+    tid = _uuid(thread_id)
+    first = None if resume_run is None else await pool.fetchrow(  # the runs before it are behind
+        "SELECT created_at, run_id FROM agent_runs WHERE run_id = $1", resume_run)
+    async for run in thread_runs(pool, tid, first):
+        rid = str(run["run_id"])
+        inner = resume_at if run["run_id"] == resume_run else None
+        if inner == "done":
+            continue
+        kwargs = _json(run["kwargs"]) or {}
+        try:
+            run_modes = stream_modes(kwargs.get("stream_mode"))
+        except InvalidRequestError:
+            run_modes = ["values"]
+        async for event_id, name, data in run_events(
+                pool, temporal, run, run_modes, after=parse_last_event_id(inner)):
+            if name == "end":
+                break
+            if everything or name == "metadata":
+                yield f"{rid}:{event_id}" if event_id else None, name, data
+        yield f"{rid}:done", "metadata", {"status": "run_done", "run_id": rid}
+
+
+class StreamDeriver:
+    """Turns a ``SegmentRunWorkflow``'s durable stream items into the Agent Server's events.
+
+    - ``values`` / ``updates`` / ``custom``: the item itself, when its mode is asked for.
+    - ``interrupt``: ``updates`` (``{"__interrupt__": [...]}``), ``values`` (the last
+      values plus ``__interrupt__``), then ``end``, in LangGraph's own order at a pause.
+    - ``messages-tuple`` (``messages`` events, ``[message, metadata]``) and ``messages``
+      (``messages/metadata`` then ``messages/complete``): every LangChain message a node
+      returns in its update, once per message id, as LangGraph's ``stream_mode="messages"``
+      emits a node's output messages (``StreamMessagesHandler.on_chain_end``: messages
+      already in the node's input are not emitted again). Nodes run in activities, so there
+      are no token chunks: each message comes whole, after its node finished, before the
+      ``values`` of its step. A message returned without an id gets the id the graph's
+      reducer gave it (read from the next ``values``).
+    - ``tasks`` / ``checkpoints`` / ``debug`` (graphs that run as segments): LangGraph's own
+      chunks, as its ``astream`` gave them to the segment.
+    - ``<mode>|<namespace>`` (``stream_subgraphs``, graphs that run as segments): a
+      subgraph's chunk in an asked mode, under the Agent Server's event name.
+    - ``error`` → ``error`` ``{error, message}``; ``end`` → ``end``.
+    """
+
+    def __init__(self, run: asyncpg.Record, modes: list[str], *,
+                 live_messages: bool = False) -> None:
+        """Derive for ``run`` (its ids go into message metadata) in ``modes``.
+
+        ``live_messages``: the run's messages come from LangGraph's own ``messages`` mode
+        (:meth:`token`; a graph that runs as segments), not from its nodes' updates.
+        """
+        self.modes = set(modes)
+        self.tuples = "messages-tuple" in self.modes
+        self.messages = self.tuples or "messages" in self.modes
+        self.live = live_messages
+        self.last_values: Any = {}
+        self.known: set[str] = set()
+        self.pending: list[tuple[str, dict[str, Any], int, int]] = []
+        self.partial: dict[str, Any] = {}
+        self.base_metadata = {"run_id": str(run["run_id"]), "thread_id": str(run["thread_id"]),
+                              "graph_id": run["graph_id"], "assistant_id": run["assistant_id"]}
+        self.workflow_run_id = str(run["workflow_run_id"])
+
+    def feed(self, offset: int, kind: str | None, data: Any) -> list[tuple[str, Any]]:
+        """The events one stream item gives (possibly none)."""
+        out: list[tuple[str, Any]] = []
+        if kind == "values":
+            out += self._flush(data)
+            self.last_values = data
+            self.known |= {m["id"] for m in _messages_in(data) if m.get("id")}
+            if "values" in self.modes:
+                out.append(("values", data))
+        elif kind == "updates":
+            if "updates" in self.modes:
+                out.append(("updates", data))
+            if self.messages and not self.live and isinstance(data, dict):
+                for node, update in data.items():
+                    self.pending += [(node, m, offset, i)
+                                     for i, m in enumerate(_messages_in(update))]
+        elif kind in ("custom", *SEGMENT_STREAM_MODES):
+            if kind in self.modes:
+                out.append((kind, data))
+        elif kind is not None and "|" in kind:  # a subgraph's chunk (stream_subgraphs)
+            if kind.split("|", 1)[0] in self.modes:
+                out.append((kind, data))
+        elif kind == "interrupt":  # as LangGraph streams a pause: updates, then values
+            out += self._flush(None)
+            if "updates" in self.modes:
+                out.append(("updates", {"__interrupt__": data}))
+            if "values" in self.modes:
+                out.append(("values", {**(self.last_values if isinstance(self.last_values, dict)
+                                          else {}), "__interrupt__": data}))
+            out.append(("end", None))
+        elif kind == "error":
+            out += self._flush(None)
+            data = data or {}
+            out.append(("error", {"error": data.get("code", "error"),
+                                  "message": data.get("message", "")}))
+        elif kind == "end":
+            out += self._flush(None)
+            out.append(("end", None))
+        return out
+
+    def token(self, data: Any, base: int = 0) -> list[tuple[str, Any]]:
+        """The events of one live row: a token, a custom write or one of LangGraph's chunks.
+
+        Rows are ``[message, metadata]`` (``messages``), ``{"custom": …}`` or
+        ``{"item": mode, "data": …}``. A chunk row (``values``, ``updates`` … as the
+        segment's loop made it; ``base`` is the segment's stream base) is derived as a
+        durable item of that kind would be (:meth:`feed`). A ``custom`` row (a node's
+        ``get_stream_writer()`` write) is a ``custom`` event (``custom|<namespace>`` from a
+        subgraph) when ``custom`` is asked for.
+
+        As the Agent Server sends them: ``messages`` ``[message, metadata]`` for
+        ``messages-tuple``; for ``messages``, ``messages/metadata`` the first time a message
+        id is seen, then ``messages/partial`` with the message so far (chunks of one id
+        added up, as a whole message) or ``messages/complete`` for a whole message.
+        """
+        if isinstance(data, dict) and "item" in data:  # a chunk of the segment's loop
+            return self.feed(base, str(data["item"]), data.get("data"))
+        if isinstance(data, dict) and "custom" in data:  # a node's get_stream_writer() write
+            if "custom" not in self.modes:
+                return []
+            return [("|".join(["custom", *map(str, data.get("ns") or [])]), data["custom"])]
+        if not self.messages or not isinstance(data, list) or len(data) not in (2, 3):
+            return []
+        message, metadata = data[0], data[1]
+        if not isinstance(message, dict):
+            return []
+        metadata = {**(metadata if isinstance(metadata, dict) else {}), **self.base_metadata}
+        mid = str(message.get("id") or "")
+        if self.tuples:  # a subgraph's: "messages|<namespace>", as the Agent Server names it
+            self.known.add(mid)
+            name = "|".join(["messages", *map(str, data[2])]) if len(data) == 3 else "messages"
+            return [(name, [message, metadata])]
+        out: list[tuple[str, Any]] = []
+        if mid not in self.known:
+            self.known.add(mid)
+            out.append(("messages/metadata", {mid: {"metadata": metadata}}))
+        if str(message.get("type", "")).endswith("Chunk"):
+            self.partial[mid] = _added(self.partial.get(mid), message)
+            return [*out, ("messages/partial", [_whole(self.partial[mid])])]
+        self.partial.pop(mid, None)
+        return [*out, ("messages/complete", [message])]
+
+    def _flush(self, values: Any) -> list[tuple[str, Any]]:
+        """The messages of the step that ``values`` closes (ids resolved against ``values``)."""
+        out: list[tuple[str, Any]] = []
+        fresh = [m for m in _messages_in(values) if m.get("id") and m["id"] not in self.known]
+        for node, message, offset, index in self.pending:
+            mid = message.get("id")
+            if not mid:
+                match = next((m for m in fresh if m.get("type") == message.get("type")
+                              and m.get("content") == message.get("content")), None)
+                if match is not None:
+                    fresh.remove(match)
+                    mid = match["id"]
+                else:  # the reducer kept no trace of it: an id stable across reads
+                    mid = str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                         f"overseer:{self.workflow_run_id}:{offset}:{index}"))
+                message = {**message, "id": mid}
+            if mid in self.known:
+                continue
+            self.known.add(mid)
+            metadata = {**self.base_metadata, "langgraph_node": node}
+            if self.tuples:
+                out.append(("messages", [message, metadata]))
+            else:
+                out.append(("messages/metadata", {mid: {"metadata": metadata}}))
+                out.append(("messages/complete", [message]))
+        self.pending = []
+        return out
+
+
+def _added(so_far: Any, chunk: dict[str, Any]) -> Any:
+    """A message chunk (JSON) added to the chunks of its id so far (LangChain's ``+``)."""
+    from langchain_core.messages import AIMessageChunk
+
+    if chunk.get("type") != "AIMessageChunk":
+        return chunk  # another chunk type: the latest stands for the message so far
+    piece = AIMessageChunk.model_validate(chunk)
+    return piece if so_far is None else so_far + piece
+
+
+def _whole(message: Any) -> dict[str, Any]:
+    """The message so far as a whole message's JSON (``type: ai``), as ``messages/partial`` shows it."""
+    from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
+
+    if isinstance(message, BaseMessageChunk):
+        whole = to_jsonable(message_chunk_to_message(message))
+        return whole if isinstance(whole, dict) else {}
+    return dict(message)
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in MESSAGE_TYPES and "content" in value
+
+
+def _messages_in(value: Any) -> list[dict[str, Any]]:
+    """LangChain messages (JSON form) in a node's update or a state.
+
+    The value itself, a list of them, or a top-level key holding one or a list (where
+    LangGraph's messages mode looks).
+    """
+    if _is_message(value):
+        return [value]
+    if isinstance(value, list):
+        found: list[dict[str, Any]] = [v for v in value if _is_message(v)]
+        for v in value:  # a node's several updates in one step
+            if isinstance(v, dict) and not _is_message(v):
+                found += _messages_in(v)
+        return found
+    found = []
+    if isinstance(value, dict):
+        for v in value.values():
+            if _is_message(v):
+                found.append(v)
+            elif isinstance(v, list):
+                found += [item for item in v if _is_message(item)]
+    return found
+
+
+WAIT_SYNC_SECONDS = 5.0
+"""``runs.wait`` asks Temporal whether the run's workflow has closed (a describe, which the
+server answers alone) after this long without word from it in Postgres, then after twice as
+long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`); only a closed workflow is then asked
+for its state (:func:`overseer.threads.sync_thread`'s query), so a run whose workflow could not hand its
+state over (terminated from the Temporal UI) still ends a wait. A query costs the worker a
+workflow task: asked of every waiting run, it slowed a hundred concurrent ``runs.wait`` (the
+run's status is read from Postgres every half second anyway)."""
+WAIT_SYNC_MAX_SECONDS = 120.0
+
+
+async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record) -> Any:
+    """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``.
+
+    Waits on Postgres, not on the workflow's stream: the run's workflow writes the thread's
+    state and the run's status when it pauses on an interrupt or ends (:func:`overseer.threads.hand_off`)
+    and a ``NOTIFY`` wakes the wait; after :data:`WAIT_SYNC_SECONDS` without word it asks
+    the workflow (:func:`overseer.threads.sync_thread`'s query), then less and less often. A pipeline with
+    its own stream protocol (which hands nothing over) is followed on its stream.
+    """
+    from overseer import token_stream
+
+    if get_registry().get(run["graph_id"]).stream is not None:
+        return await _wait_following_stream(pool, temporal, run)
+    started, failed = await _started(pool, temporal, run)
+    if started is None or failed is not None:
+        return {"__error__": failed}
+    run = started
+    wid = str(run["workflow_run_id"])
+    feed = token_stream.listener(pool)
+    wake = await feed.watch(wid)
+    loop = asyncio.get_running_loop()
+    asked, every = loop.time(), WAIT_SYNC_SECONDS
+    try:
+        while True:
+            status = await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                                         run["run_id"])
+            if status is None:
+                return {"__error__": {"error": "not_found", "message": "the run was deleted"}}
+            if status not in ACTIVE_RUN_STATUSES:
+                break
+            if loop.time() - asked >= every:
+                if await workflow_closed(temporal, run["graph_id"], wid):
+                    await _sync(pool, temporal, str(run["thread_id"]))
+                asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), token_stream.POLL_SECONDS)
+            wake.clear()
+    finally:
+        await feed.unwatch(wid, wake)
+    if status == "error":
+        return {"__error__": await _run_error(pool, wid)}
+    # at an interrupt, reading the workflow's state shows it (the resume that follows may
+    # answer it); an ended run's state is already the thread's
+    thread = await (sync_thread(pool, temporal, str(run["thread_id"])) if status == "interrupted"
+                    else get_thread(pool, str(run["thread_id"])))
+    values = _json(thread["values"]) or {}
+    interrupts = sorted((i for found in (_json(thread["interrupts"]) or {}).values()
+                         for i in found), key=lambda i: str(i.get("id")))
+    if status == "interrupted" and interrupts:
+        return {**(values if isinstance(values, dict) else {}), "__interrupt__": interrupts}
+    return values
+
+
+async def _wait_following_stream(pool: asyncpg.Pool, temporal: Client,
+                                 run: asyncpg.Record) -> Any:
+    """:func:`wait_values` by reading the run's durable stream to its ending."""
+    ending: tuple[str, Any] = ("end", None)
+    interrupts: Any = None
+    async for _, name, data in run_events(pool, temporal, run, ["updates"]):
+        if name == "updates" and isinstance(data, dict) and "__interrupt__" in data:
+            interrupts = data["__interrupt__"]
+        if name in ("end", "error"):
+            ending = (name, data)
+            break
+    thread = await sync_thread(pool, temporal, str(run["thread_id"]))
+    await pool.execute("UPDATE agent_runs SET status = $2, updated_at = now() WHERE run_id = $1 "
+                       "AND status = ANY($3)", run["run_id"],
+                       "error" if ending[0] == "error" else
+                       "interrupted" if interrupts else "success", list(ACTIVE_RUN_STATUSES))
+    values = _json(thread["values"]) or {}
+    if ending[0] == "error":
+        return {"__error__": ending[1]}
+    if interrupts:
+        return {**(values if isinstance(values, dict) else {}), "__interrupt__": interrupts}
+    return values
