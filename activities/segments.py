@@ -18,8 +18,9 @@ again, so a node execution is recorded once.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
 task (handed to a writer beside the loop as it finishes, a superstep's in one commit, all
-in the log before the segment reports: :class:`NodeEvents`), a heartbeat naming the node
-in progress, and the segment's result names the nodes it ran.
+in the log before the segment reports: :class:`NodeEvents`; a retried segment writes those
+a crash lost from the run's checkpoints: :func:`recoverable_tasks`), a heartbeat naming
+the node in progress, and the segment's result names the nodes it ran.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow`, every run's workflow (``/v1``
 runs and Agent Server runs alike): the five reference pipelines and every graph of a
@@ -448,10 +449,15 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                         else decode(call.input) if call.input is not None else None)
     start = config if not call.checkpoint_id else {  # a run from a past checkpoint forks there
         **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
+    nodes = NodeEvents()  # node.completed, written beside the loop
     if activity.info().attempt > 1 or call.go_on:
         graph_input, resumed = await _retry_input(app, config, call, graph_input)
         if resumed:
             start = config  # on from this run's own latest checkpoint
+    if activity.info().attempt > 1:  # a crash may have lost events of nodes that finished
+        for task, key in await recoverable_tasks(app, config, call.run_id):
+            _node_completed(nodes, call, str(task.id), str(task.name), None, key,
+                            task.result, recovered=True)
     local = activity.info().is_local
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
@@ -485,7 +491,6 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     last_step: list[str] = []  # the nodes of the latest superstep (an interrupt_after stop)
     beats = None if local else asyncio.create_task(_heartbeats(call, started, ran, inner))
     stopped: BudgetStop | None = None
-    nodes = NodeEvents()  # node.completed, written beside the loop
     ended = False  # the loop ended or stopped at the budget (else the segment fails)
     try:
         async for ns, mode, chunk in app.astream(
@@ -882,8 +887,8 @@ class TaskSteps(BaseCallbackHandler):
 
 
 def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
-                    duration_ms: float, where: str | None, update: Any = None,
-                    view: dict[str, Any] | None = None) -> None:
+                    duration_ms: float | None, where: str | None, update: Any = None,
+                    view: dict[str, Any] | None = None, *, recovered: bool = False) -> None:
     """``node.completed`` for one finished task, once per node execution.
 
     Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
@@ -892,13 +897,16 @@ def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
     progress node (``Pipeline.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
     result: the channels it wrote) with the run's progress instead
     (:func:`activities.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
-    off the graph's path (:class:`NodeEvents`).
+    off the graph's path (:class:`NodeEvents`). ``recovered``: read back from a checkpoint
+    after a crash (:func:`recoverable_tasks`); its duration is unknown (None).
     """
     from overseer.pipelines import get_registry
 
-    data: dict[str, Any] = {"node": node, "duration_ms": round(duration_ms, 3),
-                            "task_id": task_id, "attempt": activity.info().attempt,
-                            "placement": "segment"}
+    data: dict[str, Any] = {"node": node, "task_id": task_id,
+                            "duration_ms": None if duration_ms is None else round(duration_ms, 3),
+                            "attempt": activity.info().attempt, "placement": "segment"}
+    if recovered:
+        data["recovered"] = True
     if view is not None:
         data["snapshot"] = to_jsonable(view)
     spec = get_registry().get(call.pipeline)
@@ -909,6 +917,43 @@ def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
     out.add(NewEvent(
         run_id=call.run_id, key=f"node.completed:{node}:{where or task_id}", type=NODE_COMPLETED,
         actor=f"activity:{node}", data=data))
+
+
+async def recoverable_tasks(app: Any, config: dict[str, Any], run_id: str
+                            ) -> list[tuple[Any, str]]:
+    """This run's finished top-level tasks that LangGraph's checkpoints kept, each with its key.
+
+    A worker killed between a node's end and the write of its ``node.completed``
+    (:class:`NodeEvents`) leaves the node's writes in the checkpointer (LangGraph never runs
+    it again) and no event. A retried segment reads the thread's history back to the first
+    checkpoint another run wrote and returns ``(task, "<step>:<path>")`` for every task that
+    finished without error (one that interrupted did once it was resumed): the task of a
+    checkpoint at step ``k`` ran at LangGraph step ``k + 1``, so the key is the one
+    :class:`TaskSteps` gave it when it ran, and an event already in the log is not written
+    twice. Hidden tasks (``__start__``) and
+    subgraphs' inner tasks are not returned.
+
+    Args:
+        app: the compiled graph, on the run's checkpointer.
+        config: the segment's config (its ``thread_id``).
+        run_id: the run (checkpoints carry it in their metadata, :data:`RUN_ID_KEY`).
+
+    Returns:
+        ``[(PregelTask, where)]``, newest checkpoint first.
+    """
+    found: list[tuple[Any, str]] = []
+    async for snap in app.aget_state_history({"configurable": config["configurable"]}):
+        metadata = snap.metadata or {}
+        if metadata.get(RUN_ID_KEY) != run_id:
+            break
+        step = metadata.get("step")
+        if not isinstance(step, int):
+            continue
+        for task in snap.tasks:
+            if str(task.name).startswith("__") or task.error is not None or task.result is None:
+                continue  # a task still waiting on an interrupt has no result yet
+            found.append((task, f"{step + 1}:" + "/".join(map(str, task.path))))
+    return found
 
 
 class NodeEvents:

@@ -83,3 +83,35 @@ async def test_a_superstep_run_again_from_a_recreated_checkpoint_keeps_its_event
     assert set(first_ids).isdisjoint(again_ids)
     assert sorted(first_keys) == sorted(again_keys) and len(set(first_keys)) == len(first_keys)
     assert all(":None" not in k for k in first_keys)
+
+
+async def test_recovered_tasks_carry_the_keys_their_events_were_written_under():
+    """A retried segment recovers node.completed from checkpoints (recoverable_tasks) under
+    the key TaskSteps gave each task as it ran, Send fan-out and a resume included, so an
+    event already in the log is never written twice."""
+    from activities.segments import TaskSteps, recoverable_tasks
+
+    for graph, first, then in (("constructs", {"topic": "one two three"}, None),
+                               ("approvals", {"topic": "x"}, "resume")):
+        app = app_of(graph)
+        cfg = config("r1")
+        ran: set[tuple[str, str]] = set()
+        value: Any = first
+        for _ in range(4):
+            steps = TaskSteps()
+            async for chunk in app.astream(value, {**cfg, "callbacks": [steps]},
+                                           stream_mode="tasks"):
+                if "result" in chunk and not chunk.get("error") and not chunk.get("interrupts"):
+                    where = steps.of(chunk["id"])
+                    assert where is not None
+                    ran.add((chunk["name"], where))
+            pending = (await app.aget_state(cfg)).interrupts
+            if then is None or not pending:
+                break
+            value = Command(resume={i.id: {"decision": "yes"} for i in pending})
+        recovered = {(str(t.name), key) for t, key in await recoverable_tasks(app, cfg, "r1")}
+        assert ran and recovered == ran, graph
+        if graph == "constructs":  # Send fan-out: one task per word
+            assert len([w for _, w in ran if "__pregel_push" in w]) >= 3, ran
+        # another run's checkpoints on the same thread are not this run's to recover
+        assert await recoverable_tasks(app, cfg, "someone-else") == []
