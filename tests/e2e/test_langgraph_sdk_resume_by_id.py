@@ -42,6 +42,7 @@ async def test_a_resume_map_answers_the_interrupt_it_names(stack: Stack):
                                  command={"resume": {other: {"decision": "x"}}})
     assert not_asked.value.response.status_code == 409
     assert not_asked.value.response.json()["code"] == "not_awaiting_approval"
+    assert f"pending behind {current}" in not_asked.value.response.json()["message"]
 
     nxt = await reviewer.runs.wait(tid, "parallel_approvals",
                                    command={"resume": {current: {"decision": "yes"}}})
@@ -51,6 +52,7 @@ async def test_a_resume_map_answers_the_interrupt_it_names(stack: Stack):
                                  command={"resume": {current: {"decision": "again"}}})
     assert stale.value.response.status_code == 409
     assert stale.value.response.json()["code"] == "not_awaiting_approval"
+    assert "already answered" in stale.value.response.json()["message"]
     done = await reviewer.runs.wait(tid, "parallel_approvals",
                                     command={"resume": {other: {"decision": "no"}}})
     assert done["summary"] == ",".join(sorted([f"{items[current]}=yes:", f"{items[other]}=no:"]))
