@@ -584,6 +584,12 @@ def thread_status(snap: dict[str, Any]) -> str:
     return "busy"
 
 
+def _has_next(row: asyncpg.Record) -> bool:
+    """Whether the thread's latest checkpoint has tasks still to run (``next``)."""
+    checkpoint = _json(row["checkpoint"]) or {}
+    return bool(checkpoint.get("next")) if isinstance(checkpoint, dict) else False
+
+
 def _run_holds(row: asyncpg.Record) -> bool:
     """True while a run holds the thread's state: in progress, or paused on an interrupt.
 
@@ -782,7 +788,10 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     check_webhook(body.get("webhook"))
     if resuming:
         seen = await get_thread(pool, thread_id)
-        return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
+        if seen["last_run_id"] is not None or not _has_next(seen):
+            return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
+        # no run waits (its state was updated while paused): as LangGraph, the resume goes
+        # to the thread's next tasks, in a new run that starts from its checkpoint
     strategy = body.get("multitask_strategy") or MULTITASK_STRATEGIES[0]
     if strategy not in MULTITASK_STRATEGIES:
         raise InvalidRequestError(f"multitask_strategy must be one of {MULTITASK_STRATEGIES}",
@@ -1026,6 +1035,9 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
     from overseer.runs import input_keys
 
     command = body.get("command") or {}
+    if "resume" in command:  # a thread's next tasks, resumed (create_run: no run waits)
+        return (Command(resume=command["resume"], goto=_goto(command.get("goto")),
+                        update=command.get("update")), {"command": command})
     if command.get("goto") is not None or command.get("update") is not None:
         return (Command(goto=_goto(command.get("goto")), update=command.get("update")),
                 {"command": command})
@@ -1456,16 +1468,29 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
     return {"checkpoint": {**written.get("configurable", {}), "checkpoint_map": None}}
 
 
-async def update_state(pool: asyncpg.Pool, thread_id: str, values: Any,
-                       as_node: str | None) -> dict[str, Any]:
-    """``POST /threads/{id}/state`` on an idle thread: LangGraph's own ``aupdate_state`` (reducers apply).
+async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, values: Any,
+                       as_node: str | None, subject: str) -> dict[str, Any]:
+    """``POST /threads/{id}/state``: LangGraph's own ``aupdate_state`` (reducers apply).
+
+    On an idle thread, or one paused on an interrupt, as LangGraph allows. A paused thread's
+    run, which waits at the approval gate, is let go first (its approval cancelled,
+    ``run.cancelled``, the thread keeping its state), as new input on a paused thread does:
+    on LangGraph's servers that run has already ended. As in plain LangGraph, the thread
+    then has its next tasks and no pending interrupt; a ``command.resume`` starts a run that
+    runs them again, their ``interrupt()`` answered by the value (:func:`create_run`).
 
     Raises:
-        ConflictError: the thread is busy or paused (its state lives in a workflow then).
+        ConflictError: the thread is busy (a run in progress), or has never run.
     """
     row = await get_thread(pool, thread_id)
-    if _run_holds(row):
-        raise ConflictError(f"thread {thread_id} is {row['status']}; update its state when idle")
+    if row["status"] == "busy":
+        raise ConflictError(f"thread {thread_id} is busy; update its state when idle or paused")
+    if _run_holds(row):  # paused on an interrupt: let its run go, keep its state
+        await cancel_thread_run(pool, temporal, row, subject, rollback=False)
+        row = await get_thread(pool, thread_id)
+        if _run_holds(row):  # it moved on meanwhile (someone decided)
+            raise ConflictError(f"thread {thread_id} is {row['status']}; update its state "
+                                "when idle or paused")
     if row["graph_id"] is None:
         raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
     return await _update_checkpointed(pool, row, values, as_node)

@@ -339,13 +339,13 @@ class RunWorkflowBase(ApprovalGate):
                 type="invalid_decision")
         current = self._approval["payload"].get("interrupt_id")
         if decision.interrupt_id and decision.interrupt_id != current:
-            pending = list(self._approval["payload"].get("pending_interrupts") or [])
-            if decision.interrupt_id in pending:  # parallel interrupts: one gate, oldest first
+            waiting = list(self._approval["payload"].get("pending_interrupts") or [])
+            if decision.interrupt_id in waiting:  # parallel interrupts: one gate, oldest first
                 raise ApplicationError(
                     f"interrupt {decision.interrupt_id} is pending behind {current}: answer "
                     f"{current} first, or both in one resume map",
                     {"interrupt_id": decision.interrupt_id, "current": current,
-                     "pending": pending}, type="not_awaiting_approval")
+                     "pending": waiting}, type="not_awaiting_approval")
             raise ApplicationError(
                 f"interrupt {decision.interrupt_id} was already answered",
                 {"interrupt_id": decision.interrupt_id, "current": current},

@@ -307,3 +307,35 @@ async def test_a_run_terminated_in_temporal_still_ends_its_runs_wait(stack: Stac
     assert answer.get("trail") != ["first", "slow", "last"]
     run = await client.runs.get(tid, runs[0]["run_id"])
     assert run["status"] in ("interrupted", "error")  # as a cancelled run, never "running"
+
+
+async def test_a_paused_threads_state_is_updated_then_resumed_as_plain_langgraph(stack: Stack):
+    """``threads.update_state`` on a thread paused at an interrupt, as LangGraph allows: the
+    waiting run is let go, LangGraph writes the checkpoint (next tasks kept, no pending
+    interrupt), and a resume runs the interrupted node again on the updated state."""
+    from langgraph.types import Command
+
+    from overseer.pipelines import builder_of, load_langgraph_json
+    from tests.e2e.conftest import USER_GRAPHS
+
+    owner, reviewer = sdk(stack), sdk(stack, "reviewer")
+    tid = (await owner.threads.create())["thread_id"]
+    paused = await owner.runs.wait(tid, "publish_review", input={"topic": "launch"})
+    assert paused["__interrupt__"][0]["value"]["draft"] == "post about launch"
+    await owner.threads.update_state(tid, {"draft": "an edited post"})
+    state = await owner.threads.get_state(tid)
+    done = await reviewer.runs.wait(tid, "publish_review",
+                                    command={"resume": {"publish": True, "note": "ok"}})
+
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["publish_review"].graph).compile(
+        checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reference"}}
+    await app.ainvoke({"topic": "launch"}, config)
+    await app.aupdate_state(config, {"draft": "an edited post"})
+    ref_state = await app.aget_state(config)
+    want = await app.ainvoke(Command(resume={"publish": True, "note": "ok"}), config)
+    assert state["values"] == ref_state.values and state["next"] == list(ref_state.next)
+    assert state["interrupts"] == [] == list(ref_state.interrupts)
+    assert done == want  # the draft as edited, published, the reviewer's note
+    runs = await owner.runs.list(tid)
+    assert [r["status"] for r in runs] == ["success", "interrupted"]  # newest first

@@ -327,12 +327,13 @@ async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep,
 
 
 @router.post("/threads/{thread_id}/state")
-async def write_state(thread_id: str, _: ThreadUpdater, pool: PoolDep, temporal: TemporalDep,
-                      body: JsonBody = None) -> dict[str, Any]:
-    """Update an idle thread's values as ``as_node`` (the graph's reducers apply)."""
+async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
+                      temporal: TemporalDep, body: JsonBody = None) -> dict[str, Any]:
+    """Update an idle or paused thread's values as ``as_node`` (the graph's reducers apply)."""
     body = body or {}
     await threads.sync_thread(pool, temporal, thread_id)
-    return await threads.update_state(pool, thread_id, body.get("values"), body.get("as_node"))
+    return await threads.update_state(pool, temporal, thread_id, body.get("values"),
+                                      body.get("as_node"), principal.subject)
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
