@@ -29,8 +29,8 @@ from activities.document_intake.pages import limits_from_options, load_pages
 from activities.document_intake.schema import FieldSchema
 from activities.events import append_from_activity
 from bench.inputs import graph_state
+from overseer.run_types import GraphRunInput
 from overseer.store.events import RUN_COMPLETED, NewEvent
-from workflows.run_base import GraphRunInput
 
 
 async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, Any]:

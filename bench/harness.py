@@ -14,10 +14,10 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from activities import runtime
 from bench.inputs import Doc, store_run
+from overseer.run_types import GraphRunInput
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
-from workflows.run_base import GraphRunInput
 from workflows.segment_run import SegmentRunWorkflow
 from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 

@@ -20,10 +20,10 @@ from activities.document_intake.pipeline import initial_state
 from activities.document_intake.schema import load_field_schema
 from overseer.documents import inspect_document, sniff_kind
 from overseer.graph_codec import decode, encode
+from overseer.run_types import GraphRunInput
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.run_base import GraphRunInput
 
 SCAN_DEGRADE: dict[str, Any] = {"skew_degrees": 1.0, "noise": 0.02}
 """An office-grade scan: slight skew and sensor noise (the corpus' OFFICE_SCAN look)."""

@@ -35,7 +35,7 @@ from bench.harness import Harness, cpu_per_run_ms, run_bounded
 from bench.loadgen import run_wrk
 from bench.micro import four_step_latencies, micro_worker
 from bench.stats import ScenarioResult, Trial, latency_summary, load_average
-from workflows.approval import DecisionInput
+from overseer.run_types import DecisionInput
 
 
 @dataclass
@@ -590,10 +590,10 @@ async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     from activities.pricing.router import decide_route, resolve_scope
     from activities.pricing.run import initial_state
     from overseer.graph_codec import encode
+    from overseer.run_types import GraphRunInput
     from overseer.runs import send_update
     from overseer.store.artifacts import store_artifact
     from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-    from workflows.run_base import GraphRunInput
 
     res = ScenarioResult("pricing_signoff", "s ask → sign-off card", higher_is_better=False)
     catalog = load_catalog_file()

@@ -262,7 +262,7 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) 
     ``resume_from`` (a retry): the run's thread already holds the checkpoints it goes on
     from, so its input is None (``GraphRunInput.resume_from``).
     """
-    from workflows.run_base import GraphRunInput
+    from overseer.run_types import GraphRunInput
 
     if ctx.pipeline.make_input is not None:
         graph_input = ctx.pipeline.make_input(ctx)
@@ -357,8 +357,7 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
         Exception: whatever Temporal's client raised when it did not take the start (the
             caller records or retries it).
     """
-    from workflows.segment_run import SegmentRunWorkflow
-    from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
+    from overseer.run_types import PIPELINE_ATTRIBUTE, RUN_WORKFLOW, STATUS_ATTRIBUTE
 
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
@@ -370,7 +369,7 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
         kwargs["start_delay"] = start_delay
     try:
         await temporal.start_workflow(
-            SegmentRunWorkflow.run, argument, id=workflow_id, task_queue=settings.task_queue,
+            RUN_WORKFLOW, argument, id=workflow_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             static_summary=summary, **kwargs)

@@ -88,7 +88,7 @@ async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
     """
     from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-    from workflows.run_base import STREAM_TOPIC
+    from overseer.run_types import STREAM_TOPIC
 
     offset, errors = 0, 0
     while True:

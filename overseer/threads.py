@@ -1064,8 +1064,8 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
+    from overseer.run_types import GraphRunInput
     from overseer.runs import start_run_workflow
-    from workflows.run_base import GraphRunInput
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
                               run["thread_id"])
@@ -1220,7 +1220,7 @@ def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
 
 async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pipeline: Pipeline,
                   body: dict[str, Any], subject: str, is_admin: bool) -> asyncpg.Record:
-    from workflows.approval import DecisionInput
+    from overseer.run_types import DecisionInput
 
     if row["last_run_id"] is None or row["graph_id"] is None:
         raise NotAwaitingApprovalError(f"thread {row['thread_id']} has no pending interrupt",

@@ -16,10 +16,10 @@ from activities.document_intake.pipeline import initial_state
 from activities.document_intake.schema import load_field_schema
 from overseer.documents import inspect_document, sniff_kind
 from overseer.graph_codec import encode
+from overseer.run_types import GraphRunInput
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from workflows.run_base import GraphRunInput
 
 T = TypeVar("T")
 

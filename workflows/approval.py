@@ -26,7 +26,13 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.task_queues import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
+from overseer.run_types import (  # the gate's update arguments, wire types of the core
+    PIPELINE_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    ClaimInput,
+    DecisionInput,
+    ReassignInput,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.events import record_events
@@ -54,60 +60,6 @@ EVENT_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10),
     maximum_attempts=0,  # the event log must eventually be written: retry until Postgres is back
 )
-
-
-@dataclass
-class DecisionInput:
-    """A reviewer's decision, sent as the ``decide`` update or the ``submit_decision`` signal.
-
-    Attributes:
-        decision: ``approve`` or ``reject``.
-        updates: field edits (applied over the pending proposal when ``apply_proposal``).
-        note: free-text reason, kept in the event log.
-        decided_by: the reviewer's subject (set by the admin API from the token).
-        apply_proposal: on approve, apply the review agent's proposal before the edits.
-        budget_usd: on approving a budget stop, the run's new LLM cost budget.
-        budget_tokens: on approving a budget stop, the run's new LLM token budget.
-        is_admin: the decider is an admin (may override another reviewer's claim).
-        resume: free-form value handed to the graph with the decision.
-    """
-
-    decision: str
-    updates: dict[str, Any] | None = None
-    note: str | None = None
-    decided_by: str = "unknown"
-    apply_proposal: bool = True
-    budget_usd: float | None = None
-    budget_tokens: int | None = None
-    is_admin: bool = False
-    resume: Any = None
-    """Any JSON value for the graph: ``interrupt()`` returns it unchanged (a graph run)."""
-    raw_resume: bool = False
-    """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
-    interrupt_id: str | None = None
-    """When set, the decision answers only this interrupt (refused once another is open)."""
-    more_resumes: dict[str, Any] | None = None
-    """Other pending interrupts this decision answers too, ``{interrupt id: value}``: a
-    resume map naming several interrupts, as LangGraph takes it (graphs that run as
-    segments); each id must be one of the run's pending interrupts."""
-
-
-@dataclass
-class ClaimInput:
-    """``claim`` / ``release``: who asks, and whether they are an admin (admins may override)."""
-
-    reviewer: str
-    is_admin: bool = False
-
-
-@dataclass
-class ReassignInput:
-    """``reassign``: give the approval to ``assignee`` (None = unclaimed) and/or a ``group``."""
-
-    by: str
-    assignee: str | None = None
-    group: str | None = None
-    is_admin: bool = False
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -40,10 +39,11 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.approval import ApprovalGate, DecisionInput, EscalationLadder
+from overseer.run_types import STREAM_TOPIC, DecisionInput, GraphRunInput, GraphRunResult
+from workflows.approval import ApprovalGate, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
-    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+    from temporalio.contrib.workflow_streams import WorkflowStream
 
     from activities.graph_nodes import NODE_ERROR
     from activities.notify import notify_webhook
@@ -73,72 +73,6 @@ BUDGET_KEYS = ("budget_usd", "budget_tokens")
 """Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 LLM_BUDGET_KIND = "llm_budget"
 """``kind`` of the approval payload of the runtime's own LLM budget stop."""
-STREAM_TOPIC = "graph"
-"""The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
-``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
-``interrupt`` when the run waits for a decision, and ``end`` or ``error`` last. Offsets are
-stable across replays, so a reader resumes after the last offset it saw without duplicates."""
-
-
-@dataclass
-class GraphRunInput:
-    """Input of one run of a registered graph.
-
-    Attributes:
-        run_id: UUID string; the workflow id is ``<pipeline>-<run_id>``.
-        pipeline: registry name.
-        input: the graph input, :func:`overseer.graph_codec.encode`-d.
-        options: the pipeline's options snapshot, plus ``approval`` (the escalation ladder).
-        metadata: the request's metadata.
-        submitted_by: the submitter's subject.
-        search_attributes: upsert OverseerPipeline/OverseerStatus.
-        resume_from: set on a retry that goes on from the failed run's checkpoints
-            (``{"as_node": the last node that completed}``); such a run never splits.
-        thread_id: the Agent Server thread the run belongs to (the graph's ``thread_id``);
-            LangGraph's checkpointer holds the thread's state, so a new run on it starts from
-            there (reducers see the old values).
-        parent_run_id: the run that split its submission into this one (a child never
-            splits again; see :attr:`overseer.pipelines.Pipeline.split`).
-        carry: set by the run itself when it continues as new: the run's counters, the
-            segment that just ended and the next one's call (the graph's state stays in
-            LangGraph's checkpointer).
-        stream_state: the run's event stream, handed over on continue-as-new.
-    """
-
-    run_id: str
-    pipeline: str
-    input: dict[str, Any]
-    options: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    submitted_by: str = "unknown"
-    search_attributes: bool = True
-    resume_from: dict[str, Any] | None = None
-    thread_id: str | None = None
-    parent_run_id: str | None = None
-    carry: dict[str, Any] | None = None
-    stream_state: WorkflowStreamState | None = None
-
-
-@dataclass
-class GraphRunResult:
-    """A finished run: status, outcome and the graph's final state as JSON.
-
-    Attributes:
-        output: the graph's final state (JSON); None for a run that split.
-        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
-            ``{}`` when the pipeline declares none.
-        children: the child runs of a run that split (outcome ``split``).
-        final_event: the final event of the pipeline's own stream
-            (:attr:`~overseer.pipelines.Pipeline.stream`), if it has one.
-    """
-
-    run_id: str
-    status: str
-    outcome: str | None
-    output: Any = None
-    result: dict[str, Any] = field(default_factory=dict)
-    children: list[str] = field(default_factory=list)
-    final_event: dict[str, Any] | None = None
 
 
 class BudgetDeniedError(Exception):

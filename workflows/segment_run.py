@@ -41,11 +41,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
     from overseer.pipelines import NodeOptions, get_registry, node_options, placed_nodes
+    from overseer.run_types import GraphRunInput, GraphRunResult
     from workflows.run_base import (
         DEFAULT_RECURSION_LIMIT,
         BudgetDeniedError,
-        GraphRunInput,
-        GraphRunResult,
         RunWorkflowBase,
         failure_cause,
         final_status,

@@ -1,10 +1,10 @@
-"""Task-queue names and search attributes (wire names: never renamed)."""
+"""Task-queue names and search attributes (wire names: never renamed), from :mod:`overseer.run_types`."""
 
-from temporalio.common import SearchAttributeKey
+from overseer.run_types import (
+    DEFAULT_TASK_QUEUE,
+    PIPELINE_ATTRIBUTE,
+    SEARCH_ATTRIBUTES,
+    STATUS_ATTRIBUTE,
+)
 
-DEFAULT_TASK_QUEUE = "overseer"
-"""Workflows and node activities of every pipeline."""
-
-PIPELINE_ATTRIBUTE = SearchAttributeKey.for_keyword("OverseerPipeline")
-STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("OverseerStatus")
-SEARCH_ATTRIBUTES = (PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE)
+__all__ = ["DEFAULT_TASK_QUEUE", "PIPELINE_ATTRIBUTE", "SEARCH_ATTRIBUTES", "STATUS_ATTRIBUTE"]

@@ -47,6 +47,7 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
+from overseer.run_types import DecisionInput, GraphRunInput
 from overseer.runs import record_start_failure, send_update, start_run_workflow
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
@@ -75,9 +76,6 @@ from services.api.schemas.pricing import (
     ThreadRequest,
     ToolView,
 )
-from workflows.approval import DecisionInput
-from workflows.run_base import GraphRunInput
-from workflows.segment_run import SegmentRunWorkflow
 
 log = logging.getLogger("overseer.api.chat")
 router = APIRouter(prefix="/api/v1/chat", tags=["chat"])
@@ -512,7 +510,7 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
         pass
-    event = await handle.query(SegmentRunWorkflow.get_final_event)
+    event = await handle.query("get_final_event")  # SegmentRunWorkflow's query
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)

@@ -14,11 +14,11 @@ from temporalio.client import Client
 
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.pipelines import get_registry
+from overseer.run_types import ClaimInput, DecisionInput, ReassignInput
 from overseer.runs import send_update
 from services.api.deps import Principal
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
-from workflows.approval import ClaimInput, DecisionInput, ReassignInput
 
 
 async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, pool: asyncpg.Pool,

@@ -138,7 +138,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
     goes on with its rules) and stops the run before the next node starts. Each scripted
     reply reports 360 tokens (360 > 100).
     """
-    from workflows.approval import DecisionInput
+    from overseer.run_types import DecisionInput
     from workflows.segment_run import SegmentRunWorkflow
 
     client = dev_server.client

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
+from overseer.run_types import DecisionInput
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 

@@ -11,9 +11,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from overseer.run_types import ClaimInput, DecisionInput, ReassignInput
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
-from workflows.approval import ClaimInput, DecisionInput, ReassignInput
 from workflows.segment_run import SegmentRunWorkflow
 
 

@@ -10,9 +10,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from overseer.graph_codec import decode
+from overseer.run_types import DecisionInput
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from temporalio.worker import Replayer
 
+from overseer.run_types import DecisionInput
 from overseer.settings import Settings
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually, submit_agreement
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -10,11 +10,11 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities import llm
+from overseer.run_types import DecisionInput
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document
 from tests.workflows.llm_support import fake_model, llm_answer, llm_settings
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 HOUR = 3600.0

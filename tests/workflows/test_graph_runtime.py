@@ -21,11 +21,10 @@ from temporalio.worker import Replayer
 
 from overseer.graph_codec import encode
 from overseer.pipelines import load_registry, set_registry
+from overseer.run_types import DecisionInput, GraphRunInput
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events, fetch_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually
-from workflows.approval import DecisionInput
-from workflows.run_base import GraphRunInput
 from workflows.segment_run import SegmentRunWorkflow
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"

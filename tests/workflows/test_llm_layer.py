@@ -10,6 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities import llm
+from overseer.run_types import DecisionInput
 from tests import corpus
 from tests.helpers import assert_eventually, submit_document
 from tests.workflows.llm_support import (
@@ -20,7 +21,6 @@ from tests.workflows.llm_support import (
     llm_answer,
     llm_settings,
 )
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 

@@ -24,13 +24,12 @@ from activities.pricing.options import pricing_options
 from activities.pricing.router import decide_route, resolve_scope
 from activities.pricing.run import initial_state
 from overseer.graph_codec import decode, encode
+from overseer.run_types import DecisionInput, GraphRunInput
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually, event_types
-from workflows.approval import DecisionInput
-from workflows.run_base import GraphRunInput
 from workflows.segment_run import SegmentRunWorkflow
 
 COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"

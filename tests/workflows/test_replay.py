@@ -18,10 +18,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
+from overseer.run_types import DecisionInput
 from services.worker.main import WORKFLOWS, check_graphs, workflow_runner
 from tests import corpus
 from tests.helpers import submit_document
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -18,13 +18,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from overseer.pipelines import builder_of, get_registry
+from overseer.run_types import DecisionInput
 from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import (  # noqa: F401 - user_registry: autouse fixture
     pending_approval,
     start,
     user_registry,
 )
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 REFUND_INPUT = {"messages": [{"role": "user", "content": "please refund order 7"}]}

@@ -39,8 +39,8 @@ async def test_retry_with_rules_runs_and_says_so(dev_server: WorkflowEnvironment
                                                  db, task_queue: str):
     inp, handle = await _run(dev_server, db, task_queue,
                              corpus.render_text([corpus.make_entry(61, drop=["grade"])]))
+    from overseer.run_types import DecisionInput
     from tests.helpers import assert_eventually
-    from workflows.approval import DecisionInput
 
     async def awaiting():
         assert (await handle.query(SegmentRunWorkflow.get_status)).status == \

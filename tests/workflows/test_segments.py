@@ -26,11 +26,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from temporalio.client import WorkflowFailureError
 
 from overseer.pipelines import builder_of, get_registry, load_registry, set_registry
+from overseer.run_types import DecisionInput
 from overseer.store.events import fetch_events
 from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval
 from tests.workflows.test_graph_runtime import start as start_graph_run
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 SEGMENT_GRAPHS = Path(__file__).parents[1] / "graphs" / "segments" / "langgraph.json"

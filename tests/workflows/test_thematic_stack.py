@@ -34,11 +34,11 @@ from activities.thematic_analysis import dataset
 from activities.thematic_analysis.coding import code_id
 from activities.thematic_analysis.identities import load_identities
 from activities.thematic_analysis.llm_steps import CODER_INSTRUCTIONS, THEME_INSTRUCTIONS
+from overseer.run_types import DecisionInput
 from overseer.runs import Upload, submit_run
 from overseer.settings import Settings
 from tests.helpers import assert_eventually
 from tests.workflows.llm_support import llm_settings
-from workflows.approval import DecisionInput
 from workflows.segment_run import SegmentRunWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,145 @@
+"""The run's wire types: what the API, a pipeline's routes and the workflow exchange.
+
+A run's input and result (:class:`GraphRunInput`, :class:`GraphRunResult`), the approval
+gate's update arguments (:class:`DecisionInput`, :class:`ClaimInput`,
+:class:`ReassignInput`), the task queue, the search attributes and the run's stream topic.
+They live in the core so that a starter never imports the workflows
+(:mod:`workflows.segment_run`, :mod:`workflows.approval` use them from here); the names are
+wire names, never renamed. Plain dataclasses, safe in Temporal's sandbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.common import SearchAttributeKey
+from temporalio.contrib.workflow_streams import WorkflowStreamState
+
+RUN_WORKFLOW = "SegmentRunWorkflow"
+"""The workflow type every run is (:class:`workflows.segment_run.SegmentRunWorkflow`)."""
+DEFAULT_TASK_QUEUE = "overseer"
+"""Workflows and node activities of every pipeline."""
+PIPELINE_ATTRIBUTE = SearchAttributeKey.for_keyword("OverseerPipeline")
+STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("OverseerStatus")
+SEARCH_ATTRIBUTES = (PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE)
+STREAM_TOPIC = "graph"
+"""The run's durable event stream (``WorkflowStream`` topic): ``{"event", "data"}`` items —
+``metadata`` first, then LangGraph's ``values`` / ``updates`` / ``custom`` chunks per step,
+``interrupt`` when the run waits for a decision, and ``end`` or ``error`` last. Offsets are
+stable across replays, so a reader resumes after the last offset it saw without duplicates."""
+
+
+@dataclass
+class GraphRunInput:
+    """Input of one run of a registered graph.
+
+    Attributes:
+        run_id: UUID string; the workflow id is ``<pipeline>-<run_id>``.
+        pipeline: registry name.
+        input: the graph input, :func:`overseer.graph_codec.encode`-d.
+        options: the pipeline's options snapshot, plus ``approval`` (the escalation ladder).
+        metadata: the request's metadata.
+        submitted_by: the submitter's subject.
+        search_attributes: upsert OverseerPipeline/OverseerStatus.
+        resume_from: set on a retry that goes on from the failed run's checkpoints
+            (``{"as_node": the last node that completed}``); such a run never splits.
+        thread_id: the Agent Server thread the run belongs to (the graph's ``thread_id``);
+            LangGraph's checkpointer holds the thread's state, so a new run on it starts from
+            there (reducers see the old values).
+        parent_run_id: the run that split its submission into this one (a child never
+            splits again; see :attr:`overseer.pipelines.Pipeline.split`).
+        carry: set by the run itself when it continues as new: the run's counters, the
+            segment that just ended and the next one's call (the graph's state stays in
+            LangGraph's checkpointer).
+        stream_state: the run's event stream, handed over on continue-as-new.
+    """
+
+    run_id: str
+    pipeline: str
+    input: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    submitted_by: str = "unknown"
+    search_attributes: bool = True
+    resume_from: dict[str, Any] | None = None
+    thread_id: str | None = None
+    parent_run_id: str | None = None
+    carry: dict[str, Any] | None = None
+    stream_state: WorkflowStreamState | None = None
+
+
+@dataclass
+class GraphRunResult:
+    """A finished run: status, outcome and the graph's final state as JSON.
+
+    Attributes:
+        output: the graph's final state (JSON); None for a run that split.
+        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
+            ``{}`` when the pipeline declares none.
+        children: the child runs of a run that split (outcome ``split``).
+        final_event: the final event of the pipeline's own stream
+            (:attr:`~overseer.pipelines.Pipeline.stream`), if it has one.
+    """
+
+    run_id: str
+    status: str
+    outcome: str | None
+    output: Any = None
+    result: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    final_event: dict[str, Any] | None = None
+
+
+@dataclass
+class DecisionInput:
+    """A reviewer's decision, sent as the ``decide`` update or the ``submit_decision`` signal.
+
+    Attributes:
+        decision: ``approve`` or ``reject``.
+        updates: field edits (applied over the pending proposal when ``apply_proposal``).
+        note: free-text reason, kept in the event log.
+        decided_by: the reviewer's subject (set by the admin API from the token).
+        apply_proposal: on approve, apply the review agent's proposal before the edits.
+        budget_usd: on approving a budget stop, the run's new LLM cost budget.
+        budget_tokens: on approving a budget stop, the run's new LLM token budget.
+        is_admin: the decider is an admin (may override another reviewer's claim).
+        resume: free-form value handed to the graph with the decision.
+    """
+
+    decision: str
+    updates: dict[str, Any] | None = None
+    note: str | None = None
+    decided_by: str = "unknown"
+    apply_proposal: bool = True
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    is_admin: bool = False
+    resume: Any = None
+    """Any JSON value for the graph: ``interrupt()`` returns it unchanged (a graph run)."""
+    raw_resume: bool = False
+    """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
+    interrupt_id: str | None = None
+    """When set, the decision answers only this interrupt (refused once another is open)."""
+    more_resumes: dict[str, Any] | None = None
+    """Other pending interrupts this decision answers too, ``{interrupt id: value}``: a
+    resume map naming several interrupts, as LangGraph takes it (graphs that run as
+    segments); each id must be one of the run's pending interrupts."""
+
+
+@dataclass
+class ClaimInput:
+    """``claim`` / ``release``: who asks, and whether they are an admin (admins may override)."""
+
+    reviewer: str
+    is_admin: bool = False
+
+
+@dataclass
+class ReassignInput:
+    """``reassign``: give the approval to ``assignee`` (None = unclaimed) and/or a ``group``."""
+
+    by: str
+    assignee: str | None = None
+    group: str | None = None
+    is_admin: bool = False
