@@ -14,12 +14,11 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from activities import runtime
 from bench.inputs import Doc, store_run
-from overseer.run_types import GraphRunInput
+from overseer.run_types import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE, GraphRunInput
 from overseer.settings import Settings
 from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
 from workflows.segment_run import SegmentRunWorkflow
-from workflows.task_queues import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities import runtime
 from overseer import devstack
+from overseer.run_types import SEARCH_ATTRIBUTES
 from overseer.settings import Settings
 from overseer.store.db import create_pool
-from workflows.task_queues import SEARCH_ATTRIBUTES
 
 READ_MODEL_TABLES = "events, review_suggestions, approvals, runs, page_texts, artifacts"
 

@@ -29,13 +29,13 @@ from activities import runtime
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value
 from overseer import devstack
+from overseer.run_types import SEARCH_ATTRIBUTES
 from overseer.settings import Settings
 from overseer.store.db import create_pool
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import submit_document
 from workflows.segment_run import SegmentRunWorkflow
-from workflows.task_queues import SEARCH_ATTRIBUTES
 
 
 @dataclass

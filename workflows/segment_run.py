@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
     from overseer.pipelines import NodeOptions, get_registry, node_options, placed_nodes
-    from overseer.run_types import GraphRunInput, GraphRunResult
+    from overseer.run_types import STATUS_ATTRIBUTE, GraphRunInput, GraphRunResult
     from workflows.run_base import (
         DEFAULT_RECURSION_LIMIT,
         BudgetDeniedError,
@@ -49,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
         failure_cause,
         final_status,
     )
-    from workflows.task_queues import STATUS_ATTRIBUTE
 
 SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long (issue 25); the run
