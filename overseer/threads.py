@@ -584,12 +584,6 @@ def thread_status(snap: dict[str, Any]) -> str:
     return "busy"
 
 
-def _has_next(row: asyncpg.Record) -> bool:
-    """Whether the thread's latest checkpoint has tasks still to run (``next``)."""
-    checkpoint = _json(row["checkpoint"]) or {}
-    return bool(checkpoint.get("next")) if isinstance(checkpoint, dict) else False
-
-
 def _run_holds(row: asyncpg.Record) -> bool:
     """True while a run holds the thread's state: in progress, or paused on an interrupt.
 
@@ -788,7 +782,7 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     check_webhook(body.get("webhook"))
     if resuming:
         seen = await get_thread(pool, thread_id)
-        if seen["last_run_id"] is not None or not _has_next(seen):
+        if seen["last_run_id"] is not None or not state_view(seen)["next"]:
             return await _resume(pool, temporal, seen, pipeline, body, subject, is_admin)
         # no run waits (its state was updated while paused): as LangGraph, the resume goes
         # to the thread's next tasks, in a new run that starts from its checkpoint
