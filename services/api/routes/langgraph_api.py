@@ -715,10 +715,9 @@ async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDe
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
-    modes = threads.stream_modes(named) if named \
-        else _modes(kwargs or {})
-    return _sse(run, thread_streams.run_events(pool, temporal, run, modes,
-                                        after=thread_streams.parse_last_event_id(last_event_id)))
+    modes = threads.stream_modes(named) if named else _modes(kwargs or {})
+    after = thread_streams.parse_last_event_id(last_event_id)
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes, after=after))
 
 
 @router.get("/threads/{thread_id}/stream")
@@ -728,12 +727,12 @@ async def join_thread_stream(request: Request, thread_id: str, _: ThreadReader,
                              stream_mode: Annotated[list[str] | None, Query()] = None,
                              last_event_id: Annotated[str | None, Header()] = None,
                              ) -> StreamingResponse:
-    """``threads.join_stream``: every run of the thread as it happens (:func:`thread_streams.thread_events`).
+    """``threads.join_stream``: every run of the thread as it happens.
 
-    Modes as ``stream_modes`` (comma-separated, as the Agent Server reads it) or
-    ``stream_mode`` (as the SDKs send it): ``run_modes`` (default), ``lifecycle``,
-    ``state_update``. A keep-alive comment every :data:`KEEPALIVE_SECONDS` while nothing
-    happens.
+    Read by :func:`overseer.thread_streams.thread_events`. Modes as ``stream_modes``
+    (comma-separated, as the Agent Server reads it) or ``stream_mode`` (as the SDKs send
+    it): ``run_modes`` (default), ``lifecycle``, ``state_update``. A keep-alive comment
+    every :data:`KEEPALIVE_SECONDS` while nothing happens.
 
     Raises:
         InvalidRequestError: an unknown mode (422).
