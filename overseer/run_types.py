@@ -120,11 +120,11 @@ class DecisionInput:
     raw_resume: bool = False
     """``interrupt()`` returns ``resume`` itself, unchanged (an Agent Server ``Command(resume=...)``)."""
     interrupt_id: str | None = None
-    """When set, the decision answers only this interrupt (refused once another is open)."""
+    """The interrupt whose approval this decides; None: the oldest approval still waiting."""
     more_resumes: dict[str, Any] | None = None
     """Other pending interrupts this decision answers too, ``{interrupt id: value}``: a
-    resume map naming several interrupts, as LangGraph takes it (graphs that run as
-    segments); each id must be one of the run's pending interrupts."""
+    resume map naming several interrupts, as LangGraph takes it; each id must be one of
+    the run's approvals still waiting for a decision."""
 
 
 @dataclass
@@ -133,6 +133,8 @@ class ClaimInput:
 
     reviewer: str
     is_admin: bool = False
+    interrupt_id: str | None = None
+    """The interrupt whose approval this claims or releases; None: the oldest one waiting."""
 
 
 @dataclass
@@ -143,3 +145,5 @@ class ReassignInput:
     assignee: str | None = None
     group: str | None = None
     is_admin: bool = False
+    interrupt_id: str | None = None
+    """The interrupt whose approval this reassigns; None: the oldest one waiting."""

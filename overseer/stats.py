@@ -167,21 +167,26 @@ FROM events e JOIN cohort c USING (run_id)
 WHERE e.type = 'route.decided' AND e.data->>'route' = 'escalate'
 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $4"""
 
-# Each approval request is paired with the first event that closes it: a decision, a newer
-# request (superseded) or the end of the run. No closing event means it is still pending.
+# Each approval request is paired with the first event that closes it: its decision, a newer
+# request of the same approval (superseded) or the end of the run. No closing event means it
+# is still pending. A run's parallel approvals (one per interrupt) are told apart by their
+# ``approval_key``; events written before approvals were keyed have none (one per run then).
 _REQUESTS = _COHORT + """, requests AS (
     SELECT r.run_id, c.pipeline, r.occurred_at AS requested_at,
            (r.data->>'sla_deadline')::timestamptz AS sla_deadline,
            x.type AS closed_by, x.occurred_at AS closed_at, x.data AS closing,
            EXISTS (SELECT 1 FROM events b
                    WHERE b.run_id = r.run_id AND b.type = 'approval.sla_breached'
+                     AND coalesce(b.data->>'approval_key', '') = coalesce(r.data->>'approval_key', '')
                      AND b.seq > r.seq AND (x.seq IS NULL OR b.seq < x.seq)) AS breached
     FROM events r JOIN cohort c USING (run_id)
     LEFT JOIN LATERAL (
         SELECT seq, type, occurred_at, data FROM events x
         WHERE x.run_id = r.run_id AND x.seq > r.seq
-          AND x.type IN ('approval.decided', 'approval.requested',
-                         'run.completed', 'run.failed', 'run.cancelled')
+          AND (x.type IN ('run.completed', 'run.failed', 'run.cancelled')
+               OR (x.type IN ('approval.decided', 'approval.requested')
+                   AND coalesce(x.data->>'approval_key', '')
+                       = coalesce(r.data->>'approval_key', '')))
         ORDER BY x.seq LIMIT 1
     ) x ON true
     WHERE r.type = 'approval.requested'

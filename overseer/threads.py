@@ -1296,13 +1296,13 @@ def resume_target(resume: Any,
     """``(interrupt id, value, other answers)`` a ``command.resume`` gives, as LangGraph reads it.
 
     A non-empty dict whose keys are all interrupt ids (32 hex digits, LangGraph's
-    ``is_xxh3_128_hexdigest``) names its interrupts: ``{id: value}`` answers ``id`` with
-    ``value`` (the gate refuses an id that is not the one it waits on: 409
-    ``not_awaiting_approval``). It may name several, as LangGraph allows: the oldest is the
-    gate's, the others come back as ``{id: value}`` and are answered with it (each must be
-    pending). Any other value answers the interrupt the server last showed for the thread
-    (the oldest id, the one the gate asks first), so a resume never lands on an interrupt
-    its client has not seen.
+    ``is_xxh3_128_hexdigest``) names its interrupts: ``{id: value}`` answers ``id``'s approval
+    with ``value`` (the gate refuses an id whose approval is not waiting: 409
+    ``not_awaiting_approval``). It may name several, in any order, as LangGraph allows: the
+    first id is the decision's, the others come back as ``{id: value}`` and are answered
+    with it (each must be waiting too). Any other value answers the interrupt the server
+    last showed for the thread (the oldest id), so a resume never lands on an interrupt its
+    client has not seen.
     """
     if isinstance(resume, dict) and resume and \
             all(isinstance(k, str) and re.fullmatch(r"[0-9a-f]{32}", k) for k in resume):

@@ -1,9 +1,11 @@
 """The shared human-approval gate: Updates with validators, a signal twin, an escalation ladder.
 
 A pipeline workflow subclasses :class:`ApprovalGate`, implements
-:meth:`ApprovalGate.check_decision` (pipeline-specific validation, pure) and calls
-:meth:`ApprovalGate.request_approval` when its graph interrupts. The first valid
-decision wins; invalid ones are refused by the validator before they touch history.
+:meth:`ApprovalGate.check_decision` (pipeline-specific validation, pure) and opens an
+:class:`Approval` per question (:meth:`ApprovalGate.open_approvals`, or
+:meth:`ApprovalGate.request_approval` for one it waits on alone). Several may be open at
+once, each with its own claim, ladder and decision. The first valid decision on an
+approval wins; invalid ones are refused by the validator before they touch history.
 
 Reviewers ``claim`` an approval (so two people don't work the same item), ``release``
 it, or ``reassign`` it; while it is claimed only the claimant (or an admin) may decide.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -110,6 +112,54 @@ class EscalationLadder:
 
 
 @dataclass
+class Approval:
+    """One open approval of a run: a question, its claim, its ladder, its decision.
+
+    Every pending interrupt of a run is its own approval (parallel interrupts are parallel
+    approvals, issue 26), and so is each LLM budget stop.
+
+    Attributes:
+        key: the approval's key within the run (``<round>:<interrupt id>``, or
+            ``budget:<n>``): its events' idempotency keys and its read-model row.
+        payload: what the reviewer sees.
+        requested_at: ISO time it opened (the ladder's rungs count from it).
+        sla_deadline: ISO time of ``approval.sla_breached``.
+        interrupt_id: the LangGraph interrupt it answers (None for a budget stop).
+        claim: ``{"by", "at"}`` while a reviewer holds it.
+        group: the group it is assigned to (the ladder's reassignment, or a reviewer's).
+        decision: the normalised decision, once taken (the run takes it at its next step).
+        claim_events: claims, releases and reassignments recorded so far (their keys).
+        fired: the ladder's rungs already fired (carried across continue-as-new).
+        sla_breached: the SLA rung has fired.
+        taken_at: the run's move counter when the run took the decision (None before).
+    """
+
+    key: str
+    payload: dict[str, Any]
+    requested_at: str
+    sla_deadline: str
+    interrupt_id: str | None = None
+    claim: dict[str, Any] | None = None
+    group: str | None = None
+    decision: dict[str, Any] | None = None
+    claim_events: int = 0
+    fired: list[str] = field(default_factory=list)
+    sla_breached: bool = False
+    taken_at: int | None = None
+
+    def tags(self) -> dict[str, Any]:
+        """What every event of this approval carries so the read model keeps one row per approval."""
+        return {"approval_key": self.key, "interrupt_id": self.interrupt_id}
+
+    def view(self) -> dict[str, Any]:
+        """The approval as the ``get_status`` query shows it."""
+        return {"payload": self.payload, "requested_at": self.requested_at,
+                "sla_deadline": self.sla_deadline, "approval_key": self.key,
+                "interrupt_id": self.interrupt_id, "claimed_by": (self.claim or {}).get("by"),
+                "group": self.group, "decided": self.decision is not None}
+
+
+@dataclass
 class DecisionResult:
     """What the ``decide`` update answers once the run has moved on: its new status."""
 
@@ -120,43 +170,53 @@ class DecisionResult:
 
 @dataclass
 class RunStatusView:
-    """The ``get_status`` query's answer."""
+    """The ``get_status`` query's answer.
+
+    ``approval`` is the oldest open approval still waiting for a decision (the one a
+    decision naming no interrupt answers); ``approvals`` every open one, oldest first.
+    """
 
     run_id: str
     status: str
     approval: dict[str, Any] | None = None
     sla_breached: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ApprovalGate:
-    """Mixin state and handlers for one open approval at a time (decide/submit_decision/get_status)."""
+    """Mixin state and handlers for a run's open approvals (decide/submit_decision/claim/get_status).
+
+    Several approvals may be open at once (one per pending interrupt): each has its own
+    claim, ladder and decision. A decision, claim, release or reassignment names its
+    approval by ``interrupt_id``; without one it acts on the oldest open approval still
+    waiting for a decision.
+    """
 
     def __init__(self) -> None:
         self._run_id = ""
         self._pipeline = ""
         self._status = "running"
         self._outcome: str | None = None
-        self._approval: dict[str, Any] | None = None
-        self._approval_seq = 0
-        self._decision: dict[str, Any] | None = None
+        self._open: list[Approval] = []
+        self._moves = 0
+        """How often the run reached a next state (a pause, an approval opened); a ``decide``
+        answers once this passes the count at which the run took its decision."""
+        self._last_note: str | None = None
         self._sla_breached = False
         self._use_search_attributes = True
         self._lock = asyncio.Lock()
-        self._claim: dict[str, Any] | None = None
-        self._group: str | None = None
-        self._approval_key = ""
         self._handing_over = False
         """The run continues as new: a ``decide`` waiting for the next state answers now."""
 
     # -- to implement ------------------------------------------------------------------------
 
-    def decisions(self) -> tuple[str, ...]:
-        """The decision kinds this workflow's approvals take (``approve``/``reject`` by default)."""
+    def decisions(self, approval: Approval | None = None) -> tuple[str, ...]:
+        """The decision kinds ``approval`` takes (``approve``/``reject`` by default)."""
         return DECISIONS
 
-    def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
-        """Validate a decision against the open approval; return the normalised decision dict.
+    def check_decision(self, decision: DecisionInput, approval: Approval) -> dict[str, Any]:
+        """Validate a decision against its open approval; return the normalised decision dict.
 
         Must be pure and deterministic (it runs in the update validator and the handler).
 
@@ -170,17 +230,16 @@ class ApprovalGate:
 
     @workflow.update
     async def decide(self, decision: DecisionInput) -> DecisionResult:
-        """Apply a decision; answers once the run has reached its next state.
+        """Apply a decision; answers once the run has taken it and reached its next state.
 
         Or with ``running``, when the run continues as new before it got there (the new
         run reaches it).
         """
         async with self._lock:
-            self._accept(decision)
-            seq = self._approval_seq
+            approval = self._accept(decision)
         await workflow.wait_condition(
             lambda: self._status in TERMINAL_STATUSES or self._handing_over
-            or (self._approval is not None and self._approval_seq != seq)
+            or (approval.taken_at is not None and self._moves > approval.taken_at)
         )
         return DecisionResult(run_id=self._run_id, status=self._status, outcome=self._outcome)
 
@@ -201,22 +260,23 @@ class ApprovalGate:
 
     @workflow.query
     def get_status(self) -> RunStatusView:
-        """Current status and the open approval (with its claim), if any."""
-        approval = None if self._approval is None else {
-            **self._approval, "claimed_by": (self._claim or {}).get("by"), "group": self._group}
+        """Current status, the oldest approval waiting for a decision and every open one."""
+        waiting = self._waiting()
         return RunStatusView(
-            run_id=self._run_id, status=self._status, approval=approval,
-            sla_breached=self._sla_breached,
+            run_id=self._run_id, status=self._status,
+            approval=waiting[0].view() if waiting else None,
+            sla_breached=self._sla_breached, approvals=[a.view() for a in self._open],
         )
 
     @workflow.update
     async def claim(self, request: ClaimInput) -> RunStatusView:
-        """Claim the open approval for ``request.reviewer`` (idempotent for the claimant)."""
+        """Claim an open approval for ``request.reviewer`` (idempotent for the claimant)."""
         async with self._lock:
-            self._validate_claim(request)
-            if (self._claim or {}).get("by") != request.reviewer:
-                self._claim = {"by": request.reviewer, "at": workflow.now().isoformat()}
-                await self._record_claim(APPROVAL_CLAIMED, {"reviewer": request.reviewer})
+            approval = self._validate_claim(request)
+            if (approval.claim or {}).get("by") != request.reviewer:
+                approval.claim = {"by": request.reviewer, "at": workflow.now().isoformat()}
+                await self._record_claim(APPROVAL_CLAIMED, {"reviewer": request.reviewer},
+                                         approval)
         return self.get_status()
 
     @claim.validator
@@ -228,28 +288,29 @@ class ApprovalGate:
     async def release(self, request: ClaimInput) -> RunStatusView:
         """Give the claim back to the queue."""
         async with self._lock:
-            self._validate_release(request)
-            if self._claim is not None:
-                self._claim = None
-                await self._record_claim(APPROVAL_RELEASED, {"reviewer": request.reviewer})
+            approval = self._validate_claim(request)
+            if approval.claim is not None:
+                approval.claim = None
+                await self._record_claim(APPROVAL_RELEASED, {"reviewer": request.reviewer},
+                                         approval)
         return self.get_status()
 
     @release.validator
     def validate_release(self, request: ClaimInput) -> None:
         """Only the claimant or an admin may release."""
-        self._validate_release(request)
+        self._validate_claim(request)
 
     @workflow.update
     async def reassign(self, request: ReassignInput) -> RunStatusView:
         """Hand the approval to another reviewer and/or group."""
         async with self._lock:
-            self._validate_reassign(request)
-            self._claim = ({"by": request.assignee, "at": workflow.now().isoformat()}
-                           if request.assignee else None)
-            self._group = request.group or self._group
+            approval = self._validate_reassign(request)
+            approval.claim = ({"by": request.assignee, "at": workflow.now().isoformat()}
+                              if request.assignee else None)
+            approval.group = request.group or approval.group
             await self._record_claim(APPROVAL_REASSIGNED, {
-                "by": request.by, "assignee": request.assignee, "group": self._group,
-                "reason": "manual"})
+                "by": request.by, "assignee": request.assignee, "group": approval.group,
+                "reason": "manual"}, approval)
         return self.get_status()
 
     @reassign.validator
@@ -257,32 +318,79 @@ class ApprovalGate:
         """Only the claimant (or anyone when unclaimed, or an admin) may reassign."""
         self._validate_reassign(request)
 
-    def _validate_claim(self, request: ClaimInput) -> None:
-        self._require_open()
-        self._check_claim(request.reviewer, request.is_admin)
+    def _validate_claim(self, request: ClaimInput) -> Approval:
+        approval = self._target(request.interrupt_id)
+        self._check_claim(approval, request.reviewer, request.is_admin)
+        return approval
 
-    def _validate_release(self, request: ClaimInput) -> None:
-        self._require_open()
-        self._check_claim(request.reviewer, request.is_admin)
-
-    def _validate_reassign(self, request: ReassignInput) -> None:
-        self._require_open()
-        self._check_claim(request.by, request.is_admin)
+    def _validate_reassign(self, request: ReassignInput) -> Approval:
+        approval = self._target(request.interrupt_id)
+        self._check_claim(approval, request.by, request.is_admin)
         if not request.assignee and not request.group:
             raise ApplicationError("name an assignee or a group", {}, type="invalid_request")
+        return approval
 
-    async def _record_claim(self, event_type: str, data: dict[str, Any]) -> None:
-        self._claim_events = getattr(self, "_claim_events", 0) + 1
-        await self.record(event_type, key=f"{event_type}:{self._approval_key}:{self._claim_events}",
-                          data=data, actor=f"reviewer:{data.get('reviewer') or data.get('by')}")
+    async def _record_claim(self, event_type: str, data: dict[str, Any],
+                            approval: Approval) -> None:
+        approval.claim_events += 1
+        await self.record(event_type, key=f"{event_type}:{approval.key}:{approval.claim_events}",
+                          data={**data, **approval.tags()},
+                          actor=f"reviewer:{data.get('reviewer') or data.get('by')}")
 
     # -- used by the pipeline workflow ----------------------------------------------------------
+
+    async def open_approvals(self, approvals: list[Approval]) -> None:
+        """Record ``approval.requested`` for each (one call) and wait for reviewers.
+
+        Their ladders are climbed by :meth:`climb`; the run takes their decisions with
+        :meth:`take_decisions`.
+        """
+        self._moves += 1
+        events = [{"run_id": self._run_id, "key": f"approval.requested:{a.key}",
+                   "type": APPROVAL_REQUESTED, "actor": "workflow",
+                   "occurred_at": workflow.now().isoformat(),
+                   "data": {"pipeline": self._pipeline, "payload": a.payload,
+                            "reason_codes": a.payload.get("review_reason_codes", []),
+                            "sla_deadline": a.sla_deadline, **a.tags()}}
+                  for a in approvals]
+        await self.record_batch(events, APPROVAL_REQUESTED)
+        self._open.extend(approvals)
+        await self.set_status("awaiting_approval")
+        workflow.deprecate_patch(LADDER_PATCH)  # every run climbs; older markers replay
+
+    def new_approval(self, payload: dict[str, Any], *, sla: timedelta, key: str,
+                     interrupt_id: str | None = None) -> Approval:
+        """An approval opening now (not yet recorded: :meth:`open_approvals` does)."""
+        now = workflow.now()
+        return Approval(key=key, payload=payload, requested_at=now.isoformat(),
+                        sla_deadline=(now + sla).isoformat(), interrupt_id=interrupt_id)
+
+    async def take_decisions(self, approvals: list[Approval]) -> list[dict[str, Any]]:
+        """The run takes the decisions of ``approvals`` (all decided): ``approval.decided`` each.
+
+        They close; the run's status is ``running`` again once no approval is open.
+
+        Returns:
+            Their decisions, in the order given.
+        """
+        events = [{"run_id": self._run_id, "key": f"approval.decided:{a.key}",
+                   "type": APPROVAL_DECIDED, "occurred_at": workflow.now().isoformat(),
+                   "data": {**(a.decision or {}), **a.tags()},
+                   "actor": f"reviewer:{(a.decision or {}).get('decided_by')}"}
+                  for a in approvals]
+        await self.record_batch(events, APPROVAL_DECIDED)
+        for approval in approvals:
+            approval.taken_at = self._moves
+        self._open = [a for a in self._open if all(a is not t for t in approvals)]
+        if not self._open:
+            await self.set_status("running")
+        return [dict(a.decision or {}) for a in approvals]
 
     async def request_approval(
         self, payload: dict[str, Any], *, sla: timedelta, key: str,
         ladder: EscalationLadder | None = None,
     ) -> dict[str, Any]:
-        """Open an approval, wait (durably, days if need be) for the first valid decision.
+        """Open one approval, wait (durably, days if need be) for the first valid decision.
 
         Args:
             payload: what the reviewer sees (record, gaps, reasons, proposal).
@@ -293,66 +401,58 @@ class ApprovalGate:
         Returns:
             The normalised decision dict from :meth:`check_decision` plus ``decided_by``/``note``.
         """
-        now = workflow.now()
-        self._approval_seq += 1
-        self._decision = None
-        self._approval = {"payload": payload, "requested_at": now.isoformat(),
-                          "sla_deadline": (now + sla).isoformat()}
-        await self.record(
-            APPROVAL_REQUESTED, key=f"approval.requested:{key}",
-            data={"pipeline": self._pipeline, "payload": payload,
-                  "reason_codes": payload.get("review_reason_codes", []),
-                  "sla_deadline": self._approval["sla_deadline"]},
-        )
-        await self.set_status("awaiting_approval")
-        self._approval_key, self._claim, self._group, self._claim_events = key, None, None, 0
-        workflow.deprecate_patch(LADDER_PATCH)  # every run climbs; older markers replay
-        await self._climb(ladder or EscalationLadder(sla_seconds=sla.total_seconds()), key)
-        decision = self._decision
-        assert decision is not None
-        await self.record(APPROVAL_DECIDED, key=f"approval.decided:{key}", data=decision,
-                          actor=f"reviewer:{decision.get('decided_by')}")
-        self._approval, self._claim = None, None
-        await self.set_status("running")
-        return decision
+        approval = self.new_approval(payload, sla=sla, key=key)
+        await self.open_approvals([approval])
+        await self.climb(ladder or EscalationLadder(sla_seconds=sla.total_seconds()), approval)
+        return (await self.take_decisions([approval]))[0]
 
-    async def _climb(self, ladder: EscalationLadder, key: str) -> None:
-        """Wait for a decision, firing each rung of the ladder that comes due first."""
-        opened = workflow.now()
+    async def climb(self, ladder: EscalationLadder, approval: Approval) -> None:
+        """Wait for ``approval``'s decision, firing each rung of the ladder that comes due first.
+
+        Rungs count from the approval's ``requested_at``; a rung already fired (before the
+        run continued as new) does not fire again.
+        """
+        opened = datetime.fromisoformat(approval.requested_at)
         for at_seconds, rung in ladder.rungs():
+            if rung in approval.fired:
+                continue
             remaining = (opened + timedelta(seconds=at_seconds) - workflow.now()).total_seconds()
             if remaining > 0:
                 try:
-                    await workflow.wait_condition(lambda: self._decision is not None,
+                    await workflow.wait_condition(lambda: approval.decision is not None,
                                                   timeout=timedelta(seconds=remaining))
                     return
                 except TimeoutError:
                     pass
-            if self._decision is not None:
+            if approval.decision is not None:
                 return
-            await self._fire(rung, ladder, key, at_seconds)
-        await workflow.wait_condition(lambda: self._decision is not None)
+            approval.fired.append(rung)
+            await self._fire(rung, ladder, approval, at_seconds)
+        await workflow.wait_condition(lambda: approval.decision is not None)
 
-    async def _fire(self, rung: str, ladder: EscalationLadder, key: str, at_seconds: float) -> None:
-        waited = {"waited_seconds": at_seconds, "claimed_by": (self._claim or {}).get("by")}
+    async def _fire(self, rung: str, ladder: EscalationLadder, approval: Approval,
+                    at_seconds: float) -> None:
+        key = approval.key
+        waited = {"waited_seconds": at_seconds, "claimed_by": (approval.claim or {}).get("by"),
+                  **approval.tags()}
         if rung == "remind":
             await self.record(APPROVAL_REMINDED, key=f"approval.reminded:{key}",
                               data={**waited, "reason": "no_decision_after_t1"})
         elif rung == "reassign":
-            self._claim, self._group = None, ladder.reassign_to_group
+            approval.claim, approval.group = None, ladder.reassign_to_group
             await self.record(APPROVAL_REASSIGNED, key=f"approval.reassigned:{key}:ladder",
-                              data={**waited, "group": self._group, "assignee": None,
+                              data={**waited, "group": approval.group, "assignee": None,
                                     "by": "escalation_policy", "reason": "no_decision_after_t2"})
         elif rung == "sla_breach":
-            self._sla_breached = True
+            approval.sla_breached = self._sla_breached = True
             await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
                               data={**waited, "sla_seconds": at_seconds})
         elif rung == "final":
-            await self._final_action(ladder, key, waited)
+            await self._final_action(ladder, approval, waited)
         if ladder.webhook_url:
             await self._notify(ladder.webhook_url, rung, waited)
 
-    async def _final_action(self, ladder: EscalationLadder, key: str,
+    async def _final_action(self, ladder: EscalationLadder, approval: Approval,
                             waited: dict[str, Any]) -> None:
         action, result, reason = ladder.final_action, "kept_waiting", "policy_keep_waiting"
         decision: dict[str, Any] | None = None
@@ -360,20 +460,21 @@ class ApprovalGate:
             candidate = DecisionInput(decision="approve" if action == "auto_approve" else "reject",
                                       decided_by="escalation_policy", is_admin=True,
                                       resume=ladder.final_resume,
+                                      interrupt_id=approval.interrupt_id,
                                       note=f"escalation policy {action} after "
                                            f"{waited['waited_seconds']:.0f} s")
             try:
-                checked = self._validated(candidate)
+                _, checked = self._validated(candidate, approval)
                 decision = {**checked, "decision": candidate.decision,
                             "decided_by": candidate.decided_by, "note": candidate.note,
                             "decided_at": workflow.now().isoformat()}
                 result, reason = candidate.decision, f"policy_{action}"
             except ApplicationError as err:
                 reason = f"{action}_refused:{err.type}"
-        await self.record(APPROVAL_AUTO_DECIDED, key=f"approval.auto_decided:{key}",
+        await self.record(APPROVAL_AUTO_DECIDED, key=f"approval.auto_decided:{approval.key}",
                           data={**waited, "action": action, "result": result, "reason": reason})
         if decision is not None:
-            self._decision = decision
+            approval.decision = decision
 
     async def _notify(self, url: str, rung: str, waited: dict[str, Any]) -> None:
         try:
@@ -420,34 +521,64 @@ class ApprovalGate:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _validated(self, decision: DecisionInput) -> dict[str, Any]:
-        self._require_open()
-        allowed = self.decisions()
+    def _waiting(self) -> list[Approval]:
+        """Open approvals still waiting for a decision, oldest first."""
+        return [a for a in self._open if a.decision is None]
+
+    def _target(self, interrupt_id: str | None) -> Approval:
+        """The open approval a request names (by interrupt id), or the oldest one waiting.
+
+        Raises:
+            ApplicationError: ``not_awaiting_approval``: nothing waits for a decision, or
+                the named interrupt is not waiting (answered already, or never this run's).
+        """
+        waiting = self._waiting()
+        if interrupt_id:
+            for approval in waiting:
+                if approval.interrupt_id == interrupt_id:
+                    return approval
+            raise ApplicationError(
+                f"interrupt {interrupt_id} was already answered or is not pending on run "
+                f"{self._run_id}",
+                {"interrupt_id": interrupt_id,
+                 "pending": [a.interrupt_id for a in waiting if a.interrupt_id]},
+                type="not_awaiting_approval")
+        if not waiting:
+            raise ApplicationError(
+                f"run {self._run_id} is not awaiting approval (status {self._status})",
+                {"status": self._status}, type="not_awaiting_approval",
+            )
+        return waiting[0]
+
+    def _validated(self, decision: DecisionInput,
+                   approval: Approval | None = None) -> tuple[Approval, dict[str, Any]]:
+        approval = approval or self._target(decision.interrupt_id)
+        allowed = self.decisions(approval)
         if decision.decision not in allowed:
             raise ApplicationError(
                 f"decision must be one of {', '.join(allowed)}",
                 {"decision": decision.decision}, type="invalid_decision",
             )
-        self._check_claim(decision.decided_by, decision.is_admin)
-        return self.check_decision(decision)
+        self._check_claim(approval, decision.decided_by, decision.is_admin)
+        return approval, self.check_decision(decision, approval)
 
-    def _require_open(self) -> None:
-        if self._approval is None or self._decision is not None:
-            raise ApplicationError(
-                f"run {self._run_id} is not awaiting approval (status {self._status})",
-                {"status": self._status}, type="not_awaiting_approval",
-            )
-
-    def _check_claim(self, reviewer: str, is_admin: bool) -> None:
+    def _check_claim(self, approval: Approval, reviewer: str, is_admin: bool) -> None:
         """While claimed, only the claimant (or an admin) may act on the approval."""
-        holder = (self._claim or {}).get("by")
+        holder = (approval.claim or {}).get("by")
         if holder and holder != reviewer and not is_admin:
             raise ApplicationError(f"the approval is claimed by {holder}",
                                    {"claimed_by": holder}, type="claimed_by_other")
 
-    def _accept(self, decision: DecisionInput) -> None:
-        checked = self._validated(decision)
-        self._decision = {
-            **checked, "decision": decision.decision, "decided_by": decision.decided_by,
-            "note": decision.note, "decided_at": workflow.now().isoformat(),
-        }
+    def _accept(self, decision: DecisionInput) -> Approval:
+        """Take ``decision`` for its approval, and each ``more_resumes`` answer for theirs."""
+        approval, checked = self._validated(decision)
+        at = workflow.now().isoformat()
+        approval.decision = {**checked, "decision": decision.decision,
+                             "decided_by": decision.decided_by, "note": decision.note,
+                             "decided_at": at}
+        for interrupt_id, value in (decision.more_resumes or {}).items():
+            self._target(interrupt_id).decision = {
+                "decision": decision.decision, "updates": {}, "resume": value, "raw": True,
+                "decided_by": decision.decided_by, "note": decision.note, "decided_at": at}
+        self._last_note = decision.note
+        return approval

@@ -3,13 +3,14 @@
 :class:`RunWorkflowBase` is the part of :class:`workflows.segment_run.SegmentRunWorkflow`
 that Temporal owns around LangGraph's loop (issue 25) and that runs no LangGraph code:
 
-- **the approval gate** (:class:`workflows.approval.ApprovalGate`): every interrupt is an
-  approval, oldest id first. ``interrupt()`` gets the decision's ``resume`` exactly as sent
-  whenever the decision carries one, whoever gives it (the SDK's ``Command(resume=...)``,
-  the admin API, the console, the escalation ladder's ``final_resume``): LangGraph's
-  meaning, issue 26. A decision without a ``resume`` gives ``{"decision", "note",
-  "updates", "resume": None, "decided_by"}``. A pipeline's ``check_decision`` refuses what
-  it does not take, in the update's validator;
+- **the approval gate** (:class:`workflows.approval.ApprovalGate`): every pending interrupt
+  is its own approval (own payload, claim, ladder and decision); the run goes on with the
+  ones decided, and an interrupt still waiting keeps its approval. ``interrupt()`` gets
+  the decision's ``resume`` exactly as sent whenever the decision carries one, whoever
+  gives it (the SDK's ``Command(resume=...)``, the admin API, the console, the escalation
+  ladder's ``final_resume``): LangGraph's meaning, issue 26. A decision without a
+  ``resume`` gives ``{"decision", "note", "updates", "resume": None, "decided_by"}``. A
+  pipeline's ``check_decision`` refuses what it does not take, in the update's validator;
 - **the LLM budget gate**: the segments meter every chat-model call; once a run's spend
   passes its budget (options ``llm_budget_usd`` / ``llm_budget_tokens``) the run stops for
   an approval (payload ``kind: llm_budget``): approve with a higher ``budget_usd`` /
@@ -40,7 +41,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from overseer.run_types import STREAM_TOPIC, DecisionInput, GraphRunInput, GraphRunResult
-from workflows.approval import ApprovalGate, EscalationLadder
+from workflows.approval import Approval, ApprovalGate, EscalationLadder
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
@@ -109,6 +110,7 @@ class RunWorkflowBase(ApprovalGate):
         self._budget_stops = 0
         self._denied = False
         self._webhooks: list[Any] = []
+        self._ladders: dict[str, asyncio.Task[None]] = {}
 
     async def _split_parts(self, graph_input: Any) -> list[dict[str, Any]]:
         """The pipeline's split activity on the run's input: one dict per part."""
@@ -183,13 +185,13 @@ class RunWorkflowBase(ApprovalGate):
         ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
         metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
         (stream items so far), ``marks``: ``[{offset, event}]`` of every ``interrupt``,
-        ``end`` and ``error`` stream item, and ``decided`` (a decision was taken on the
-        latest approval).
+        ``end`` and ``error`` stream item, ``decided`` (approvals are open and every one
+        has its decision) and ``decision_note`` (the latest decision's note).
         """
         return {**(self._snapshot or {}), "status": self._status,
                 "published": self._published, "marks": list(self._marks),
-                "decided": self._decision is not None,
-                "decision_note": (self._decision or {}).get("note")}
+                "decided": bool(self._open) and not self._waiting(),
+                "decision_note": self._last_note}
 
     def _emit(self, events: list[dict[str, Any]]) -> None:
         """Publish a pipeline stream's events on its topic; a ``done`` event is the final one."""
@@ -205,57 +207,103 @@ class RunWorkflowBase(ApprovalGate):
 
     @workflow.query
     def get_interrupts(self) -> list[dict[str, Any]]:
-        """The interrupt the open approval answers, and every pending one (ids)."""
-        if self._approval is None:
-            return []
-        payload = self._approval["payload"]
-        return [{"id": i, "current": i == payload.get("interrupt_id")}
-                for i in payload.get("pending_interrupts", [])]
+        """Every interrupt with an open approval: ``[{id, approval_key, decided}]``, oldest first."""
+        return [{"id": a.interrupt_id, "approval_key": a.key, "decided": a.decision is not None}
+                for a in self._open if a.interrupt_id]
 
     # -- the gate ----------------------------------------------------------------------------
 
     _last_decision: str | None = None
 
-    async def _ask(self, first: Any, pending: list[Any], rounds: int) -> Any:
+    async def _ask(self, pending: list[Any], rounds: int) -> dict[str, Any]:
+        """Every pending interrupt is its own approval; wait until one has its decision.
+
+        An interrupt whose approval is open already (the run went on with another one's
+        answer and paused again on it) keeps it: its claim, its ladder and any decision
+        taken meanwhile. Each approval climbs its own ladder in its own task.
+
+        Returns:
+            ``{interrupt id: what interrupt() returns}`` for every pending interrupt decided
+            (at least one): the resume map of the next segment.
+        """
         assert self._inp is not None
-        value = to_jsonable(first.value)
-        payload = dict(value) if isinstance(value, dict) else {"value": value}
-        payload.update({"interrupt_id": first.id,
-                        "pending_interrupts": [i.id for i in pending]})
-        if len(pending) > 1:  # every question visible to the reviewer
-            payload["other_interrupts"] = [{"id": i.id, "value": to_jsonable(i.value)}
-                                           for i in pending if i.id != first.id]
-        self._more_resumes: dict[str, Any] = {}
         ladder = EscalationLadder.from_options(self._inp.options)
         sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
+        ids = [i.id for i in pending]
         await self._flush()
+        self._moves += 1  # the run reached its next state
+        known = {a.interrupt_id for a in self._open}
+        fresh = [self.new_approval(self._question(i, ids), sla=sla, key=f"{rounds}:{i.id}",
+                                   interrupt_id=i.id) for i in pending if i.id not in known]
+        self._pause = self._paused_hand_off(f"{rounds}:{ids[0]}")  # with approval.requested
         if self._run_stream is not None:
-            self._emit(self._run_stream.interrupt(payload))
-        self._pause = self._paused_hand_off(f"{rounds}:{first.id}")  # with approval.requested
-        decision = await self.request_approval(payload, sla=sla, key=f"{rounds}:{first.id}",
-                                               ladder=ladder)
-        self._last_decision = decision["decision"]
-        self._more_resumes = dict(decision.get("more_resumes") or {})
-        if self._run_stream is not None:
-            self._emit(self._run_stream.decision(decision))
+            for approval in fresh:
+                self._emit(self._run_stream.interrupt(approval.payload))
+        if fresh:
+            await self.open_approvals(fresh)
+        else:  # paused again on approvals open already
+            if self._status != "awaiting_approval":  # a continued run's
+                await self.set_status("awaiting_approval")
+            if self._pause is not None:  # the thread's pause goes on without a new request
+                hand_off, self._pause = self._pause, None
+                await self.record_batch([], "paused again", hand_off)
+        asking = [a for a in self._open if a.interrupt_id in ids]
+        for approval in asking:
+            if approval.key not in self._ladders:
+                self._ladders[approval.key] = asyncio.create_task(self.climb(ladder, approval))
+        decided: list[Approval] = []
+        while not decided:  # a ladder ends when its approval is decided
+            done, _ = await asyncio.wait([self._ladders[a.key] for a in asking],
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a ladder's own failure fails the run
+            decided = [a for a in asking if a.decision is not None]
+        for approval in decided:
+            self._ladders.pop(approval.key, None)
+        answers: dict[str, Any] = {}
+        for approval, decision in zip(decided, await self.take_decisions(decided), strict=True):
+            self._last_decision = decision["decision"]
+            if self._run_stream is not None:
+                self._emit(self._run_stream.decision(decision))
+            answers[str(approval.interrupt_id)] = self._answer(decision)
+        return answers
+
+    @staticmethod
+    def _question(interrupt: Any, ids: list[str]) -> dict[str, Any]:
+        """An interrupt's approval payload: its value (a dict as is) plus the runtime's keys."""
+        value = to_jsonable(interrupt.value)
+        payload = dict(value) if isinstance(value, dict) else {"value": value}
+        payload.update({"interrupt_id": interrupt.id, "pending_interrupts": list(ids)})
+        return payload
+
+    @staticmethod
+    def _answer(decision: dict[str, Any]) -> Any:
+        """What ``interrupt()`` returns for a decision: its ``resume`` as sent, else the wrapper."""
         if decision.get("raw") or decision.get("resume") is not None:
-            return decision.get("resume")  # interrupt() gets the resume as it was sent
+            return decision.get("resume")
         answer = {"decision": decision["decision"], "note": decision.get("note"),
                   "updates": decision.get("updates") or {}, "resume": decision.get("resume"),
                   "decided_by": decision.get("decided_by")}
         answer.update({k: decision[k] for k in BUDGET_KEYS if decision.get(k) is not None})
         return answer
 
-    def check_decision(self, decision: DecisionInput) -> dict[str, Any]:
+    def _stop_ladders(self) -> None:
+        """Cancel the ladders of approvals still open when the run ends."""
+        for task in self._ladders.values():
+            task.cancel()
+        self._ladders = {}
+
+    def check_decision(self, decision: DecisionInput, approval: Approval) -> dict[str, Any]:
         """The pipeline's decision kinds and its own refusal rules (pure; runs in the validator).
 
         Raises:
             ApplicationError: ``invalid_decision`` for a decision the pipeline does not take;
+                ``not_awaiting_approval`` for a resume map naming an interrupt that is not
+                waiting; ``claimed_by_other`` when one it names is claimed by someone else;
                 the pipeline's own code (``DecisionRefusedError``) otherwise.
         """
         assert self._spec is not None
-        assert self._approval is not None
-        payload = self._approval["payload"]
+        payload = approval.payload
         if payload.get("kind") == LLM_BUDGET_KIND:
             if decision.decision == "approve":  # the runtime's own budget stop: raise it
                 try:
@@ -271,32 +319,19 @@ class RunWorkflowBase(ApprovalGate):
                 f"decision must be one of {', '.join(self._spec.decisions)}",
                 {"decision": decision.decision, "allowed": list(self._spec.decisions)},
                 type="invalid_decision")
-        current = self._approval["payload"].get("interrupt_id")
-        if decision.interrupt_id and decision.interrupt_id != current:
-            waiting = list(self._approval["payload"].get("pending_interrupts") or [])
-            if decision.interrupt_id in waiting:  # parallel interrupts: one gate, oldest first
-                raise ApplicationError(
-                    f"interrupt {decision.interrupt_id} is pending behind {current}: answer "
-                    f"{current} first, or both in one resume map",
-                    {"interrupt_id": decision.interrupt_id, "current": current,
-                     "pending": waiting}, type="not_awaiting_approval")
-            raise ApplicationError(
-                f"interrupt {decision.interrupt_id} was already answered",
-                {"interrupt_id": decision.interrupt_id, "current": current},
-                type="not_awaiting_approval")
-        if decision.more_resumes:
-            pending = set(self._approval["payload"].get("pending_interrupts") or [])
-            if not set(decision.more_resumes) <= pending - {current}:
-                raise ApplicationError(
-                    "a resume map may name only the run's pending interrupts",
-                    {"interrupt_ids": sorted(decision.more_resumes),
-                     "pending": sorted(pending)}, type="not_awaiting_approval")
+        for interrupt_id in decision.more_resumes or {}:  # a resume map naming several
+            other = self._target(interrupt_id)
+            if other is approval:
+                raise ApplicationError(f"interrupt {interrupt_id} is named twice",
+                                       {"interrupt_id": interrupt_id},
+                                       type="not_awaiting_approval")
+            self._check_claim(other, decision.decided_by, decision.is_admin)
         checked = {"decision": decision.decision, "note": decision.note,
                    "updates": dict(decision.updates or {}), "resume": decision.resume,
                    "decided_by": decision.decided_by, "apply_proposal": decision.apply_proposal,
                    "budget_usd": decision.budget_usd, "budget_tokens": decision.budget_tokens}
         try:
-            checked = self._spec.checked_decision(self._approval["payload"], checked,
+            checked = self._spec.checked_decision(payload, checked,
                                                   (self._snapshot or {}).get("values") or {})
         except DecisionRefusedError as err:
             raise ApplicationError(err.message, err.details, type=err.code) from err
@@ -306,22 +341,25 @@ class RunWorkflowBase(ApprovalGate):
                 **({"more_resumes": dict(decision.more_resumes)}
                    if decision.more_resumes else {})}
 
-    def decisions(self) -> tuple[str, ...]:
-        """Decision kinds the open approval accepts (the pipeline's; a budget stop's approve/reject)."""
-        if self._approval is not None and \
-                self._approval["payload"].get("kind") == LLM_BUDGET_KIND:
+    def decisions(self, approval: Approval | None = None) -> tuple[str, ...]:
+        """Decision kinds ``approval`` accepts (the pipeline's; a budget stop's approve/reject)."""
+        if approval is not None and approval.payload.get("kind") == LLM_BUDGET_KIND:
             return ("approve", "reject")
         return self._spec.decisions if self._spec else ("approve", "reject")
 
     # -- continue-as-new ------------------------------------------------------------------------
 
     def _counters(self) -> dict[str, Any]:
-        """The run's counters a continued run goes on with (spend, budget, stream, gate)."""
+        """The run's counters a continued run goes on with (spend, budget, stream, gate).
+
+        The gate's open approvals go along whole (claims, rungs fired, decisions taken
+        meanwhile), so an approval stays one approval across continue-as-new.
+        """
         return {"published": self._published, "marks": self._marks,
                 "spent": self._spent, "budget": self._budget,
                 "budget_stops": self._budget_stops,
                 "last_decision": self._last_decision,
-                "approval_seq": self._approval_seq}
+                "moves": self._moves, "open": [dataclasses.asdict(a) for a in self._open]}
 
     async def _hand_over(self, carry: dict[str, Any]) -> NoReturn:
         """Continue as new with ``carry`` and the newest items of the run's event stream.
@@ -348,7 +386,8 @@ class RunWorkflowBase(ApprovalGate):
         self._spent, self._budget = dict(counters["spent"]), dict(counters["budget"])
         self._budget_stops = int(counters["budget_stops"])
         self._last_decision = counters.get("last_decision")
-        self._approval_seq = int(counters.get("approval_seq") or 0)
+        self._moves = int(counters.get("moves") or counters.get("approval_seq") or 0)
+        self._open = [Approval(**a) for a in counters.get("open") or []]
 
     # -- the LLM budget gate --------------------------------------------------------------------
 
@@ -404,6 +443,7 @@ class RunWorkflowBase(ApprovalGate):
     async def _record_end(self, event_type: str, data: dict[str, Any]) -> None:
         """``run.finished``, written with any buffered events in one call (and the hand-off)."""
         assert self._inp is not None
+        self._stop_ladders()
         events, self._pending_events = [*self._pending_events, {
             "run_id": self._inp.run_id, "key": "run.finished", "type": event_type, "data": data,
             "actor": "workflow", "occurred_at": workflow.now().isoformat()}], []

@@ -8,7 +8,8 @@ the run's start, or a resume, up to the next interrupt or the end — is one hea
 (:class:`workflows.run_base.RunWorkflowBase`): segment retries (a retried segment resumes
 from its last checkpoint), every interrupt as an approval on the shared gate (ladder,
 console, claims, exactly-once decisions; ``interrupt()`` gets the decision's ``resume`` as
-sent; a resume map answers several pending interrupts together), the LLM budget gate (a
+sent; each of parallel interrupts is its own approval, and the run goes on with whichever
+are decided, as LangGraph does with a resume map naming some of them), the LLM budget gate (a
 segment stops before a chat-model call past the run's budget; a reviewer raises it or ends
 the run), nodes with options (each runs as its own activity with its time-out, heartbeat and
 attempts, between segments), cancellation and the run's events.
@@ -153,9 +154,8 @@ class SegmentRunWorkflow(RunWorkflowBase):
                            for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
                 if call.stream:
                     self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
-                first = pending[0]
-                answer = await self._ask(first, pending, rounds)
-                call.input, call.resume = None, encode({**self._more_resumes, first.id: answer})
+                answers = await self._ask(pending, rounds)  # the ones decided so far
+                call.input, call.resume = None, encode(answers)
                 call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
                 result = await self._next(call, result.interrupted_in, f"resume {rounds}")
         except BudgetDeniedError:

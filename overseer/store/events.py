@@ -203,14 +203,29 @@ async def _review_suggested(conn: Conn, e: NewEvent, at: datetime) -> None:
     await _merge_result(conn, e, at)
 
 
+async def _approval_update(conn: Conn, e: NewEvent, assignments: str, *args: Any) -> None:
+    """``UPDATE approvals SET <assignments>`` on the row of the approval ``e`` names.
+
+    ``$1`` is the run id, ``$2`` the approval key (``data.approval_key``), ``$3`` … ``args``.
+    An event of an approval opened before approvals were keyed per interrupt names none, or
+    names a key its row does not have: the run's unkeyed row is the one.
+    """
+    key = str(e.data.get("approval_key") or "")
+    sql = f"UPDATE approvals SET {assignments} WHERE run_id = $1 AND approval_key = $2"
+    done = await conn.execute(sql, uuid.UUID(e.run_id), key, *args)
+    if done == "UPDATE 0" and key:
+        await conn.execute(sql, uuid.UUID(e.run_id), "", *args)
+
+
 async def _approval_requested(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     deadline = datetime.fromisoformat(d["sla_deadline"]) if d.get("sla_deadline") else None
     await conn.execute(
         """INSERT INTO approvals (run_id, pipeline, status, reason_codes, payload, requested_at,
-                                  sla_deadline)
-           VALUES ($1, $2, 'pending', $3::jsonb, $4::jsonb, $5, $6)
-           ON CONFLICT (run_id) DO UPDATE SET status = 'pending', reason_codes = excluded.reason_codes,
+                                  sla_deadline, approval_key, interrupt_id)
+           VALUES ($1, $2, 'pending', $3::jsonb, $4::jsonb, $5, $6, $7, $8)
+           ON CONFLICT (run_id, approval_key) DO UPDATE SET status = 'pending',
+               reason_codes = excluded.reason_codes,
                payload = excluded.payload, requested_at = excluded.requested_at,
                sla_deadline = excluded.sla_deadline, sla_breached_at = NULL, decision = NULL,
                decided_by = NULL, decided_at = NULL, note = NULL, updates = NULL,
@@ -222,6 +237,8 @@ async def _approval_requested(conn: Conn, e: NewEvent, at: datetime) -> None:
         json.dumps(d.get("payload", {})),
         at,
         deadline,
+        str(d.get("approval_key") or ""),
+        d.get("interrupt_id"),
     )
     await conn.execute(
         "UPDATE runs SET status = 'awaiting_approval', updated_at = $2 WHERE run_id = $1",
@@ -231,20 +248,14 @@ async def _approval_requested(conn: Conn, e: NewEvent, at: datetime) -> None:
 
 
 async def _approval_sla_breached(conn: Conn, e: NewEvent, at: datetime) -> None:
-    await conn.execute(
-        "UPDATE approvals SET sla_breached_at = $2 WHERE run_id = $1 AND sla_breached_at IS NULL",
-        uuid.UUID(e.run_id),
-        at,
-    )
+    await _approval_update(conn, e, "sla_breached_at = coalesce(sla_breached_at, $3)", at)
 
 
 async def _approval_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
-    await conn.execute(
-        """UPDATE approvals SET status = 'decided', decision = $2, decided_by = $3, decided_at = $4,
-                                note = $5, updates = $6::jsonb
-           WHERE run_id = $1""",
-        uuid.UUID(e.run_id),
+    await _approval_update(
+        conn, e, """status = 'decided', decision = $3, decided_by = $4, decided_at = $5,
+                    note = $6, updates = $7::jsonb""",
         d["decision"],
         d.get("decided_by"),
         at,
@@ -266,8 +277,11 @@ async def _approval_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
         d.get("decided_by"),
         json.dumps(d.get("updates") or {}),
     )
-    await conn.execute(
-        "UPDATE runs SET status = 'running', updated_at = $2 WHERE run_id = $1",
+    await conn.execute(  # awaiting still while another of its approvals is open
+        """UPDATE runs SET updated_at = $2, status = CASE WHEN EXISTS (
+               SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'pending')
+               THEN 'awaiting_approval' ELSE 'running' END
+           WHERE run_id = $1""",
         uuid.UUID(e.run_id),
         at,
     )
@@ -292,46 +306,35 @@ async def _run_finished(conn: Conn, e: NewEvent, at: datetime) -> None:
 
 
 async def _approval_claimed(conn: Conn, e: NewEvent, at: datetime) -> None:
-    await conn.execute(
-        "UPDATE approvals SET assigned_to = $2, claimed_at = $3 WHERE run_id = $1",
-        uuid.UUID(e.run_id), e.data.get("reviewer"), at,
-    )
+    await _approval_update(conn, e, "assigned_to = $3, claimed_at = $4",
+                           e.data.get("reviewer"), at)
 
 
 async def _approval_released(conn: Conn, e: NewEvent, at: datetime) -> None:
-    await conn.execute(
-        "UPDATE approvals SET assigned_to = NULL, claimed_at = NULL WHERE run_id = $1",
-        uuid.UUID(e.run_id),
-    )
+    await _approval_update(conn, e, "assigned_to = NULL, claimed_at = NULL")
 
 
 async def _approval_reassigned(conn: Conn, e: NewEvent, at: datetime) -> None:
     d = e.data
     ladder = d.get("by") == "escalation_policy"
-    await conn.execute(
-        """UPDATE approvals SET assigned_to = $2, claimed_at = CASE WHEN $2::text IS NULL
-                                                                THEN NULL ELSE $3::timestamptz END,
-                                assigned_group = coalesce($4, assigned_group),
-                                escalation_level = CASE WHEN $5 THEN greatest(escalation_level, 2)
-                                                        ELSE escalation_level END
-           WHERE run_id = $1""",
-        uuid.UUID(e.run_id), d.get("assignee"), at, d.get("group"), ladder,
+    await _approval_update(
+        conn, e, """assigned_to = $3, claimed_at = CASE WHEN $3::text IS NULL
+                                                   THEN NULL ELSE $4::timestamptz END,
+                    assigned_group = coalesce($5, assigned_group),
+                    escalation_level = CASE WHEN $6 THEN greatest(escalation_level, 2)
+                                            ELSE escalation_level END""",
+        d.get("assignee"), at, d.get("group"), ladder,
     )
 
 
 async def _approval_reminded(conn: Conn, e: NewEvent, at: datetime) -> None:
-    await conn.execute(
-        """UPDATE approvals SET reminded_at = $2, escalation_level = greatest(escalation_level, 1)
-           WHERE run_id = $1""",
-        uuid.UUID(e.run_id), at,
-    )
+    await _approval_update(
+        conn, e, "reminded_at = $3, escalation_level = greatest(escalation_level, 1)", at)
 
 
 async def _approval_auto_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
-    await conn.execute(
-        """UPDATE approvals SET auto_action = $2, escalation_level = 3 WHERE run_id = $1""",
-        uuid.UUID(e.run_id), f"{e.data.get('action')}:{e.data.get('result')}",
-    )
+    await _approval_update(conn, e, "auto_action = $3, escalation_level = 3",
+                           f"{e.data.get('action')}:{e.data.get('result')}")
 
 
 PROJECTORS: dict[str, Projector] = {

@@ -295,6 +295,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         DROP TABLE IF EXISTS agent_checkpoints;
         """,
     ),
+    (
+        "approval_per_interrupt",
+        # Each pending interrupt of a run is its own approval (issue 26): one row per
+        # approval key (``<round>:<interrupt id>``, ``budget:<n>``); rows written before
+        # keep the empty key (one row per run, as then).
+        """
+        ALTER TABLE approvals
+            ADD COLUMN approval_key  text NOT NULL DEFAULT '',
+            ADD COLUMN interrupt_id  text;
+        ALTER TABLE approvals DROP CONSTRAINT approvals_pkey;
+        ALTER TABLE approvals ADD PRIMARY KEY (run_id, approval_key);
+        CREATE INDEX approvals_run_interrupt ON approvals (run_id, interrupt_id);
+        """,
+    ),
 ]
 
 

@@ -45,47 +45,67 @@ async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, p
 
 
 async def claim_run(run_id: str, principal: Principal, pool: asyncpg.Pool,
-                    temporal: Client) -> ApprovalView:
-    """Claim for ``principal``; the view reflects the claim (read models are written first)."""
-    await send_update(pool, temporal, run_id, "claim",
-                  ClaimInput(reviewer=principal.subject, is_admin=principal.is_admin))
-    return await get_approval_view(pool, run_id)
+                    temporal: Client, interrupt_id: str | None = None) -> ApprovalView:
+    """Claim for ``principal`` the run's approval of ``interrupt_id`` (None: the oldest pending).
+
+    The view reflects the claim (read models are written first).
+    """
+    status = await send_update(pool, temporal, run_id, "claim", ClaimInput(
+        reviewer=principal.subject, is_admin=principal.is_admin, interrupt_id=interrupt_id))
+    return await get_approval_view(pool, run_id, _acted_on(status, interrupt_id))
 
 
 async def release_run(run_id: str, principal: Principal, pool: asyncpg.Pool,
-                      temporal: Client) -> ApprovalView:
+                      temporal: Client, interrupt_id: str | None = None) -> ApprovalView:
     """Release ``principal``'s claim (an admin may release anyone's)."""
-    await send_update(pool, temporal, run_id, "release",
-                  ClaimInput(reviewer=principal.subject, is_admin=principal.is_admin))
-    return await get_approval_view(pool, run_id)
+    status = await send_update(pool, temporal, run_id, "release", ClaimInput(
+        reviewer=principal.subject, is_admin=principal.is_admin, interrupt_id=interrupt_id))
+    return await get_approval_view(pool, run_id, _acted_on(status, interrupt_id))
 
 
 async def reassign_run(run_id: str, body: ReassignRequest, principal: Principal,
                        pool: asyncpg.Pool, temporal: Client) -> ApprovalView:
     """Reassign to ``body.assignee`` and/or ``body.group``."""
-    await send_update(pool, temporal, run_id, "reassign",
-                  ReassignInput(by=principal.subject, assignee=body.assignee, group=body.group,
-                                is_admin=principal.is_admin))
-    return await get_approval_view(pool, run_id)
+    status = await send_update(pool, temporal, run_id, "reassign", ReassignInput(
+        by=principal.subject, assignee=body.assignee, group=body.group,
+        is_admin=principal.is_admin, interrupt_id=body.interrupt_id))
+    return await get_approval_view(pool, run_id, _acted_on(status, body.interrupt_id))
 
 
-async def get_approval_view(pool: asyncpg.Pool, run_id: str) -> ApprovalView:
-    """The approval of a run.
+def _acted_on(status: dict[str, Any], interrupt_id: str | None) -> str | None:
+    """The interrupt a claim update acted on: the one named, else the gate's oldest waiting."""
+    return interrupt_id or ((status or {}).get("approval") or {}).get("interrupt_id")
+
+
+async def get_approval_view(pool: asyncpg.Pool, run_id: str,
+                            interrupt_id: str | None = None) -> ApprovalView:
+    """An approval of a run: the one of ``interrupt_id``, else the oldest pending, else the latest.
 
     Raises:
-        NotFoundError: the run never asked for approval.
+        NotFoundError: the run never asked for approval (or not for that interrupt).
     """
-    row = await pool.fetchrow("SELECT * FROM approvals WHERE run_id = $1", parse_run_id(run_id))
+    rid = parse_run_id(run_id)
+    if interrupt_id:
+        row = await pool.fetchrow(
+            "SELECT * FROM approvals WHERE run_id = $1 AND interrupt_id = $2 "
+            "ORDER BY requested_at DESC LIMIT 1", rid, interrupt_id)
+    else:
+        row = await pool.fetchrow(
+            "SELECT * FROM approvals WHERE run_id = $1 "
+            "ORDER BY status = 'pending' DESC, "
+            "CASE WHEN status = 'pending' THEN requested_at END, requested_at DESC, "
+            "approval_key LIMIT 1", rid)
     if row is None:
-        raise NotFoundError(f"run {run_id} has no approval request")
+        raise NotFoundError(f"run {run_id} has no approval request"
+                            + (f" for interrupt {interrupt_id}" if interrupt_id else ""))
     return approval_view(row)
 
 
 async def list_approval_views(pool: asyncpg.Pool, *, status: str | None = "pending",
                               pipeline: str | None = None, assignee: str | None = None,
                               sla_state: str | None = None, min_age_seconds: float | None = None,
-                              limit: int = 100) -> list[ApprovalView]:
-    """Approvals oldest first; ``assignee="none"`` lists unclaimed ones."""
+                              run_id: str | None = None, limit: int = 100) -> list[ApprovalView]:
+    """Approvals oldest first; ``assignee="none"`` lists unclaimed ones, ``run_id`` one run's."""
     clauses: list[str] = []
     args: list[Any] = []
 
@@ -97,6 +117,8 @@ async def list_approval_views(pool: asyncpg.Pool, *, status: str | None = "pendi
         where("status = {}", status)
     if pipeline:
         where("pipeline = {}", pipeline)
+    if run_id:
+        where("run_id = {}", parse_run_id(run_id))
     if assignee == "none":
         clauses.append("assigned_to IS NULL")
     elif assignee:
@@ -109,5 +131,5 @@ async def list_approval_views(pool: asyncpg.Pool, *, status: str | None = "pendi
         where("requested_at <= now() - make_interval(secs => {})", float(min_age_seconds))
     args.append(limit)
     sql = (f"SELECT * FROM approvals {'WHERE ' + ' AND '.join(clauses) if clauses else ''} "
-           f"ORDER BY requested_at LIMIT ${len(args)}")
+           f"ORDER BY requested_at, run_id, approval_key LIMIT ${len(args)}")
     return [approval_view(r) for r in await pool.fetch(sql, *args)]

@@ -34,7 +34,7 @@ def parse_run_id(run_id: str) -> uuid.UUID:
 
 async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
                   principal: Principal) -> RunView:
-    """A run with its pending approval and children.
+    """A run with its pending approvals (one per pending interrupt) and children.
 
     Raises:
         NotFoundError: unknown run, or a submitter asking for someone else's run (no leak).
@@ -45,9 +45,10 @@ async def get_run(conn: asyncpg.Connection | asyncpg.Pool, run_id: str,
         raise NotFoundError(f"unknown run {run_id}")
     view = run_view(row)
     view.result = await resolve_output_refs(conn, view.result)
-    approval = await conn.fetchrow("SELECT * FROM approvals WHERE run_id = $1", rid)
-    if approval is not None and approval["status"] == "pending":
-        view.pending_approval = approval_view(approval)
+    view.pending_approvals = [approval_view(a) for a in await conn.fetch(
+        "SELECT * FROM approvals WHERE run_id = $1 AND status = 'pending' "
+        "ORDER BY requested_at, approval_key", rid)]
+    view.pending_approval = view.pending_approvals[0] if view.pending_approvals else None
     kids = await conn.fetch(
         "SELECT run_id, status FROM runs WHERE parent_run_id = $1 ORDER BY created_at, run_id", rid
     )
@@ -147,7 +148,8 @@ def run_view(row: asyncpg.Record) -> RunView:
 def approval_view(row: asyncpg.Record) -> ApprovalView:
     """An ``approvals`` row as an :class:`ApprovalView`."""
     return ApprovalView(
-        run_id=str(row["run_id"]), pipeline=row["pipeline"], status=row["status"],
+        run_id=str(row["run_id"]), interrupt_id=row["interrupt_id"],
+        approval_key=row["approval_key"], pipeline=row["pipeline"], status=row["status"],
         reason_codes=_json(row["reason_codes"]) or [], payload=_json(row["payload"]) or {},
         requested_at=row["requested_at"].isoformat(),
         sla_deadline=row["sla_deadline"].isoformat() if row["sla_deadline"] else None,

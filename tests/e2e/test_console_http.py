@@ -207,3 +207,55 @@ def test_a_reviewer_answers_an_unknown_interrupt_with_json_and_the_graph_gets_it
     assert run["status"] == "completed", run
     assert run["result"]["output"]["published"] is True
     assert run["result"]["output"]["reviewer_note"] == "from the console"
+
+
+def test_parallel_interrupts_are_separate_items_in_the_console(stack: Stack):
+    """Each of a run's parallel interrupts is its own queue row and page; claiming and deciding
+    one leaves the other as it was, and the next item after a decision is the run's other one."""
+    started = stack.client("submitter").post("/v1/pipelines/parallel_approvals/runs",
+                                             json={"input": {"topic": "left right"}})
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    deadline = time.monotonic() + 60
+    while len(stack.client("admin").get(f"/v1/runs/{run_id}").json()["pending_approvals"]) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    pending = stack.client("admin").get(f"/v1/runs/{run_id}").json()["pending_approvals"]
+    ids = {a["payload"]["item"]: a["interrupt_id"] for a in pending}
+    http = login(stack)
+    queue = http.get("/console/queue", params={"pipeline": "parallel_approvals"}).text
+    rows = set(re.findall(rf'data-run-id="{run_id}" data-interrupt-id="([0-9a-f]+)"', queue))
+    assert rows == set(ids.values())
+
+    page = http.get(f"/console/items/{run_id}", params={"interrupt": ids["right"]})
+    assert page.status_code == 200 and "right" in page.text
+    assert f'name="interrupt_id" value="{ids["right"]}"' in page.text
+    assert 'id="siblings"' in page.text and f"interrupt={ids['left']}" in page.text
+    token = csrf_of(http, f"/console/items/{run_id}?interrupt={ids['right']}")
+    claimed = http.post(f"/console/items/{run_id}/claim",
+                        data={"csrf_token": token, "interrupt_id": ids["right"]})
+    assert claimed.status_code == 303, claimed.text
+    views = {a["interrupt_id"]: a for a in
+             stack.client("admin").get(f"/v1/runs/{run_id}").json()["pending_approvals"]}
+    assert views[ids["right"]]["assigned_to"] == "rita"
+    assert views[ids["left"]]["assigned_to"] is None
+
+    decided = http.post(f"/console/items/{run_id}/decision",
+                        data={"csrf_token": token, "decision": "approve", "note": "r",
+                              "interrupt_id": ids["right"], "status": "pending",
+                              "pipeline": "parallel_approvals"})
+    assert decided.status_code == 303, decided.text
+    assert f"interrupt={ids['left']}" in decided.headers["location"]  # the run's other one
+    assert f"/console/items/{run_id}" in decided.headers["location"]
+    deadline = time.monotonic() + 60
+    while True:
+        left = stack.client("admin").get(f"/v1/runs/{run_id}").json()["pending_approvals"]
+        if [a["interrupt_id"] for a in left] == [ids["left"]]:
+            break
+        assert time.monotonic() < deadline, left
+        time.sleep(0.2)
+    http.post(f"/console/items/{run_id}/decision",
+              data={"csrf_token": token, "decision": "reject", "note": "l",
+                    "interrupt_id": ids["left"]})
+    run = wait_for(stack, run_id, {"completed", "failed"})
+    assert run["result"]["output"]["summary"] == "left=reject:l,right=approve:r"

@@ -165,3 +165,27 @@ async def test_empty_log_gives_zeros(db: asyncpg.Pool):
     assert stats.totals == {"submitted": 0, "in_flight": 0, "finished": 0, "pending_approvals": 0}
     assert stats.approval_ages[0].pending.count == 0
     assert stats.sla.breaches == 0
+
+
+async def test_parallel_approvals_of_a_run_are_aged_each_by_its_own_events(db: asyncpg.Pool):
+    """Two approvals of one run (one per interrupt): each closes with its own decision."""
+    async with db.acquire() as conn:
+        run = await Log(conn, "parallel").submitted(0)
+        for key, at in (("1:aa", 10), ("1:bb", 10)):
+            await run.add(at, "approval.requested", pipeline="parallel", reason_codes=[],
+                          payload={}, approval_key=key, interrupt_id=key[2:],
+                          sla_deadline=(T0 + timedelta(seconds=1000)).isoformat())
+        await run.add(60, "approval.decided", actor="reviewer:rita", decision="approve",
+                      decided_by="rita", approval_key="1:aa", interrupt_id="aa")
+        await run.add(1200, "approval.sla_breached", sla_seconds=1000, approval_key="1:bb",
+                      interrupt_id="bb")
+        await run.add(1510, "approval.decided", actor="reviewer:sam", decision="reject",
+                      decided_by="sam", approval_key="1:bb", interrupt_id="bb")
+    stats = await compute_stats(db, since=T0, now=T0 + timedelta(seconds=2000))
+    overall = stats.approval_ages[0]
+    assert overall.decided.count == 2 and overall.pending.count == 0
+    assert overall.decided.max_seconds == 1500.0  # bb's own decision, not aa's
+    reviewers = {r.reviewer: r for r in stats.reviewers}
+    assert reviewers["rita"].median_seconds_to_decision == 50.0
+    assert reviewers["sam"].median_seconds_to_decision == 1500.0
+    assert stats.sla.breached_then_decided == 1  # bb only

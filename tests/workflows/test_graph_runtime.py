@@ -87,16 +87,21 @@ async def test_unknown_decision_is_refused(dev_server, graph_worker, db, task_qu
 async def test_parallel_interrupts_resume_by_id_after_replays(dev_server, db, task_queue):
     """langgraph#6626: with no workflow cache every task replays; ids must still match.
 
-    Each decision answers the oldest pending interrupt; the others stay pending."""
+    Each pending interrupt is its own approval; a decision naming none answers the oldest
+    one waiting, the run goes on with it and the others stay open (the same approvals)."""
     client = dev_server.client
     async with build_worker(client, task_queue=task_queue, max_cached_workflows=0):
         run_id, handle = await start(client, db, task_queue, "parallel_approvals",
                                      {"topic": "red green blue"})
         seen: list[str] = []
+        first = await pending_approval(handle)  # all three open at once, one key each
+        opened = [f"1:{i}" for i in sorted(first["payload"]["pending_interrupts"])]
         for n in range(3):
             approval = await pending_approval(handle)
             payload = approval["payload"]
-            assert len(payload["pending_interrupts"]) == 3 - n
+            view = await handle.query(SegmentRunWorkflow.get_status)
+            assert [a["approval_key"] for a in view.approvals] == opened[n:]
+            assert len(view.approvals) == 3 - n
             assert payload["interrupt_id"] not in seen
             seen.append(payload["interrupt_id"])
             await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(

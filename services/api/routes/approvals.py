@@ -22,7 +22,13 @@ from services.api.operations import (
     reassign_run,
     release_run,
 )
-from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
+from services.api.schemas import (
+    ApprovalView,
+    ClaimRequest,
+    DecisionRequest,
+    DecisionResponse,
+    ReassignRequest,
+)
 
 router = APIRouter(prefix="/v1/admin/approvals", tags=["approvals"])
 
@@ -49,30 +55,39 @@ async def list_approvals(
 
 
 @router.get("/{run_id}", response_model=ApprovalView)
-async def read_approval(run_id: str, _: ReviewerDep, pool: PoolDep) -> ApprovalView:
-    """One approval request (the latest for the run)."""
-    return await get_approval_view(pool, run_id)
+async def read_approval(run_id: str, _: ReviewerDep, pool: PoolDep,
+                        interrupt_id: str | None = None) -> ApprovalView:
+    """One approval of the run: the one of ``interrupt_id``, else the oldest pending, else the latest."""
+    return await get_approval_view(pool, run_id, interrupt_id)
 
 
 @router.post("/{run_id}/decision", response_model=DecisionResponse)
 async def decide(run_id: str, body: DecisionRequest, principal: ReviewerDep, pool: PoolDep,
                  temporal: TemporalDep) -> DecisionResponse:
-    """Approve (optionally with field edits that must validate) or reject an escalated run."""
+    """Approve (optionally with field edits that must validate) or reject one of a run's approvals.
+
+    ``interrupt_id`` names which (each pending interrupt is its own approval); without it,
+    the oldest pending one.
+    """
     return await decide_run(run_id, body, principal, pool, temporal)
 
 
 @router.post("/{run_id}/claim", response_model=ApprovalView)
-async def claim(run_id: str, principal: ReviewerDep, pool: PoolDep,
-                temporal: TemporalDep) -> ApprovalView:
-    """Claim the approval so no one else works it (409 ``claimed_by_other`` if taken)."""
-    return await claim_run(run_id, principal, pool, temporal)
+async def claim(run_id: str, principal: ReviewerDep, pool: PoolDep, temporal: TemporalDep,
+                body: ClaimRequest | None = None) -> ApprovalView:
+    """Claim the approval so no one else works it (409 ``claimed_by_other`` if taken).
+
+    The body's ``interrupt_id`` names which of the run's approvals; the oldest pending by default.
+    """
+    return await claim_run(run_id, principal, pool, temporal, (body or ClaimRequest()).interrupt_id)
 
 
 @router.post("/{run_id}/release", response_model=ApprovalView)
-async def release(run_id: str, principal: ReviewerDep, pool: PoolDep,
-                  temporal: TemporalDep) -> ApprovalView:
+async def release(run_id: str, principal: ReviewerDep, pool: PoolDep, temporal: TemporalDep,
+                  body: ClaimRequest | None = None) -> ApprovalView:
     """Give a claimed approval back to the queue (claimant or admin)."""
-    return await release_run(run_id, principal, pool, temporal)
+    return await release_run(run_id, principal, pool, temporal,
+                             (body or ClaimRequest()).interrupt_id)
 
 
 @router.post("/{run_id}/reassign", response_model=ApprovalView)

@@ -52,11 +52,12 @@ from services.api.errors import SECURITY_CODES, record_security_event
 from services.api.operations import (
     claim_run,
     decide_run,
+    get_approval_view,
     list_approval_views,
     reassign_run,
     release_run,
 )
-from services.api.readmodels import approval_view, parse_run_id
+from services.api.readmodels import parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, ReassignRequest
 
 log = logging.getLogger("overseer.api.console")
@@ -251,7 +252,7 @@ async def decide(request: Request, run_id: str, session: sessions.ConsoleSession
                                                                   f"column {err.colno})"}}))
     pool, temporal = request.app.state.pool, request.app.state.temporal
     if values.get("hitl") and body.decision == "approve":  # an action form: its shape's answer
-        approval = await _approval(pool, parse_run_id(run_id))
+        approval = await _approval(pool, parse_run_id(run_id), body.interrupt_id)
         human = human_interrupt(approval.payload) if approval is not None else None
         if human is not None:
             try:
@@ -266,10 +267,10 @@ async def decide(request: Request, run_id: str, session: sessions.ConsoleSession
             await record_security_event(request, err.code, err.http_status)
         return await _item_page(request, session, run_id, status=err.http_status,
                                 form_values=values, error=err)
-    next_id = await _next_item(pool, run_id, filters, session.principal)
-    target = next_id or run_id
-    query = {"done": run_id, **filters}
-    return RedirectResponse(f"/console/items/{quote(target)}?{urlencode(query)}", 303)
+    target = await _next_item(pool, run_id, body.interrupt_id, filters, session.principal)
+    run, interrupt = target or (run_id, None)
+    query = {"done": run_id, **filters, **({"interrupt": interrupt} if interrupt else {})}
+    return RedirectResponse(f"/console/items/{quote(run)}?{urlencode(query)}", 303)
 
 
 @router.post("/items/{run_id}/{action}", response_class=HTMLResponse)
@@ -281,28 +282,29 @@ async def claim_action(request: Request, run_id: str, action: str,
     form = await request.form()
     sessions.check_csrf(session, request, _str(form.get("csrf_token")))
     pool, temporal = request.app.state.pool, request.app.state.temporal
+    interrupt = (_str(form.get("interrupt_id")) or "").strip()[:200] or None
     error: OverseerError | None = None
     try:
         if action == "reassign":
             body = _reassign_request((_str(form.get("assignee")) or "").strip() or None,
-                                     (_str(form.get("group")) or "").strip() or None)
+                                     (_str(form.get("group")) or "").strip() or None, interrupt)
             await reassign_run(run_id, body, session.principal, pool, temporal)
         elif action == "claim":
-            await claim_run(run_id, session.principal, pool, temporal)
+            await claim_run(run_id, session.principal, pool, temporal, interrupt)
         else:
-            await release_run(run_id, session.principal, pool, temporal)
+            await release_run(run_id, session.principal, pool, temporal, interrupt)
     except OverseerError as err:
         error = err
         if err.code in SECURITY_CODES:
             await record_security_event(request, err.code, err.http_status)
     if request.headers.get("hx-request"):
-        approval = await _approval(pool, parse_run_id(run_id))
+        approval = await _approval(pool, parse_run_id(run_id), interrupt)
         return _render(request, session, "_claim.html",
                        {"approval": approval, "run_id": run_id, "claim_error": error})
     if error is not None:
         return await _item_page(request, session, run_id, status=error.http_status,
-                                claim_error=error)
-    return RedirectResponse(f"/console/items/{quote(run_id)}", 303)
+                                claim_error=error, interrupt=interrupt)
+    return RedirectResponse(item_href(run_id, interrupt), 303)
 
 
 # --- stats ------------------------------------------------------------------------------------
@@ -343,22 +345,28 @@ async def _list_queue(pool: asyncpg.Pool, filters: dict[str, Any], principal: Pr
 async def _item_page(request: Request, session: sessions.ConsoleSession, run_id: str, *,
                      status: int = 200, form_values: dict[str, str] | None = None,
                      error: OverseerError | None = None,
-                     claim_error: OverseerError | None = None) -> Response:
+                     claim_error: OverseerError | None = None,
+                     interrupt: str | None = None) -> Response:
     pool = request.app.state.pool
     settings = request.app.state.settings
     run = await _run_row(pool, run_id)
     rid = run["run_id"]
-    approval = await _approval(pool, rid)
+    interrupt = interrupt or request.query_params.get("interrupt") or \
+        (form_values or {}).get("interrupt_id") or None
+    approval = await _approval(pool, rid, interrupt)
+    siblings = [a for a in await list_approval_views(pool, status="pending", run_id=str(rid))
+                if approval is None or a.approval_key != approval.approval_key]
     events = await fetch_events(pool, str(rid))
     doc = await document_of_run(pool, rid)
     text_pages = await document_text(pool, doc) if doc is not None and doc.kind == "text" else []
     filters = {k: request.query_params[k] for k in QUEUE_FILTERS if request.query_params.get(k)}
     if form_values:
         filters = {k: form_values[k] for k in QUEUE_FILTERS if form_values.get(k)}
-    neighbours = await _neighbours(pool, str(rid), filters, session.principal)
+    neighbours = await _neighbours(pool, (str(rid), approval.interrupt_id if approval else None),
+                                   filters, session.principal)
     done = request.query_params.get("done")
     context = {
-        "run": dict(run), "run_id": str(rid), "approval": approval,
+        "run": dict(run), "run_id": str(rid), "approval": approval, "siblings": siblings,
         "result": _json(run["result"]) or {}, "run_error": _json(run["error"]),
         "fields": _field_rows(approval, form_values), "payload_kind": _payload_kind(approval),
         "human": human_interrupt(approval.payload) if approval is not None else None,
@@ -369,7 +377,7 @@ async def _item_page(request: Request, session: sessions.ConsoleSession, run_id:
                          f"{quote(run['workflow_id'], safe='')}"),
         "error": error, "error_fields": _error_fields(error), "claim_error": claim_error,
         "form_values": form_values or {}, "filters": filters, "item_query": _item_query(filters),
-        "prev_id": neighbours[0], "next_id": neighbours[1],
+        "prev_href": neighbours[0], "next_href": neighbours[1],
         "done": await _done_summary(pool, done) if done else None,
         "extra_decisions": _extra_decisions(run["pipeline"]),
     }
@@ -435,27 +443,49 @@ def _item_query(filters: dict[str, Any]) -> str:
     return f"?{urlencode(kept)}" if kept else ""
 
 
-async def _neighbours(pool: asyncpg.Pool, run_id: str, filters: dict[str, Any],
+def item_href(run_id: str, interrupt_id: str | None = None, item_query: str = "") -> str:
+    """The console page of one approval: its run, its interrupt when it has one, the filters."""
+    query = item_query
+    if interrupt_id:
+        query = f"{query}&" if query else "?"
+        query += urlencode({"interrupt": interrupt_id})
+    return f"/console/items/{quote(str(run_id))}{query}"
+
+
+async def _neighbours(pool: asyncpg.Pool, current: tuple[str, str | None],
+                      filters: dict[str, Any],
                       principal: Principal) -> tuple[str | None, str | None]:
-    items = [a.run_id for a in await _list_queue(pool, {**filters, "status": "pending"}, principal)]
-    if run_id not in items:
-        return None, items[0] if items else None
-    i = items.index(run_id)
-    return (items[i - 1] if i > 0 else None), (items[i + 1] if i + 1 < len(items) else None)
+    """Links to the approvals before and after ``(run id, interrupt id)`` in the queue."""
+    query = _item_query(filters)
+    items = [(a.run_id, a.interrupt_id)
+             for a in await _list_queue(pool, {**filters, "status": "pending"}, principal)]
+    hrefs = [item_href(run, interrupt, query) for run, interrupt in items]
+    if current not in items:
+        return None, hrefs[0] if hrefs else None
+    i = items.index(current)
+    return (hrefs[i - 1] if i > 0 else None), (hrefs[i + 1] if i + 1 < len(hrefs) else None)
 
 
-async def _next_item(pool: asyncpg.Pool, decided_id: str, filters: dict[str, Any],
-                     principal: Principal) -> str | None:
-    """The pending item to show after deciding ``decided_id``: the one after it, else the oldest."""
+async def _next_item(pool: asyncpg.Pool, decided_id: str, interrupt_id: str | None,
+                     filters: dict[str, Any],
+                     principal: Principal) -> tuple[str, str | None] | None:
+    """The pending approval to show after deciding one of ``decided_id``'s: the next, else the oldest.
+
+    Returns:
+        ``(run id, interrupt id)``, or None when the queue is empty.
+    """
     items = await _list_queue(pool, {**filters, "status": "pending"}, principal)
-    row = await pool.fetchrow("SELECT requested_at FROM approvals WHERE run_id = $1",
-                              parse_run_id(decided_id))
-    others = [a for a in items if a.run_id != decided_id]
-    if row is not None:
-        after = [a for a in others if a.requested_at >= row["requested_at"].isoformat()]
+    try:
+        decided = await get_approval_view(pool, decided_id, interrupt_id)
+    except NotFoundError:
+        decided = None
+    others = [a for a in items if decided is None or
+              (a.run_id, a.approval_key) != (decided.run_id, decided.approval_key)]
+    if decided is not None:
+        after = [a for a in others if a.requested_at >= decided.requested_at]
         if after:
-            return after[0].run_id
-    return others[0].run_id if others else None
+            return after[0].run_id, after[0].interrupt_id
+    return (others[0].run_id, others[0].interrupt_id) if others else None
 
 
 async def _done_summary(pool: asyncpg.Pool, run_id: str) -> dict[str, Any] | None:
@@ -466,7 +496,11 @@ async def _done_summary(pool: asyncpg.Pool, run_id: str) -> dict[str, Any] | Non
         return None
     row = await pool.fetchrow(
         """SELECT r.run_id, r.status, r.result->>'outcome' AS outcome, a.decision, a.decided_by
-           FROM runs r LEFT JOIN approvals a USING (run_id) WHERE r.run_id = $1""", rid)
+           FROM runs r LEFT JOIN LATERAL (
+               SELECT decision, decided_by FROM approvals
+               WHERE run_id = r.run_id AND status = 'decided'
+               ORDER BY decided_at DESC LIMIT 1) a ON true
+           WHERE r.run_id = $1""", rid)
     return dict(row, run_id=str(row["run_id"])) if row else None
 
 
@@ -480,9 +514,13 @@ async def _run_row(pool: asyncpg.Pool, run_id: str) -> asyncpg.Record:
     return row
 
 
-async def _approval(pool: asyncpg.Pool, rid: uuid.UUID) -> ApprovalView | None:
-    row = await pool.fetchrow("SELECT * FROM approvals WHERE run_id = $1", rid)
-    return approval_view(row) if row is not None else None
+async def _approval(pool: asyncpg.Pool, rid: uuid.UUID,
+                    interrupt_id: str | None = None) -> ApprovalView | None:
+    """The approval a page shows: the one of ``interrupt_id``, else the run's oldest pending."""
+    try:
+        return await get_approval_view(pool, str(rid), interrupt_id)
+    except NotFoundError:
+        return None
 
 
 async def _document(pool: asyncpg.Pool, run_id: str) -> DocumentRef:
@@ -536,10 +574,12 @@ def _decision_request(values: dict[str, str]) -> DecisionRequest:
         "note": values.get("note", "").strip() or None, "apply_proposal": False,
         "budget_usd": budget_usd or None, "budget_tokens": budget_tokens or None,
         "resume": json.loads(raw_resume) if raw_resume else None,
+        "interrupt_id": values.get("interrupt_id", "").strip() or None,
     })
 
 
-def _reassign_request(assignee: str | None, group: str | None) -> ReassignRequest:
+def _reassign_request(assignee: str | None, group: str | None,
+                      interrupt_id: str | None = None) -> ReassignRequest:
     """The reassign form as a :class:`ReassignRequest`.
 
     Raises:
@@ -548,7 +588,7 @@ def _reassign_request(assignee: str | None, group: str | None) -> ReassignReques
     if assignee is None and group is None:
         raise InvalidRequestError("name a reviewer, a group, or both")
     try:
-        return ReassignRequest(assignee=assignee, group=group)
+        return ReassignRequest(assignee=assignee, group=group, interrupt_id=interrupt_id)
     except ValidationError as err:
         raise InvalidRequestError("the reassignment is not valid",
                                   details={"errors": [e["msg"] for e in err.errors()]}) from err
@@ -740,4 +780,4 @@ def _json(value: Any) -> Any:
 
 
 templates.filters.update(duration=_duration, short_time=_short_time, urlquote=lambda v: quote(str(v)))
-templates.globals.update(sla_state=_sla_state)
+templates.globals.update(sla_state=_sla_state, item_href=item_href)

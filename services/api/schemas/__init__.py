@@ -17,9 +17,18 @@ class RunAccepted(BaseModel):
 
 
 class ApprovalView(BaseModel):
-    """An approval request and, once decided, its decision."""
+    """An approval request and, once decided, its decision.
+
+    A run has one approval per question it asked: each pending interrupt of its graph (so
+    parallel interrupts are parallel approvals) and each LLM budget stop.
+    """
 
     run_id: str
+    interrupt_id: str | None = Field(
+        default=None, description="the LangGraph interrupt this approval answers; name it to "
+        "decide, claim, release or reassign this approval of the run")
+    approval_key: str = Field(default="", description="the approval's key within its run "
+                              "(<round>:<interrupt id>, budget:<n>)")
     pipeline: str
     status: str
     reason_codes: list[str]
@@ -55,7 +64,12 @@ class RunView(BaseModel):
     trace_id: str | None
     result: dict[str, Any] | None
     error: dict[str, Any] | None
-    pending_approval: ApprovalView | None = None
+    pending_approval: ApprovalView | None = Field(
+        default=None, description="the oldest of pending_approvals (the one a decision naming "
+        "no interrupt answers)")
+    pending_approvals: list[ApprovalView] = Field(
+        default_factory=list, description="every approval of the run waiting for a decision, "
+        "oldest first: one per pending interrupt")
     children: list[dict[str, Any]] = Field(default_factory=list)
     llm_usage: dict[str, Any] | None = Field(
         default=None, description="LLM calls, tokens and cost: total, by_node, by_model")
@@ -110,8 +124,9 @@ class DecisionRequest(BaseModel):
                                       description="Approving a budget stop: the new token budget.")
     interrupt_id: str | None = Field(
         default=None, max_length=200,
-        description="Answer only this interrupt (the payload's interrupt_id); 409 "
-                    "not_awaiting_approval once another one is open.")
+        description="The approval of the run to decide (its interrupt_id); the oldest "
+                    "pending one when absent. 409 not_awaiting_approval when that interrupt "
+                    "is not waiting (answered already, or not this run's).")
 
 
 class ReassignRequest(BaseModel):
@@ -119,6 +134,19 @@ class ReassignRequest(BaseModel):
 
     assignee: str | None = Field(default=None, max_length=200)
     group: str | None = Field(default=None, max_length=200)
+    interrupt_id: str | None = Field(
+        default=None, max_length=200,
+        description="the approval of the run to reassign (its interrupt); the oldest pending "
+        "one when absent")
+
+
+class ClaimRequest(BaseModel):
+    """Which of a run's approvals to claim or release (optional body)."""
+
+    interrupt_id: str | None = Field(
+        default=None, max_length=200,
+        description="the approval of the run (its interrupt); the oldest pending one when "
+        "absent")
 
 
 class DecisionResponse(BaseModel):
