@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,7 @@ from overseer.token_stream import (
     TokenWriter,
     chunk_item,
     custom_item,
+    event_item,
     token_item,
 )
 
@@ -493,9 +495,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     stopped: BudgetStop | None = None
     ended = False  # the loop ended or stopped at the budget (else the segment fails)
     try:
-        async for ns, mode, chunk in app.astream(
-                graph_input, start, stream_mode=modes, durability=call.durability,
-                subgraphs=True, context=call.context, **breakpoints):
+        loop_args: dict[str, Any] = {"stream_mode": modes, "durability": call.durability,
+                                     "subgraphs": True, "context": call.context, **breakpoints}
+        chunks = (_chunks_and_events(app.astream_events(graph_input, start, version="v2",
+                                                        **loop_args), tokens)
+                  if tokens is not None and "events" in call.modes
+                  else app.astream(graph_input, start, **loop_args))
+        async for ns, mode, chunk in chunks:
             if ns and mode == "tasks":  # a subgraph node starts or ends
                 _inner_task(call, ns, chunk, inner, where, nodes)
             if ns and not subgraphs:
@@ -747,6 +753,26 @@ def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, Any],
         seconds = time.perf_counter() - began
         _observe(call, task_id, path, seconds, wall or None)
         _node_completed(out, call, task_id, path, seconds * 1000, where.of(task_id))
+
+
+async def _chunks_and_events(events: AsyncIterator[dict[str, Any]],
+                             tokens: TokenWriter) -> AsyncIterator[Any]:
+    """LangGraph's ``(namespace, mode, chunk)`` out of ``astream_events``; the rest, live as ``events``.
+
+    The run asked for the ``events`` stream mode: the loop runs under LangChain's
+    ``astream_events(version="v2")``, as the Agent Server runs it then. The root run's
+    ``on_chain_stream`` events carry LangGraph's chunks (the loop goes on with them as with
+    ``astream``); every other event (the graph's and each node's, chat-model and tool
+    events …) goes to the run's ``events`` readers, except those tagged
+    ``langsmith:hidden`` (LangGraph's internal writers), which the Agent Server drops too.
+    """
+    async for event in events:
+        if "langsmith:hidden" in (event.get("tags") or ()):
+            continue
+        if event.get("event") == "on_chain_stream" and not event.get("parent_ids"):
+            yield event["data"]["chunk"]
+        else:
+            await tokens.add(event_item(event))
 
 
 async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:

@@ -59,17 +59,17 @@ from overseer.settings import Settings
 from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
 from overseer.token_stream import STATE_CHANNEL
 
-SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
+SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools", "events")
 """LangGraph's own chunks the segment writes live when the run asks for them
 (:mod:`overseer.token_stream`); ``tools`` is LangGraph's tool-call lifecycle
-(``tool-started``, ``tool-finished``, ``tool-error``)."""
+(``tool-started``, ``tool-finished``, ``tool-error``); ``events`` LangChain's callback
+events (``astream_events(version="v2")``), as the Agent Server streams them."""
 STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple",
                 *SEGMENT_STREAM_MODES)
 """Stream modes Overseer serves (:func:`overseer.thread_streams.run_events`): every chunk
 comes live from LangGraph's own loop in the segment (:mod:`overseer.token_stream`)."""
 UNSERVED_STREAM_MODES = {
-    "events": "LangChain callback events (astream_events) are not recorded in the durable stream",
-    "lifecycle": "subgraph start/end events are not recorded in the durable stream",
+    "lifecycle": "the installed LangGraph has no lifecycle stream mode",
 }
 """Modes a client may name that Overseer refuses (422 ``stream_mode_unsupported``), and why."""
 MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt", "rollback")

@@ -99,6 +99,20 @@ def chunk_item(mode: str, data: Any) -> dict[str, Any]:
     return {"item": mode, "data": data}
 
 
+def event_item(event: dict[str, Any]) -> dict[str, Any]:
+    """``{"item": "events", "data": event}``: one of LangChain's callback events, live.
+
+    ``event`` is an ``astream_events(version="v2")`` event (``event``, ``name``, ``run_id``,
+    ``parent_ids``, ``tags``, ``metadata``, ``data``), as the Agent Server's ``events`` stream
+    mode sends it; Overseer's own metadata keys (``overseer_*``) are left out.
+    """
+    from overseer.graph_codec import to_jsonable
+
+    metadata = {k: v for k, v in (event.get("metadata") or {}).items()
+                if not str(k).startswith("overseer")}
+    return chunk_item("events", to_jsonable({**event, "metadata": metadata}))
+
+
 class TokenWriter:
     """Buffers one segment's live items (tokens, custom writes, chunks) and writes them in order.
 

@@ -100,7 +100,8 @@ async def test_create_batch_starts_every_run_or_none(stack: Stack):
     with pytest.raises(APIStatusError) as refused:
         await client.runs.create_batch([
             {"assistant_id": "seg_constructs", "input": {"topic": "fine"}},
-            {"assistant_id": "seg_constructs", "input": {"topic": "x"}, "stream_mode": "events"}])
+            {"assistant_id": "seg_constructs", "input": {"topic": "x"},
+             "stream_mode": "lifecycle"}])
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["details"]["index"] == 1
     assert await client.threads.count() == before  # the good one was not created either

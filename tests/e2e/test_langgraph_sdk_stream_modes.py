@@ -92,7 +92,7 @@ async def test_remote_graph_streams_messages(stack: Stack):
     assert message["content"] == "3 results" and metadata["langgraph_node"] == "commander"
 
 
-@pytest.mark.parametrize("mode", ["events", "lifecycle"])
+@pytest.mark.parametrize("mode", ["lifecycle"])
 async def test_a_mode_overseer_cannot_honour_is_refused_before_the_run_starts(
         stack: Stack, mode: str):
     client = sdk(stack)

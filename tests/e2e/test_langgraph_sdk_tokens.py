@@ -127,3 +127,40 @@ async def test_custom_writes_reach_the_client_while_the_node_runs(stack: Stack):
     again = [p.data async for p in client.runs.join_stream(tid, run_id, stream_mode="custom")
              if p.event == "custom"]
     assert [d["step"] for d in again] == [1, 2, 3]
+
+
+async def reference_events() -> list[tuple[str, str, str | None]]:
+    """``(event, name, node)`` of plain LangGraph's ``astream_events(version="v2")`` for the question.
+
+    Filtered as the Agent Server filters its ``events`` stream mode: no event tagged
+    ``langsmith:hidden``, and not the graph's own ``on_chain_stream`` (its chunks go out as
+    their stream modes).
+    """
+    from overseer.pipelines import builder_of, load_langgraph_json
+
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["chatty"].graph).compile(
+        checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reference-events"}}
+    return [(e["event"], e["name"], e.get("metadata", {}).get("langgraph_node"))
+            async for e in app.astream_events(QUESTION, config, version="v2",
+                                              stream_mode=["values"], subgraphs=True)
+            if "langsmith:hidden" not in (e.get("tags") or [])
+            and not (e["event"] == "on_chain_stream" and not e["parent_ids"])]
+
+
+async def test_events_mode_streams_langchain_callback_events_as_plain_langgraph_makes_them(
+        stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    parts = [(p.event, p.data) async for p in client.runs.stream(
+        tid, "chatty", input=QUESTION, stream_mode=["events", "values"])]
+    events = [data for name, data in parts if name == "events"]
+    got = [(e["event"], e["name"], e.get("metadata", {}).get("langgraph_node")) for e in events]
+    want = await reference_events()
+    assert len(want) > 20 and got == want
+    streamed = "".join(e["data"]["chunk"]["content"] for e in events
+                       if e["event"] == "on_chat_model_stream")
+    assert streamed == "Tokens arrive one by one while the node is still running"
+    assert not any(k.startswith("overseer") for e in events for k in e.get("metadata", {}))
+    assert [name for name, _ in parts].count("values") >= 2  # the values chunks still come
+    assert parts[-1][0] == "end"
