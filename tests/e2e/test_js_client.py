@@ -80,7 +80,15 @@ def test_the_javascript_client_works_unchanged(stack: Stack):
                        "stopped": ["hello nobody in ? []"], "paused": "interrupted",
                        "rest": ["hello nobody in ? []", "middle after 1", "bye"]}
 
-    assert seen["parallel_resume_map"] == {"pending": 2, "summary": "x=js-x:,y=js-y:"}
+    parallel = seen["parallel_resume_map"]
+    assert parallel["pending"] == 2 and parallel["summary"] == "x=js-x:,y=js-y:"  # type: ignore[index]
+    assert parallel["left"] == [True]  # the newer answered first, the older still asks  # type: ignore[index]
+    assert parallel["one_by_one"] == parallel["expected"]  # type: ignore[index]
+
+    events = seen["events_mode"]  # LangChain's callback events, tokens among them
+    assert events == {"first": "on_chain_start", "last": "on_chain_end",
+                      "tokens": "Tokens arrive one by one while the node is still running",
+                      "chat_model": True}
 
     store = seen["store"]
     assert store["value"] == {"text": "green tea with jasmine"}  # type: ignore[index]

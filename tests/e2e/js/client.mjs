@@ -100,7 +100,37 @@ await scenario("parallel_resume_map", async () => {
     paused.__interrupt__.map((i) => [i.id, { decision: `js-${i.value.item}` }]),
   );
   const done = await client.runs.wait(thread.thread_id, "parallel_approvals", { command: { resume } });
-  return { pending: paused.__interrupt__.length, summary: done.summary };
+  // one at a time, the newer id first: each interrupt is its own approval
+  const other = await client.threads.create();
+  const two = await client.runs.wait(other.thread_id, "parallel_approvals", { input: { topic: "p q" } });
+  const [older, newer] = two.__interrupt__.map((i) => i.id).sort();
+  const item = Object.fromEntries(two.__interrupt__.map((i) => [i.id, i.value.item]));
+  const left = await client.runs.wait(other.thread_id, "parallel_approvals", {
+    command: { resume: { [newer]: { decision: "first" } } },
+  });
+  const last = await client.runs.wait(other.thread_id, "parallel_approvals", {
+    command: { resume: { [older]: { decision: "second" } } },
+  });
+  return {
+    pending: paused.__interrupt__.length, summary: done.summary,
+    left: left.__interrupt__.map((i) => i.id === older), one_by_one: last.summary,
+    expected: [`${item[newer]}=first:`, `${item[older]}=second:`].sort().join(","),
+  };
+});
+
+await scenario("events_mode", async () => {
+  const kinds = [];
+  let tokens = "";
+  for await (const part of client.runs.stream(null, "chatty", {
+    input: { messages: [{ type: "human", content: "tell me" }] },
+    streamMode: ["events"],
+  })) {
+    if (part.event !== "events") continue;
+    kinds.push(part.data.event);
+    if (part.data.event === "on_chat_model_stream") tokens += part.data.data.chunk.content;
+  }
+  return { first: kinds[0], last: kinds[kinds.length - 1], tokens,
+           chat_model: kinds.includes("on_chat_model_start") };
 });
 
 await scenario("store", async () => {
