@@ -143,6 +143,7 @@ async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]]
     wake = await feed.watch(workflow_run_id)
     pumping = asyncio.create_task(pump())
     getting: asyncio.Task[tuple[Any, ...]] | None = None
+    woken: asyncio.Task[bool] | None = None
     last_seq, offset = 0, 0  # offset: the next durable item not yet given
     try:
         while True:
@@ -169,7 +170,7 @@ async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]]
                 return
             offset = entry[1] + 1
     finally:
-        for task in (pumping, getting):
+        for task in (pumping, getting, woken):  # a client that left closes us mid-wait
             if task is not None:
                 task.cancel()
         await feed.unwatch(workflow_run_id, wake)

@@ -594,12 +594,16 @@ def _run_holds(row: asyncpg.Record) -> bool:
 
 
 def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
-    """A run's status: the first ``interrupt``/``end``/``error`` at or after its first offset."""
+    """A run's status: the first ``interrupt``/``end``/``error`` at or after its first offset.
+
+    A run whose workflow was cancelled (its ``end`` mark says so) is ``interrupted``, as the
+    Agent Server calls a cancelled run.
+    """
     if snap is None:
         return "error"
     for mark in snap.get("marks") or []:
         if mark["offset"] >= from_offset:
-            return RUN_ENDINGS[mark["event"]]
+            return "interrupted" if mark.get("cancelled") else RUN_ENDINGS[mark["event"]]
     return "interrupted" if snap.get("closed") else "running"
 
 
@@ -708,9 +712,13 @@ async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     if row["status"] in ACTIVE_RUN_STATUSES and row["status"] != "pending":
         snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
         status = segment_status(snap, row["from_offset"])
-        if status != row["status"]:
-            row = await pool.fetchrow("UPDATE agent_runs SET status = $2, updated_at = now() "
-                                      "WHERE run_id = $1 RETURNING *", row["run_id"], status)
+        if status != row["status"]:  # unless a cancel or hand-off wrote it meanwhile
+            updated = await pool.fetchrow(
+                "UPDATE agent_runs SET status = $2, updated_at = now() "
+                "WHERE run_id = $1 AND status = $3 RETURNING *", row["run_id"], status,
+                row["status"])
+            row = updated or await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1",
+                                                 row["run_id"])
             assert row is not None  # read by its key just above
     return row
 

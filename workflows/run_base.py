@@ -174,7 +174,10 @@ class RunWorkflowBase(ApprovalGate):
         if self._run_stream is not None:
             return  # the pipeline's own stream is the run's stream (dense offsets)
         if event in ("interrupt", "end", "error"):
-            self._marks.append({"offset": self._published, "event": event})
+            mark = {"offset": self._published, "event": event}
+            if event == "end" and isinstance(data, dict) and data.get("status") == "cancelled":
+                mark["cancelled"] = True  # the run's readers see it interrupted, not a success
+            self._marks.append(mark)
         self._topic.publish({"event": event, "data": to_jsonable(data)})
         self._published += 1
 
@@ -184,7 +187,7 @@ class RunWorkflowBase(ApprovalGate):
 
         ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
         metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
-        (stream items so far), ``marks``: ``[{offset, event}]`` of every ``interrupt``,
+        (stream items so far), ``marks``: ``[{offset, event, cancelled?}]`` of every ``interrupt``,
         ``end`` and ``error`` stream item, ``decided`` (approvals are open and every one
         has its decision) and ``decision_note`` (the latest decision's note).
         """

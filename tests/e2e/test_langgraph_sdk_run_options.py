@@ -16,9 +16,11 @@ and the key changed, each compared with plain LangGraph given the same options:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_sdk import get_client
@@ -136,3 +138,44 @@ async def test_options_a_graph_cannot_honour_are_refused(stack: Stack, graph: st
         await sdk(stack).runs.create(None, graph, input={}, **body)
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["details"]["field"] == field
+
+
+async def _leave_after_metadata(stream: Any) -> str:
+    """Read a run stream up to its ``metadata`` event, then hang up; the run's id."""
+    run_id = ""
+    async for part in stream:
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+            break
+    await stream.aclose()
+    return run_id
+
+
+async def _status_within(client: Any, tid: str, run_id: str, want: str, seconds: float) -> str:
+    deadline = time.monotonic() + seconds
+    status = ""
+    while time.monotonic() < deadline:
+        status = (await client.runs.get(tid, run_id))["status"]
+        if status == want:
+            break
+        await asyncio.sleep(0.2)
+    return status
+
+
+async def test_on_disconnect_cancel_cancels_the_run_when_its_client_leaves(stack: Stack):
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    run_id = await _leave_after_metadata(client.runs.stream(
+        tid, "slow_plain", input={"topic": "30"}, stream_mode="values", on_disconnect="cancel"))
+    assert await _status_within(client, tid, run_id, "interrupted", 15) == "interrupted"
+    assert (await client.threads.get(tid))["status"] == "idle"
+
+    kept = (await client.threads.create())["thread_id"]  # the default: the run goes on
+    run_id = await _leave_after_metadata(client.runs.stream(
+        kept, "slow_plain", input={"topic": "1"}, stream_mode="values"))
+    assert await _status_within(client, kept, run_id, "success", 30) == "success"
+
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # runs.wait raises httpx's own
+        await client.runs.wait(kept, "slow_plain", input={"topic": "0"}, on_disconnect="later")
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json()["details"] == {"field": "on_disconnect"}

@@ -43,7 +43,13 @@ WAIT_KEEPALIVE_SECONDS = 5.0
 """While ``runs/wait`` blocks, a newline every this many seconds keeps proxies and load
 balancers from closing the idle connection (JSON ignores the leading whitespace)."""
 
+DISCONNECT_POLL_SECONDS = 0.5
+"""How often a stream or wait whose run is cancelled when its client leaves
+(``on_disconnect="cancel"``) checks that the client is still there."""
+
 logger = logging.getLogger(__name__)
+_leaving: set[asyncio.Task[None]] = set()
+"""Cancellations of runs whose client left, running after their request ended."""
 
 
 @asynccontextmanager
@@ -444,17 +450,97 @@ def _frame(event_id: str | None, name: str, data: Any) -> bytes:
 
 
 def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
-         after_delete: Any = None) -> StreamingResponse:
+         after_delete: Any = None, leave: _Leave | None = None) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
+        finished = False
+        watch = leave.watch() if leave is not None else None
         try:
             async for event in events:
                 yield _frame(*event)
+            finished = True
         finally:
+            if leave is not None:
+                leave.stop(watch, finished)
             if after_delete is not None:
                 await after_delete()
 
     return StreamingResponse(body(), media_type="text/event-stream",
                              headers={**_locations(run), "Cache-Control": "no-store"})
+
+
+def disconnect_mode(body: dict[str, Any]) -> bool:
+    """Whether a run request's ``on_disconnect`` asks to cancel the run when its client leaves.
+
+    ``"continue"`` (the default, as on the Agent Server) or ``"cancel"``.
+
+    Raises:
+        InvalidRequestError: any other value (422, ``details.field="on_disconnect"``).
+    """
+    mode = body.get("on_disconnect") or "continue"
+    if mode not in ("continue", "cancel"):
+        raise InvalidRequestError('on_disconnect must be "continue" or "cancel"',
+                                  details={"field": "on_disconnect"})
+    return mode == "cancel"
+
+
+class _Leave:
+    """Cancel a run if its client leaves before the run's answer or end was sent.
+
+    ``on_disconnect="cancel"`` (or a join's ``cancel_on_disconnect``), as the Agent Server
+    does it: the run is cancelled as ``POST .../cancel`` with ``action=interrupt`` would,
+    once, in the background, and only while it is still pending or running (a run paused
+    on an interrupt keeps its interrupt). The client is noticed gone within
+    :data:`DISCONNECT_POLL_SECONDS` while the response waits, or at the next write.
+    """
+
+    def __init__(self, request: Request, pool: Any, temporal: Any, run: Any,
+                 subject: str) -> None:
+        self.request, self.pool, self.temporal = request, pool, temporal
+        self.thread_id, self.run_id = str(run["thread_id"]), str(run["run_id"])
+        self.subject = subject
+        self.fired = False
+
+    def watch(self) -> asyncio.Task[None]:
+        """Start watching for the client to leave (until :meth:`stop`)."""
+        async def poll() -> None:
+            # Starlette offers no event for a client that left: is_disconnected() polls
+            while not await self.request.is_disconnected():  # noqa: ASYNC110
+                await asyncio.sleep(DISCONNECT_POLL_SECONDS)
+            self.fire()
+        return asyncio.create_task(poll())
+
+    def stop(self, watch: asyncio.Task[None] | None, finished: bool) -> None:
+        """The response ended: cancel the run unless its answer or end was sent."""
+        if watch is not None:
+            watch.cancel()
+        if not finished:
+            self.fire()
+
+    def fire(self) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        task = asyncio.create_task(self._cancel())
+        _leaving.add(task)
+        task.add_done_callback(_leaving.discard)
+
+    async def _cancel(self) -> None:
+        try:
+            run = await threads.get_run(self.pool, self.temporal, self.thread_id, self.run_id)
+            if run["status"] not in threads.ACTIVE_RUN_STATUSES:
+                return
+            await threads.cancel_run(self.pool, self.temporal, self.thread_id, self.run_id,
+                                     self.subject, "interrupt")
+            logger.info("run cancelled: its client left", extra={
+                "run_id": self.run_id, "thread_id": self.thread_id})
+        except Exception:  # noqa: BLE001 - nobody is waiting for this answer: log it
+            logger.warning("cancelling a run whose client left failed", exc_info=True,
+                           extra={"run_id": self.run_id})
+
+
+def _leave(request: Request, pool: Any, temporal: Any, run: Any, principal: Principal,
+           cancel: bool) -> _Leave | None:
+    return _Leave(request, pool, temporal, run, principal.subject) if cancel else None
 
 
 @router.post("/threads/{thread_id}/runs")
@@ -600,19 +686,24 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
 
 
 @router.post("/threads/{thread_id}/runs/wait")
-async def wait_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+async def wait_run(request: Request, thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                    temporal: TemporalDep, settings: SettingsDep,
                    body: JsonBody = None) -> StreamingResponse:
     """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
-    run = await _create(pool, temporal, settings, principal, thread_id, body or {})
-    return _waiting(thread_streams.wait_values(pool, temporal, run), run)
+    body = body or {}
+    cancel = disconnect_mode(body)
+    run = await _create(pool, temporal, settings, principal, thread_id, body)
+    return _waiting(thread_streams.wait_values(pool, temporal, run), run,
+                    leave=_leave(request, pool, temporal, run, principal, cancel))
 
 
 @router.post("/runs/wait")
-async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
-                             settings: SettingsDep, body: JsonBody = None) -> StreamingResponse:
+async def wait_stateless_run(request: Request, principal: AgentPrincipal, pool: PoolDep,
+                             temporal: TemporalDep, settings: SettingsDep,
+                             body: JsonBody = None) -> StreamingResponse:
     """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
     body = body or {}
+    cancel = disconnect_mode(body)
     run = await _create(pool, temporal, settings, principal, None, body)
     answered: dict[str, Any] = {}
 
@@ -626,11 +717,12 @@ async def wait_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal:
                 and "__interrupt__" not in got:
             await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
 
-    return _waiting(values(), run, after=clean_up)
+    return _waiting(values(), run, after=clean_up,
+                    leave=_leave(request, pool, temporal, run, principal, cancel))
 
 
-def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None = None
-             ) -> StreamingResponse:
+def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None = None,
+             leave: _Leave | None = None) -> StreamingResponse:
     """``runs/wait``'s answer: 200 at once, then the JSON values; ``after`` once it is sent.
 
     A newline goes out every :data:`WAIT_KEEPALIVE_SECONDS` while the run goes on. A
@@ -640,6 +732,8 @@ def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None 
 
     async def body() -> AsyncIterator[bytes]:
         task = asyncio.ensure_future(values)
+        watch = leave.watch() if leave is not None else None
+        answered = False
         try:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=WAIT_KEEPALIVE_SECONDS)
@@ -652,8 +746,11 @@ def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None 
                 logger.warning("runs/wait failed after the answer started", exc_info=err)
                 result = {"__error__": {"error": getattr(err, "code", type(err).__name__),
                                         "message": str(getattr(err, "message", err))[:500]}}
+            answered = True
             yield json.dumps(to_jsonable(result), separators=(",", ":")).encode()
         finally:
+            if leave is not None:
+                leave.stop(watch, answered)
             if not task.done():
                 task.cancel()
 
@@ -663,24 +760,30 @@ def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None 
 
 
 @router.post("/threads/{thread_id}/runs/stream")
-async def stream_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
-                     temporal: TemporalDep, settings: SettingsDep,
+async def stream_run(request: Request, thread_id: str, principal: AgentPrincipal,
+                     pool: PoolDep, temporal: TemporalDep, settings: SettingsDep,
                      body: JsonBody = None) -> StreamingResponse:
-    """Run and stream it as SSE: ``metadata``, then ``values``/``updates``/``custom``, ``end``."""
+    """Run and stream it as SSE: ``metadata``, then ``values``/``updates``/``custom``, ``end``.
+
+    ``on_disconnect="cancel"`` cancels the run if the client leaves before its end.
+    """
     body = body or {}
-    modes = _modes(body)
+    modes, cancel = _modes(body), disconnect_mode(body)
     run = await _create(pool, temporal, settings, principal, thread_id, body)
-    return _sse(run, thread_streams.run_events(pool, temporal, run, modes))
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes),
+                leave=_leave(request, pool, temporal, run, principal, cancel))
 
 
 @router.post("/runs/stream")
-async def stream_stateless_run(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
-                               settings: SettingsDep, body: JsonBody = None) -> StreamingResponse:
+async def stream_stateless_run(request: Request, principal: AgentPrincipal, pool: PoolDep,
+                               temporal: TemporalDep, settings: SettingsDep,
+                               body: JsonBody = None) -> StreamingResponse:
     """A stateless run, streamed (its thread is kept: a stream client may rejoin it)."""
     body = body or {}
-    modes = _modes(body)
+    modes, cancel = _modes(body), disconnect_mode(body)
     run = await _create(pool, temporal, settings, principal, None, body)
-    return _sse(run, thread_streams.run_events(pool, temporal, run, modes))
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes),
+                leave=_leave(request, pool, temporal, run, principal, cancel))
 
 
 @router.get("/threads/{thread_id}/runs")
@@ -707,17 +810,25 @@ async def join_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
-async def join_stream(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
-                      temporal: TemporalDep,
+async def join_stream(request: Request, thread_id: str, run_id: str, principal: ThreadReader,
+                      pool: PoolDep, temporal: TemporalDep,
                       stream_mode: Annotated[list[str] | None, Query()] = None,
+                      cancel_on_disconnect: bool = False,
                       last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
-    """(Re)join a run's stream; with ``Last-Event-ID`` it resumes after that event, no duplicates."""
+    """(Re)join a run's stream; with ``Last-Event-ID`` it resumes after that event, no duplicates.
+
+    ``cancel_on_disconnect`` cancels the run if this client leaves before its end (the
+    caller must be allowed to change the thread).
+    """
     run = await threads.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
     modes = threads.stream_modes(named) if named else _modes(kwargs or {})
     after = thread_streams.parse_last_event_id(last_event_id)
-    return _sse(run, thread_streams.run_events(pool, temporal, run, modes, after=after))
+    if cancel_on_disconnect:  # cancelling changes the thread: a reader may not
+        await agent_auth.gate_thread(pool, principal, thread_id, "update")
+    return _sse(run, thread_streams.run_events(pool, temporal, run, modes, after=after),
+                leave=_leave(request, pool, temporal, run, principal, cancel_on_disconnect))
 
 
 @router.get("/threads/{thread_id}/stream")
