@@ -104,3 +104,31 @@ async def test_an_open_approval_is_carried_whole_across_continue_as_new(dev_serv
         assert (await handle.result()).output["summary"] == "p=approve:one,q=reject:two"
     kinds = [k for k, _ in await _approval_events(db, run_id)]
     assert kinds.count("approval.requested") == 2 and kinds.count("approval.decided") == 2
+
+
+async def test_racing_decisions_apply_once_per_interrupt(dev_server, db, task_queue: str):
+    """Two reviewers race on one interrupt: one decision applies. On two interrupts: both do."""
+    import asyncio
+
+    async with build_worker(dev_server.client, task_queue=task_queue):
+        run_id, handle = await start(dev_server.client, db, task_queue, "parallel_approvals",
+                                     {"topic": "p q r"})
+        by_item = {a["payload"]["item"]: a["interrupt_id"] for a in await _open(handle, 3)}
+
+        async def decide(who: str, item: str) -> str:
+            try:
+                await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
+                    decision="approve", note=who, decided_by=who, interrupt_id=by_item[item]))
+                return "applied"
+            except WorkflowUpdateFailedError as err:
+                return str(err.cause.type)
+
+        same = await asyncio.gather(decide("rita", "p"), decide("sam", "p"))
+        assert sorted(same) == ["applied", "not_awaiting_approval"]
+        apart = await asyncio.gather(decide("rita", "q"), decide("sam", "r"))
+        assert apart == ["applied", "applied"]
+        summary = (await handle.result()).output["summary"]
+    winner = "rita" if "p=approve:rita" in summary else "sam"
+    assert summary == f"p=approve:{winner},q=approve:rita,r=approve:sam"
+    kinds = [k for k, _ in await _approval_events(db, run_id)]
+    assert kinds.count("approval.decided") == 3  # one per interrupt, none twice
