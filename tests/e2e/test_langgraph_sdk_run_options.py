@@ -170,6 +170,20 @@ async def test_on_disconnect_cancel_cancels_the_run_when_its_client_leaves(stack
     assert await _status_within(client, tid, run_id, "interrupted", 15) == "interrupted"
     assert (await client.threads.get(tid))["status"] == "idle"
 
+    waited = (await client.threads.create())["thread_id"]  # a wait whose client gives up
+    waiting = asyncio.create_task(client.runs.wait(waited, "slow_plain", input={"topic": "30"},
+                                                   on_disconnect="cancel"))
+    runs: list[Any] = []
+    for _ in range(75):  # its run is on the thread within 15 s
+        runs = await client.runs.list(waited)
+        if runs:
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(0.5)
+    waiting.cancel()  # the client hangs up
+    assert await _status_within(client, waited, runs[0]["run_id"], "interrupted", 15) == \
+        "interrupted"
+
     kept = (await client.threads.create())["thread_id"]  # the default: the run goes on
     run_id = await _leave_after_metadata(client.runs.stream(
         kept, "slow_plain", input={"topic": "1"}, stream_mode="values"))
