@@ -203,6 +203,8 @@ class ApprovalGate:
         """How often the run reached a next state (a pause, an approval opened); a ``decide``
         answers once this passes the count at which the run took its decision."""
         self._last_note: str | None = None
+        self._moving = False
+        """A decision was taken since the run last paused: it goes on (or is about to)."""
         self._sla_breached = False
         self._use_search_attributes = True
         self._lock = asyncio.Lock()
@@ -580,5 +582,5 @@ class ApprovalGate:
             self._target(interrupt_id).decision = {
                 "decision": decision.decision, "updates": {}, "resume": value, "raw": True,
                 "decided_by": decision.decided_by, "note": decision.note, "decided_at": at}
-        self._last_note = decision.note
+        self._last_note, self._moving = decision.note, True
         return approval

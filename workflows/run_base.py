@@ -188,12 +188,12 @@ class RunWorkflowBase(ApprovalGate):
         ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
         metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
         (stream items so far), ``marks``: ``[{offset, event, cancelled?}]`` of every ``interrupt``,
-        ``end`` and ``error`` stream item, ``decided`` (approvals are open and every one
-        has its decision) and ``decision_note`` (the latest decision's note).
+        ``end`` and ``error`` stream item, ``decided`` (a decision was taken since the run
+        last paused: it goes on) and ``decision_note`` (the latest decision's note).
         """
         return {**(self._snapshot or {}), "status": self._status,
                 "published": self._published, "marks": list(self._marks),
-                "decided": bool(self._open) and not self._waiting(),
+                "decided": self._moving,
                 "decision_note": self._last_note}
 
     def _emit(self, events: list[dict[str, Any]]) -> None:
@@ -251,6 +251,7 @@ class RunWorkflowBase(ApprovalGate):
                 hand_off, self._pause = self._pause, None
                 await self.record_batch([], "paused again", hand_off)
         asking = [a for a in self._open if a.interrupt_id in ids]
+        self._moving = any(a.decision is not None for a in asking)  # decided meanwhile
         for approval in asking:
             if approval.key not in self._ladders:
                 self._ladders[approval.key] = asyncio.create_task(self.climb(ladder, approval))
