@@ -213,7 +213,7 @@ class ApprovalGate:
 
     # -- to implement ------------------------------------------------------------------------
 
-    def decisions(self, approval: Approval | None = None) -> tuple[str, ...]:
+    def decisions(self, approval: Approval) -> tuple[str, ...]:
         """The decision kinds ``approval`` takes (``approve``/``reject`` by default)."""
         return DECISIONS
 

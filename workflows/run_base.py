@@ -208,12 +208,6 @@ class RunWorkflowBase(ApprovalGate):
         """The pipeline stream's final event once the run has ended (None before, or without one)."""
         return self._final
 
-    @workflow.query
-    def get_interrupts(self) -> list[dict[str, Any]]:
-        """Every interrupt with an open approval: ``[{id, approval_key, decided}]``, oldest first."""
-        return [{"id": a.interrupt_id, "approval_key": a.key, "decided": a.decision is not None}
-                for a in self._open if a.interrupt_id]
-
     # -- the gate ----------------------------------------------------------------------------
 
     _last_decision: str | None = None
@@ -345,9 +339,9 @@ class RunWorkflowBase(ApprovalGate):
                 **({"more_resumes": dict(decision.more_resumes)}
                    if decision.more_resumes else {})}
 
-    def decisions(self, approval: Approval | None = None) -> tuple[str, ...]:
+    def decisions(self, approval: Approval) -> tuple[str, ...]:
         """Decision kinds ``approval`` accepts (the pipeline's; a budget stop's approve/reject)."""
-        if approval is not None and approval.payload.get("kind") == LLM_BUDGET_KIND:
+        if approval.payload.get("kind") == LLM_BUDGET_KIND:
             return ("approve", "reject")
         return self._spec.decisions if self._spec else ("approve", "reject")
 
