@@ -68,6 +68,7 @@ from overseer.token_stream import (
     chunk_item,
     custom_item,
     event_item,
+    own_item,
     token_item,
 )
 
@@ -475,11 +476,11 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if snapshot_of_node is not None and "values" not in modes:
         modes.append("values")
     before: Any = None
-    # a pipeline's own stream protocol (Pipeline.stream): its chunk events go out live, on
-    # the workflow's stream topic, as the reporter's tokens do
-    own = await _OwnStream.open(spec, call) if spec.stream is not None else None
+    # a pipeline's own stream protocol (Pipeline.stream): its chunk events (and what its
+    # nodes write with get_stream_writer()) go out live, as rows, as tokens do
+    own = _OwnStream.open(spec, call) if spec.stream is not None else None
     if own is not None:
-        modes += [m for m in ("updates", *own.modes) if m not in modes]
+        modes += [m for m in ("updates", "custom", *own.modes) if m not in modes]
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
@@ -511,6 +512,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                     await tokens.add(token_item(chunk[0], chunk[1], namespace=ns))
                 continue
             if mode == "custom":  # get_stream_writer(): live too, as the node writes it
+                if own is not None:
+                    await own.chunk(mode, chunk)
                 if tokens is not None:
                     await tokens.add(custom_item(chunk, ns))
                 continue
@@ -611,45 +614,36 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
 class _OwnStream:
     """A pipeline's own stream protocol in a segment: :meth:`RunStream.chunk` events, live.
 
-    Published on the run's workflow stream topic through Temporal's workflow-stream client
-    (signals, batched every 100 ms and flushed on :meth:`close`), as a node that streams on
-    that topic does; the workflow publishes the protocol's other events (start, interrupt,
-    decision, end) itself.
+    Written as rows of the run's live stream (:func:`overseer.token_stream.own_item`, in
+    the loop's order, within :data:`overseer.token_stream.FLUSH_SECONDS`), as tokens are;
+    the workflow publishes the protocol's other events (start, interrupt, decision, end)
+    on its durable stream, and the pipeline's reader merges both
+    (:func:`overseer.token_stream.merge_live`). Nothing of it crosses Temporal.
     """
 
-    def __init__(self, stream: Any, client: Any) -> None:
-        self._stream, self._client = stream, client
-        self._topic = client.topic(stream.topic)
+    def __init__(self, stream: Any, writer: TokenWriter) -> None:
+        self._stream, self._writer = stream, writer
         self.modes: tuple[str, ...] = tuple(stream.stream_modes)
 
     @classmethod
-    async def open(cls, spec: Any, call: SegmentCall) -> _OwnStream:
-        """The stream of ``spec`` for this segment's run, its client connected."""
-        from datetime import timedelta
-
-        from temporalio.contrib.workflow_streams import WorkflowStreamClient
-
-        client = WorkflowStreamClient.from_within_activity(
-            batch_interval=timedelta(milliseconds=100))
-        await client.__aenter__()
+    def open(cls, spec: Any, call: SegmentCall) -> _OwnStream:
+        """The stream of ``spec`` for this segment's run, writing from ``call.stream_base``."""
         graph_input = decode(call.input) if call.input is not None else None
-        return cls(spec.stream(graph_input or {"run_id": call.run_id}), client)
+        return cls(spec.stream(graph_input or {"run_id": call.run_id}),
+                   TokenWriter(get_runtime().pool, call.run_id, call.stream_base))
 
     async def chunk(self, mode: str, chunk: Any) -> None:
-        """Queue the protocol's events for one top-level LangGraph chunk.
-
-        A task's start events are sent before the task runs (a ``tool_call`` reaches the
-        client before the tokens its node streams on the same topic), the rest in batches.
-        """
-        events = self._stream.chunk(mode, chunk)
-        for event in events:
-            self._topic.publish(event)
-        if events and mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
-            await self._client.flush()
+        """Buffer the protocol's events for one top-level LangGraph chunk."""
+        for event in self._stream.chunk(mode, chunk):
+            await self._writer.add(own_item(event))
 
     async def close(self) -> None:
-        """Flush what is queued."""
-        await self._client.__aexit__(None, None, None)
+        """Write what is buffered (before the segment reports).
+
+        Raises:
+            asyncpg.PostgresError, OSError: a write failed (Temporal retries the segment).
+        """
+        await self._writer.close()
 
 
 RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")

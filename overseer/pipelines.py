@@ -101,10 +101,11 @@ class RunStream:
 
     One instance per run, living in the workflow: every method is pure and deterministic
     (no I/O, clock or randomness) and returns the events (JSON dicts) to publish, in order,
-    on :attr:`topic`. Activities may publish on the same topic themselves (e.g. tokens). As
-    segments, :meth:`chunk` is called in the segment activity, on an instance of its own per
-    segment, as LangGraph makes each chunk (its events go out live): it must keep no state
-    between chunks.
+    on :attr:`topic`. :meth:`chunk` is called in the segment activity, on an instance of its
+    own per segment, as LangGraph makes each chunk, and must keep no state between chunks;
+    its events go out live as rows of the run's live stream, with what the nodes write with
+    ``get_stream_writer()`` (``custom`` chunks), and a reader merges them with the durable
+    events (:func:`overseer.token_stream.merge_live`).
     """
 
     topic = "events"

@@ -20,8 +20,8 @@ from typing import Any
 
 import asyncpg
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
+from overseer import token_stream
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
@@ -86,94 +86,27 @@ async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
     one ``("fail", sse id, error payload)`` entry when the stream ends without one or
     Temporal cannot be read.
     """
-    from temporalio.contrib.workflow_streams import WorkflowStreamClient
-
     from overseer.run_types import STREAM_TOPIC
 
-    offset, errors = 0, 0
-    while True:
-        client = WorkflowStreamClient.create(temporal, wid)
-        try:
-            async for item in client.subscribe([STREAM_TOPIC], from_offset=offset,
-                                               poll_cooldown=poll_cooldown):
-                offset, errors = item.offset + 1, 0
-                event = item.data if isinstance(item.data, dict) else {}
-                yield "item", item.offset, event.get("event"), event.get("data")
-                if event.get("event") in RUN_ENDINGS and item.offset >= run["from_offset"]:
-                    return
-            yield "fail", f"{offset}.0", {"error": "run_ended",
-                                          "message": "the run ended without a final event"}
-            return
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                cancelled = run["status"] == "interrupted"
-                yield "fail", f"{offset}.0", (
-                    {"error": "run_cancelled", "message": "the run was cancelled before it started"}
-                    if cancelled else {"error": "not_found", "message": "run not found"})
-                return
-            errors += 1
-            if errors > 5:
-                yield "fail", f"{offset}.0", {"error": "dependency_unavailable",
-                                              "message": "Temporal did not answer"}
-                return
-            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+    def ending(offset: int, data: Any) -> bool:
+        return isinstance(data, dict) and data.get("event") in RUN_ENDINGS \
+            and offset >= run["from_offset"]
 
-
-async def _with_tokens(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
-                       workflow_run_id: str, first: int) -> AsyncIterator[tuple[Any, ...]]:
-    """``items`` with the run's token rows between them: ``("token", seq, base, data)``.
-
-    A token is given as soon as its row is written (a ``NOTIFY`` wakes the reader, or a
-    poll every :data:`overseer.token_stream.POLL_SECONDS`), and always before the durable
-    item at its ``stream_base``: the segment commits its tokens before it reports, so when
-    item ``k`` arrives every token due before it can be read.
-    """
-    from overseer import token_stream
-
-    queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
-
-    async def pump() -> None:
-        try:
-            async for entry in items:
-                await queue.put(entry)
-        except Exception as err:  # noqa: BLE001 - raised again by the reader below
-            await queue.put(("raise", err))
-
-    feed = token_stream.listener(pool)
-    wake = await feed.watch(workflow_run_id)
-    pumping = asyncio.create_task(pump())
-    getting: asyncio.Task[tuple[Any, ...]] | None = None
-    woken: asyncio.Task[bool] | None = None
-    last_seq, offset = 0, 0  # offset: the next durable item not yet given
-    try:
-        while True:
-            if getting is None:
-                getting = asyncio.create_task(queue.get())
-            woken = asyncio.create_task(wake.wait())
-            done, _ = await asyncio.wait({getting, woken}, timeout=token_stream.POLL_SECONDS,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            woken.cancel()
-            wake.clear()
-            entry: tuple[Any, ...] | None = None
-            if getting in done:
-                entry, getting = getting.result(), None
-            bound = entry[1] if entry is not None and entry[0] == "item" else offset
-            for row in await token_stream.read_tokens(pool, workflow_run_id, last_seq, bound):
-                last_seq = row["seq"]
-                yield "token", row["seq"], row["stream_base"], _json(row["data"])
-            if entry is None:
-                continue
-            if entry[0] == "raise":
-                raise entry[1]
-            yield entry
-            if entry[0] != "item" or (entry[2] in RUN_ENDINGS and entry[1] >= first):
-                return
-            offset = entry[1] + 1
-    finally:
-        for task in (pumping, getting, woken):  # a client that left closes us mid-wait
-            if task is not None:
-                task.cancel()
-        await feed.unwatch(workflow_run_id, wake)
+    async for entry in token_stream.durable_items(temporal, wid, STREAM_TOPIC, ending,
+                                                  poll_cooldown=poll_cooldown):
+        if entry[0] == "item":
+            event = entry[2] if isinstance(entry[2], dict) else {}
+            yield "item", entry[1], event.get("event"), event.get("data")
+            continue
+        _, offset, code = entry
+        yield "fail", f"{offset}.0", (
+            {"error": "run_ended", "message": "the run ended without a final event"}
+            if code == "run_ended" else
+            {"error": "dependency_unavailable", "message": "Temporal did not answer"}
+            if code == "dependency_unavailable" else
+            {"error": "run_cancelled", "message": "the run was cancelled before it started"}
+            if run["status"] == "interrupted" else
+            {"error": "not_found", "message": "run not found"})
 
 
 async def _started(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record
@@ -226,8 +159,9 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    entries = _with_tokens(pool, entries, str(run["workflow_run_id"]), first)  # chunks, tokens
-    # and custom writes come as rows (overseer.token_stream)
+    entries = token_stream.merge_live(  # chunks, tokens and custom writes come as rows
+        pool, entries, str(run["workflow_run_id"]),
+        lambda entry: entry[2] in RUN_ENDINGS and entry[1] >= first)
     async for entry in entries:
         if entry[0] == "fail":
             yield entry[1], "error", entry[2]
@@ -561,8 +495,6 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     the workflow (:func:`overseer.threads.sync_thread`'s query), then less and less often. A pipeline with
     its own stream protocol (which hands nothing over) is followed on its stream.
     """
-    from overseer import token_stream
-
     if get_registry().get(run["graph_id"]).stream is not None:
         return await _wait_following_stream(pool, temporal, run)
     started, failed = await _started(pool, temporal, run)

@@ -30,6 +30,8 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -97,6 +99,16 @@ def chunk_item(mode: str, data: Any) -> dict[str, Any]:
     subgraph; ``data`` is already JSON (claim-checked by the segment).
     """
     return {"item": mode, "data": data}
+
+
+def own_item(event: dict[str, Any]) -> dict[str, Any]:
+    """``{"own": event}``: one event of a pipeline's own stream protocol (``Pipeline.stream``), live.
+
+    ``event`` is what the pipeline's :class:`~overseer.pipelines.RunStream` made of a chunk
+    (or a node wrote with ``get_stream_writer()``), already JSON; the pipeline's reader
+    merges these rows with the events its workflow publishes (:func:`merge_live`).
+    """
+    return {"own": event}
 
 
 def event_item(event: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +228,128 @@ async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
         "SELECT seq, stream_base, data FROM agent_run_tokens WHERE workflow_run_id = $1 "
         "AND seq > $2 AND stream_base <= $3 ORDER BY seq",
         uuid.UUID(workflow_run_id), after_seq, max_base))
+
+
+async def count_own(pool: asyncpg.Pool, workflow_run_id: str) -> int:
+    """How many :func:`own_item` rows the run has (what a pipeline's reader counts in its ids)."""
+    return int(await pool.fetchval(
+        "SELECT count(*) FROM agent_run_tokens WHERE workflow_run_id = $1 "
+        "AND data->'own' IS NOT NULL", uuid.UUID(workflow_run_id)))
+
+
+async def durable_items(temporal: Any, workflow_id: str, topic: str,
+                        ends: Callable[[int, Any], bool], *,
+                        poll_cooldown: timedelta = timedelta(milliseconds=50),
+                        max_errors: int = 5) -> AsyncIterator[tuple[Any, ...]]:
+    """A run's durable stream (the workflow's ``WorkflowStream`` topic) from offset 0.
+
+    Args:
+        temporal: the Temporal client.
+        workflow_id: the run's workflow (its continue-as-new chain is followed).
+        topic: the stream topic.
+        ends: ``(offset, data)`` → True for the item after which the stream ends (the
+            run's ending).
+        poll_cooldown: the subscription's poll interval when caught up.
+        max_errors: transient RPC failures in a row before giving up.
+
+    Yields:
+        ``("item", offset, data)`` entries; or, last, one ``("fail", offset, code)`` with
+        ``code`` ``run_ended`` (the stream ended without an ending item), ``not_found`` (no
+        such workflow) or ``dependency_unavailable`` (Temporal did not answer). A transient
+        failure resubscribes from the next offset, so nothing repeats.
+    """
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+    from temporalio.service import RPCError, RPCStatusCode
+
+    offset, errors = 0, 0
+    while True:
+        client = WorkflowStreamClient.create(temporal, workflow_id)
+        try:
+            async for item in client.subscribe([topic], from_offset=offset,
+                                               poll_cooldown=poll_cooldown):
+                offset, errors = item.offset + 1, 0
+                yield "item", item.offset, item.data
+                if ends(item.offset, item.data):
+                    return
+            yield "fail", offset, "run_ended"
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                yield "fail", offset, "not_found"
+                return
+            errors += 1
+            if errors > max_errors:
+                yield "fail", offset, "dependency_unavailable"
+                return
+            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+
+
+async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
+                     workflow_run_id: str, ends: Callable[[tuple[Any, ...]], bool],
+                     ) -> AsyncIterator[tuple[Any, ...]]:
+    """``items`` (a run's durable stream) with the run's live rows between them, in one order.
+
+    Args:
+        pool: Overseer's pool.
+        items: the durable stream from offset 0, as entries whose first two fields are
+            ``("item", offset, …)``; any other entry (an error) is passed on and ends it.
+        workflow_run_id: the run whose rows are merged.
+        ends: True for the entry after which the merged stream ends (the run's ending).
+
+    Yields:
+        The entries of ``items`` and ``("token", seq, stream_base, data)`` for each row
+        (:func:`read_tokens`). A row is given as soon as it is written (a ``NOTIFY`` wakes
+        the reader, or a poll every :data:`POLL_SECONDS`), and always before the durable
+        item at its ``stream_base``: a segment commits its rows before it reports, so when
+        item ``k`` arrives every row due before it can be read. Read again, the same rows
+        and items come in the same order.
+    """
+    queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for entry in items:
+                await queue.put(entry)
+        except Exception as err:  # noqa: BLE001 - raised again by the reader below
+            await queue.put(("raise", err))
+
+    feed = listener(pool)
+    wake = await feed.watch(workflow_run_id)
+    pumping = asyncio.create_task(pump())
+    getting: asyncio.Task[tuple[Any, ...]] | None = None
+    woken: asyncio.Task[bool] | None = None
+    last_seq, offset = 0, 0  # offset: the next durable item not yet given
+    try:
+        while True:
+            if getting is None:
+                getting = asyncio.create_task(queue.get())
+            woken = asyncio.create_task(wake.wait())
+            done, _ = await asyncio.wait({getting, woken}, timeout=POLL_SECONDS,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            wake.clear()
+            entry: tuple[Any, ...] | None = None
+            if getting in done:
+                entry, getting = getting.result(), None
+            bound = entry[1] if entry is not None and entry[0] == "item" else offset
+            for row in await read_tokens(pool, workflow_run_id, last_seq, bound):
+                last_seq = row["seq"]
+                data = row["data"]
+                yield "token", row["seq"], row["stream_base"], \
+                    json.loads(data) if isinstance(data, str) else data
+            if entry is None:
+                continue
+            if entry[0] == "raise":
+                raise entry[1]
+            yield entry
+            if entry[0] != "item" or ends(entry):
+                return
+            offset = entry[1] + 1
+    finally:
+        for task in (pumping, getting, woken):  # a client that left closes us mid-wait
+            if task is not None:
+                task.cancel()
+        await feed.unwatch(workflow_run_id, wake)
 
 
 async def delete_tokens(conn: Any, workflow_run_ids: list[Any]) -> None:

@@ -197,9 +197,15 @@ class RunWorkflowBase(ApprovalGate):
                 "decision_note": self._last_note}
 
     def _emit(self, events: list[dict[str, Any]]) -> None:
-        """Publish a pipeline stream's events on its topic; a ``done`` event is the final one."""
+        """Publish a pipeline stream's events on its topic; a ``done`` event is the final one.
+
+        They are the run's durable stream (:meth:`_publish` publishes nothing then), so
+        they count in ``_published``: a segment's live rows come before the item at its
+        ``stream_base`` (:mod:`overseer.token_stream`).
+        """
         for event in events:
             self._own_topic.publish(event)
+            self._published += 1
             if event.get("done"):
                 self._final = event
 

@@ -83,9 +83,7 @@ class SegmentRunWorkflow(RunWorkflowBase):
                         "tokens": inp.options.get("llm_budget_tokens")}
         self._segments_run = 0
         self._local_seconds, durability = float(inp.options.get("segment_local_seconds") or 0), "async"
-        if self._spec.stream is not None:  # its events go out through the activity's client
-            self._local_seconds = 0.0  # never a local try
-        elif not self._local_seconds and self._spec.local_segments is not None and \
+        if not self._local_seconds and self._spec.local_segments is not None and \
                 self._spec.local_segments(decode(inp.input) or {}):
             # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
             self._local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"

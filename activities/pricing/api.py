@@ -39,6 +39,7 @@ from activities.pricing.router import RouteDecision, classify_with_llm, decide_r
 from activities.pricing.run import initial_state
 from activities.pricing.settings import get_pricing_settings
 from activities.pricing.tools import TOOLS
+from overseer import token_stream
 from overseer.catalogue import get_pipeline
 from overseer.errors import (
     ConflictError,
@@ -166,7 +167,7 @@ async def chat(
     if asked:  # the run is submitted: the classifier's call joins its ledger
         async with pool.acquire() as conn:
             await append_events(conn, asked)
-    source = orchestrator_events(temporal, run_id, from_offset=after)
+    source = orchestrator_events(pool, temporal, run_id, from_offset=after)
     if not stream:
         event = await first_stop(source)
         return JSONResponse(event, status_code=200 if event.get("done") else 202)
@@ -189,7 +190,8 @@ async def thread_stream(
     if not is_orchestrated(view):
         raise NotFoundError(f"no orchestrated pricing thread {thread_id}")
     after = parse_last_event_id(last_event_id or last_event_id_param)
-    return sse_response(frames(orchestrator_events(temporal, view.run_id, from_offset=after)),
+    return sse_response(frames(orchestrator_events(pool, temporal, view.run_id,
+                                                   from_offset=after)),
                         keepalive, interval)
 
 
@@ -205,7 +207,7 @@ async def approve(body: ThreadRequest, principal: ReviewerDep, pool: PoolDep,
     decision = DecisionInput(decision="approve", updates=body.updates, note=body.note,
                              decided_by=principal.subject, is_admin=principal.is_admin)
     await send_update(pool, temporal, body.thread_id, "decide", decision)
-    return JSONResponse(await final_event(temporal, handle))
+    return JSONResponse(await final_event(pool, handle, body.thread_id))
 
 
 @router.post("/cancel", response_model=ChatStreamEvent)
@@ -223,7 +225,7 @@ async def cancel(body: ThreadRequest, principal: PrincipalDep, pool: PoolDep,
         if err.status == RPCStatusCode.NOT_FOUND:
             raise ConflictError(f"thread {body.thread_id} has already ended") from err
         raise DependencyUnavailableError("Temporal did not answer") from err
-    return JSONResponse(await final_event(temporal, handle))
+    return JSONResponse(await final_event(pool, handle, body.thread_id))
 
 
 # --- routing, catalog, sessions -------------------------------------------------------------------
@@ -443,44 +445,60 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                                          details={"thread_id": run_id}) from err
 
 
-async def orchestrator_events(temporal: Any, run_id: str, *, from_offset: int = 0,
+async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_offset: int = 0,
                               poll_cooldown: timedelta = timedelta(milliseconds=50),
                               max_errors: int = 5) -> AsyncIterator[dict[str, Any]]:
-    """The run's stream events from ``from_offset`` on, each with ``seq`` = offset + 1.
+    """The run's stream events after the first ``from_offset``, each with its dense ``seq`` (1, 2 …).
+
+    Two sources merged in one order (:func:`overseer.token_stream.merge_live`): the events
+    the run's workflow publishes on its durable stream (the plan, the sign-off, the
+    decision, the final event) and the rows its segments write as the graph runs (each
+    worker's ``tool_call`` and summary, the reporter's tokens) — a token never crosses
+    Temporal. Read again, the same events come with the same ``seq``, so a client that
+    rejoins with ``Last-Event-ID`` gets exactly the events after it.
 
     Ends after the final (``done``) event. Transient RPC failures resubscribe from the last
-    offset delivered (so nothing repeats); a run that closed without a final event, or an
-    unknown thread, ends the stream with an error event.
+    durable offset delivered (nothing repeats); a run that closed without a final event, or
+    an unknown thread, ends the stream with an error event.
     """
-    from temporalio.contrib.workflow_streams import WorkflowStreamClient
-
-    workflow_id = get_pipeline(PIPELINE).workflow_id(run_id)
-    offset, errors = from_offset, 0
-    while True:
-        client = WorkflowStreamClient.create(temporal, workflow_id)
-        try:
-            async for item in client.subscribe([events.STREAM_TOPIC], from_offset=offset,
-                                               poll_cooldown=poll_cooldown):
-                offset = item.offset + 1
-                errors = 0
-                event = item.data if isinstance(item.data, dict) else {"node": "unknown"}
-                yield {**event, "seq": offset}
-                if event.get("done"):
-                    return
-            yield {**events.error("the run ended without a final answer", "run_ended",
-                                  retryable=False, thread_id=run_id), "seq": offset + 1}
+    seq = 0
+    merged = token_stream.merge_live(
+        pool, _durable_events(temporal, run_id, poll_cooldown, max_errors), run_id,
+        lambda entry: bool(entry[2].get("done")))
+    async for entry in merged:
+        if entry[0] == "token":
+            data = entry[3]
+            if not isinstance(data, dict) or not isinstance(data.get("own"), dict):
+                continue  # not of this stream (an Agent Server run's token)
+            event = data["own"]
+        else:
+            event = entry[2]
+        seq += 1
+        if seq > from_offset:
+            yield {**event, "seq": seq}
+        if event.get("done"):
             return
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                yield {**events.error(f"unknown thread {run_id}", "not_found", retryable=False),
-                       "seq": offset + 1}
-                return
-            errors += 1
-            if errors > max_errors:
-                yield {**events.error("Temporal did not answer", "dependency_unavailable",
-                                      retryable=True, thread_id=run_id), "seq": offset + 1}
-                return
-            await asyncio.sleep(min(0.2 * 2 ** errors, 5))
+
+
+async def _durable_events(temporal: Any, run_id: str, poll_cooldown: timedelta,
+                          max_errors: int) -> AsyncIterator[tuple[Any, ...]]:
+    """The workflow's stream from offset 0: ``("item", offset, event)``, or a last error event."""
+    workflow_id = get_pipeline(PIPELINE).workflow_id(run_id)
+    async for entry in token_stream.durable_items(
+            temporal, workflow_id, events.STREAM_TOPIC,
+            lambda _, data: isinstance(data, dict) and bool(data.get("done")),
+            poll_cooldown=poll_cooldown, max_errors=max_errors):
+        if entry[0] == "item":
+            yield "item", entry[1], entry[2] if isinstance(entry[2], dict) else {"node": "unknown"}
+            continue
+        _, offset, code = entry
+        yield "fail", offset, (
+            events.error(f"unknown thread {run_id}", "not_found", retryable=False)
+            if code == "not_found" else
+            events.error("Temporal did not answer", code, retryable=True, thread_id=run_id)
+            if code == "dependency_unavailable" else
+            events.error("the run ended without a final answer", code, retryable=False,
+                         thread_id=run_id))
 
 
 # --- approve / cancel helpers ---------------------------------------------------------------------
@@ -504,8 +522,16 @@ def is_orchestrated(view: Any) -> bool:
                 and (view.result or {}).get("path") != "single_agent")
 
 
-async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0) -> dict[str, Any]:
-    """The run's final stream event (with ``seq``) once the workflow has closed."""
+async def final_event(pool: Any, handle: Any, run_id: str,
+                      timeout_seconds: float = 60.0) -> dict[str, Any]:
+    """The run's final stream event (with its ``seq``) once the workflow has closed.
+
+    Its ``seq`` is the one :func:`orchestrator_events` gives it: every durable item and
+    every live row of the run come before it.
+
+    Raises:
+        DependencyUnavailableError: the run has not finished within ``timeout_seconds``.
+    """
     try:
         await asyncio.wait_for(handle.result(), timeout_seconds)
     except (WorkflowFailureError, TimeoutError):
@@ -513,8 +539,8 @@ async def final_event(temporal: Any, handle: Any, timeout_seconds: float = 60.0)
     event = await handle.query("get_final_event")  # SegmentRunWorkflow's query
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
-    seq = await handle.query("__temporal_workflow_stream_offset", result_type=int)
-    return canonical({**event, "seq": seq})
+    items = await handle.query("__temporal_workflow_stream_offset", result_type=int)
+    return canonical({**event, "seq": items + await token_stream.count_own(pool, run_id)})
 
 
 # --- SSE ----------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from activities.errors import temporal_errors
 from activities.pricing import tools
 from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
-from activities.pricing.stream import RULES, STREAM_TOPIC, chunks, token
+from activities.pricing.stream import RULES, chunks, token
 from overseer.store.events import ROUTE_DECIDED, NewEvent
 
 log = logging.getLogger("overseer.pricing")
@@ -98,19 +98,19 @@ async def reporter_worker(state: PricingState) -> dict[str, Any]:
     model_name = (state.get("request") or {}).get("model") or RULES
     report: str | None = None
     fallback: dict[str, str] | None = None
-    async with TokenSink() as sink:
-        if model_name != RULES:
-            report, fallback = await _model_report(state, model_name, facts, sink,
-                                                   get_runtime().settings)
-        strategy = f"llm:{model_name}" if report is not None else "rules"
-        if report is None:
-            if sink.published:  # the model's tokens cannot be withdrawn
-                sink.publish(token("\n\n"))
-            parts = []
-            for text in chunks(facts):
-                parts.append(text)
-                sink.publish(token(text))
-            report = "".join(parts)
+    sink = TokenSink()
+    if model_name != RULES:
+        report, fallback = await _model_report(state, model_name, facts, sink,
+                                               get_runtime().settings)
+    strategy = f"llm:{model_name}" if report is not None else "rules"
+    if report is None:
+        if sink.published:  # the model's tokens cannot be withdrawn
+            sink.publish(token("\n\n"))
+        parts = []
+        for text in chunks(facts):
+            parts.append(text)
+            sink.publish(token(text))
+        report = "".join(parts)
     output: dict[str, Any] = {"strategy": strategy,
                               "summary": report.splitlines()[0] if report else ""}
     if fallback is not None:
@@ -233,49 +233,30 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
 
 
 class TokenSink:
-    """Where a worker's tokens go.
+    """Where a node's stream events go: LangGraph's stream writer (``get_stream_writer()``).
 
-    Inside an activity: the run's workflow stream; in plain LangGraph (unit tests): the
-    custom stream writer; nowhere otherwise.
+    In a segment the run's stream protocol takes them as ``custom`` chunks and writes them
+    live (:class:`~activities.pricing.run.PricingStream`); in plain LangGraph they are the
+    ``custom`` stream mode's chunks; outside a graph (or when nobody streams ``custom``)
+    they go nowhere.
     """
 
     def __init__(self) -> None:
-        self._client: Any = None
-        self._topic: Any = None
-        self._writer: Callable[[Any], None] | None = None
+        self._writer: Callable[[Any], None] | None
+        try:
+            from langgraph.config import get_stream_writer
+
+            self._writer = get_stream_writer()
+        except (RuntimeError, KeyError):
+            self._writer = None
         self.published = 0
         """Events published so far."""
 
-    async def __aenter__(self) -> TokenSink:
-        if activity.in_activity():
-            from datetime import timedelta
-
-            from temporalio.contrib.workflow_streams import WorkflowStreamClient
-
-            self._client = WorkflowStreamClient.from_within_activity(
-                batch_interval=timedelta(milliseconds=100))
-            await self._client.__aenter__()
-            self._topic = self._client.topic(STREAM_TOPIC)
-        else:
-            try:
-                from langgraph.config import get_stream_writer
-
-                self._writer = get_stream_writer()
-            except (RuntimeError, KeyError):
-                self._writer = None
-        return self
-
     def publish(self, event: dict[str, Any]) -> None:
-        """Queue one event (flushed every 100 ms and on exit)."""
+        """Write one event (the segment writes it within 40 ms)."""
         self.published += 1
-        if self._topic is not None:
-            self._topic.publish(event)
-        elif self._writer is not None:
+        if self._writer is not None:
             self._writer(event)
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._client is not None:
-            await self._client.__aexit__(*exc)
 
 
 async def _finish(state: PricingState, step: str, tool: str, update: dict[str, Any]

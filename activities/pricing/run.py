@@ -4,8 +4,8 @@
 - :class:`PricingStream` — the chat stream (seed 003 AC2) as a
   :class:`~overseer.pipelines.RunStream`: a ``tool_call`` when a worker starts, a meta
   event when it ends (the policy checker's carries the violations), the pending approval
-  with its card, the decision, the reporter's tokens (published by the reporter activity
-  itself), and one final event — for a finish, a failure or a cancellation.
+  with its card, the decision, the reporter's tokens (written by the reporter node with
+  LangGraph's stream writer), and one final event — for a finish, a failure or a cancellation.
 - :func:`check_decision` — price edits ``{"<item_id>.<tier>": price}`` must keep the policy.
 - :func:`result` — the run's result (``runs.result``) from its final state.
 
@@ -87,10 +87,13 @@ class PricingStream(RunStream):
         """``tool_call`` when a worker starts; its meta event (or the router's) when it ends.
 
         Stateless (called in the segment activity, a new instance per segment); the sign-off's
-        ``tool_call`` comes with :meth:`interrupt`.
+        ``tool_call`` comes with :meth:`interrupt`. A ``custom`` chunk is an event a node
+        wrote itself (the reporter's tokens, :class:`~activities.pricing.nodes.TokenSink`).
         """
         out: list[dict[str, Any]] = []
-        if mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
+        if mode == "custom" and isinstance(chunk, dict):
+            out.append(dict(chunk))
+        elif mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
             name = chunk["name"]
             if name in WORKER_STEPS and name != "approval_gate":
                 out.append(events.tool_call(NODE_TOOLS[name], node=name))

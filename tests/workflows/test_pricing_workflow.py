@@ -14,11 +14,11 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from activities import llm
+from activities.pricing.api import orchestrator_events
 from activities.pricing.catalog import load_catalog_file
 from activities.pricing.options import pricing_options
 from activities.pricing.router import decide_route, resolve_scope
@@ -72,15 +72,19 @@ async def start(client: Client, inp: GraphRunInput, task_queue: str):
                                        task_queue=task_queue)
 
 
-async def read_stream(client: Client, workflow_id: str, *, until, from_offset: int = 0
+async def read_stream(db, client: Client, run_id: str, *, until, after: int = 0
                       ) -> list[tuple[int, dict[str, Any]]]:
-    """Subscribe to the run's chat topic until ``until(event)``; ``[(offset, event)]``."""
+    """The run's chat stream as the API reads it, after seq ``after``, until ``until(event)``.
+
+    ``[(seq, event)]``: the workflow's durable events merged with the segments' live rows
+    (tool calls, summaries, tokens), as ``orchestrator_events`` gives them.
+    """
     out: list[tuple[int, dict[str, Any]]] = []
-    stream = WorkflowStreamClient.create(client, workflow_id)
-    async for item in stream.subscribe(["chat"], from_offset=from_offset,
-                                       poll_cooldown=timedelta(milliseconds=20)):
-        out.append((item.offset, item.data))
-        if until(item.data):
+    async for event in orchestrator_events(db, client, run_id, from_offset=after,
+                                           poll_cooldown=timedelta(milliseconds=20)):
+        seq = event.pop("seq")
+        out.append((seq, event))
+        if until(event):
             break
     return out
 
@@ -94,8 +98,8 @@ async def test_plan_streams_pauses_and_approval_with_edits_completes(
     client = dev_server.client
     inp = await pricing_input(db, "Propose updates for TB006-online")
     handle = await start(client, inp, task_queue)
-    first = await read_stream(client, handle.id, until=paused)
-    assert [o for o, _ in first] == list(range(len(first)))
+    first = await read_stream(db, client, inp.run_id, until=paused)
+    assert [seq for seq, _ in first] == list(range(1, len(first) + 1))
     kinds = [e.get("tool_call") for _, e in first if "tool_call" in e]
     assert kinds == ["optimize_price", "check_policy", "explain_decision", "sensitivity_analysis",
                      "compose_report", "request_approval"]
@@ -133,11 +137,20 @@ async def test_plan_streams_pauses_and_approval_with_edits_completes(
     assert result.final_event["done"] is True
     assert "with 1 edits" in result.final_event["message"]
 
-    rest = await read_stream(client, handle.id, until=lambda e: e.get("done"),
-                             from_offset=first[-1][0] + 1)
+    rest = await read_stream(db, client, inp.run_id, until=lambda e: e.get("done"),
+                             after=first[-1][0])
     assert rest[0][0] == first[-1][0] + 1 and rest[-1][1] == result.final_event
     tokens = "".join(e.get("token", "") for _, e in first + rest)
     assert tokens == result.final_event["message"]
+    # the workers' events and the reporter's tokens came as rows of the live stream: none
+    # crossed Temporal (no signal in the history), and the durable items are the rest
+    live = await db.fetchval("SELECT count(*) FROM agent_run_tokens WHERE workflow_run_id = $1",
+                             uuid.UUID(inp.run_id))
+    history = await handle.fetch_history()
+    assert not [e for e in history.events
+                if e.HasField("workflow_execution_signaled_event_attributes")]
+    durable = await handle.query("__temporal_workflow_stream_offset", result_type=int)
+    assert live > 0 and live + durable == rest[-1][0]
     types = await event_types(db, inp.run_id)
     assert types[0] == "run.submitted" and types[-1] == "run.completed"
     assert await worker_completions(db, inp.run_id) == 5
@@ -160,7 +173,7 @@ async def test_cancel_at_the_gate_ends_the_run_cancelled(
     client = dev_server.client
     inp = await pricing_input(db, "Propose updates for budget items")
     handle = await start(client, inp, task_queue)
-    await read_stream(client, handle.id, until=paused)
+    await read_stream(db, client, inp.run_id, until=paused)
 
     async def awaiting():
         assert (await handle.query(SegmentRunWorkflow.get_status)).status == "awaiting_approval"
@@ -182,7 +195,7 @@ async def test_cancel_while_a_worker_runs_still_ends_cancelled(
     client = dev_server.client
     inp = await pricing_input(db)
     handle = await start(client, inp, task_queue)
-    await read_stream(client, handle.id, until=lambda e: e.get("tool_call") == "check_policy")
+    await read_stream(db, client, inp.run_id, until=lambda e: e.get("tool_call") == "check_policy")
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
@@ -197,8 +210,8 @@ async def test_paused_run_resumes_by_thread_id_on_a_new_worker(
     client = dev_server.client
     inp = await pricing_input(db, "Propose updates for TB044-online")
     async with build_worker(client, task_queue=task_queue):
-        handle = await start(client, inp, task_queue)
-        before = await read_stream(client, handle.id, until=paused)
+        await start(client, inp, task_queue)
+        before = await read_stream(db, client, inp.run_id, until=paused)
     # The first worker is gone; a new one replays the history (the InMemorySaver checkpoint
     # and the stream log are rebuilt from it) and takes the decision.
     async with build_worker(client, task_queue=task_queue):
@@ -206,7 +219,7 @@ async def test_paused_run_resumes_by_thread_id_on_a_new_worker(
         done = await thread.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="approve", decided_by="rita"))
         assert done.status == "completed"
-        after = await read_stream(client, thread.id, until=lambda e: e.get("done"))
+        after = await read_stream(db, client, inp.run_id, until=lambda e: e.get("done"))
     assert [e for _, e in after[:len(before)]] == [e for _, e in before]
     types = await event_types(db, inp.run_id)
     assert await worker_completions(db, inp.run_id) == 5  # no worker ran twice
@@ -226,7 +239,7 @@ async def test_llm_reporter_streams_model_tokens_and_records_the_call(
         llm.set_chat_model_factory(None)
     assert result.final_event["strategy"] == "llm:fake-model"
     assert result.final_event["message"] == "".join(words)
-    stream = await read_stream(dev_server.client, f"pricing-{inp.run_id}",
+    stream = await read_stream(db, dev_server.client, inp.run_id,
                                until=lambda e: e.get("done"))
     assert "".join(e.get("token", "") for _, e in stream) == "".join(words)
     ledger = await db.fetch("SELECT data FROM events WHERE run_id = $1 AND type = 'llm.called'",
@@ -265,7 +278,7 @@ async def test_pricing_histories_replay(dev_server: WorkflowEnvironment, worker:
     client = dev_server.client
     inp = await pricing_input(db, "Propose updates for TB006-campus")
     handle = await start(client, inp, task_queue)
-    await read_stream(client, handle.id, until=paused)
+    await read_stream(db, client, inp.run_id, until=paused)
     await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(decision="approve",
                                                                       decided_by="rita"))
     await handle.result()
@@ -281,8 +294,8 @@ async def test_concurrent_subscribers_see_the_same_stream(
     client = dev_server.client
     inp = await pricing_input(db, "Propose updates for TB006-campus")
     handle = await start(client, inp, task_queue)
-    a, b = await asyncio.gather(read_stream(client, handle.id, until=paused),
-                                read_stream(client, handle.id, until=paused))
+    a, b = await asyncio.gather(read_stream(db, client, inp.run_id, until=paused),
+                                read_stream(db, client, inp.run_id, until=paused))
     assert a == b
 
     async def awaiting():
@@ -301,7 +314,7 @@ async def test_a_permanent_failure_ends_the_stream_with_one_error_event(
     handle = await start(dev_server.client, inp, task_queue)
     with pytest.raises(WorkflowFailureError):
         await handle.result()
-    stream = await read_stream(dev_server.client, handle.id, until=lambda e: e.get("done"))
+    stream = await read_stream(db, dev_server.client, inp.run_id, until=lambda e: e.get("done"))
     final = stream[-1][1]
     assert (final["code"], final["retryable"], final["done"]) == ("not_found", False, True)
     assert sum(1 for _, e in stream if e.get("done")) == 1
