@@ -13,9 +13,11 @@
 - **Ledger** (seed 002 R8): every attempt appends one ``llm.called`` event with model,
   tokens, latency and cost, keyed by run, node, step, call and attempt, so retries show
   but the same attempt never counts twice.
-- **Budgets**: a call that would take the run past its token or cost budget raises
-  :class:`BudgetExceededError` before any token is spent; pipelines pause on the
-  approval gate with the spend so far.
+- **Budgets**: a call that would take the run past its token or cost budget (the
+  context's, or the run's as its approved budget stops raised it:
+  :func:`overseer.budget.run_budget`) raises :class:`BudgetExceededError` before any token
+  is spent; a pipeline either fails the step with it or stops the run for a reviewer by
+  raising :class:`overseer.budget.BudgetStop` (document intake).
 
 No endpoint configured (and no DRY_RUN) means :func:`llm_enabled` is False and the
 pipelines run their deterministic strategies, recording ``strategy: rules``.
@@ -36,6 +38,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from temporalio import activity
 
+from overseer.budget import run_budget
 from overseer.errors import (
     BudgetExceededError,
     LLMCallError,
@@ -322,13 +325,16 @@ def _check_budget(messages: Sequence[BaseMessage], model: str, ctx: LLMContext,
     prompt_chars = sum(len(str(m.content)) for m in messages)
     est_in, est_out = prompt_chars // 4 + 1, settings.llm_max_output_tokens
     est_cost = price_usd(model, est_in, est_out, settings) or 0.0
-    over_tokens = ctx.budget_tokens is not None and spend["tokens"] + est_in + est_out > ctx.budget_tokens
-    over_cost = ctx.budget_usd is not None and spend["cost_usd"] + est_cost > ctx.budget_usd
+    raised = run_budget() or {}  # the run's, as its approved budget stops raised it
+    budget_usd = raised.get("usd") if raised.get("usd") is not None else ctx.budget_usd
+    budget_tokens = raised.get("tokens") if raised.get("tokens") is not None else ctx.budget_tokens
+    over_tokens = budget_tokens is not None and spend["tokens"] + est_in + est_out > budget_tokens
+    over_cost = budget_usd is not None and spend["cost_usd"] + est_cost > budget_usd
     if over_tokens or over_cost:
         raise BudgetExceededError(
             "this call would take the run past its LLM budget",
             details={"spent_usd": round(spend["cost_usd"], 6), "spent_tokens": int(spend["tokens"]),
-                     "budget_usd": ctx.budget_usd, "budget_tokens": ctx.budget_tokens,
+                     "budget_usd": budget_usd, "budget_tokens": budget_tokens,
                      "estimate_usd": est_cost, "estimate_tokens": est_in + est_out,
                      "node": ctx.node, "model": model},
         )

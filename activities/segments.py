@@ -50,6 +50,7 @@ from activities.graph_nodes import (
     record_ledger,
 )
 from activities.runtime import get_runtime
+from overseer.budget import BudgetStop, over_budget, set_run_budget
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
 from overseer.graph_codec import (
@@ -185,6 +186,9 @@ class SegmentResult:
         usage: this attempt's chat-model spend ``{"cost_usd", "input_tokens",
             "output_tokens", "calls"}`` (a node activity's ``usage`` shape).
         stopped_at: with status ``budget``, the node whose call was not made.
+        blocked: with status ``budget``, when the node stopped on its own pre-call
+            estimate (:class:`overseer.budget.BudgetStop`): the spend and the call's
+            estimate; None when the spend had passed the budget.
         next: with status ``paused`` (or ``done`` at a breakpoint), the nodes of the next
             superstep.
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
@@ -197,19 +201,9 @@ class SegmentResult:
     snapshot: dict[str, Any] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     stopped_at: str | None = None
+    blocked: dict[str, Any] | None = None
     next: list[str] = field(default_factory=list)
     interrupted_in: list[str] = field(default_factory=list)
-
-
-class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
-    """Raised in a node by :class:`BudgetGuard` instead of a chat-model call past the budget.
-
-    A ``RuntimeError``, so LangGraph's default retry policy does not retry it.
-    """
-
-    def __init__(self, node: str | None) -> None:
-        self.node = node
-        super().__init__(f"LLM budget reached before a chat-model call in {node or 'a node'}")
 
 
 class BudgetGuard(AsyncCallbackHandler):
@@ -245,8 +239,6 @@ class BudgetGuard(AsyncCallbackHandler):
                                   metadata: dict[str, Any] | None = None,
                                   **kwargs: Any) -> None:
         """Raise :class:`BudgetStop` when the spend so far has passed the budget."""
-        from overseer.budget import over_budget
-
         if over_budget(self.total(), self.budget):
             raise BudgetStop((metadata or {}).get("langgraph_node"))
 
@@ -257,8 +249,6 @@ class BudgetGuard(AsyncCallbackHandler):
         A task's first chain is its node (LangGraph's ``langgraph_checkpoint_ns`` ends in
         its task id); the chains a node calls itself are left to run.
         """
-        from overseer.budget import over_budget
-
         meta = metadata or {}
         ns = str(meta.get("langgraph_checkpoint_ns") or "")
         if not ns or "langgraph_node" not in meta:
@@ -445,6 +435,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if call.budget and any(v is not None for v in call.budget.values()):
         guard = BudgetGuard(meter, call.spent, call.budget)
         callbacks.append(guard)
+        # the nodes' own pre-call checks use the budget as raised (the activity's task has a
+        # context of its own: nothing leaks to the next activity)
+        set_run_budget(call.budget)
     if call.one_step:
         callbacks.append(StepBarrier())
     config = run_config(call, callbacks)
@@ -596,7 +589,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                       "output_tokens": meter.output_tokens, "calls": meter.calls}
     if stopped is not None:
         return SegmentResult(status="budget", values=values, nodes=ran,
-                             stopped_at=stopped.node, **extra)
+                             stopped_at=stopped.node, blocked=stopped.blocked, **extra)
     if state.interrupts:
         return SegmentResult(status="interrupted", nodes=ran,
                              values=values if call.values_at_pause else None, interrupts=[

@@ -1,17 +1,59 @@
-"""A run's LLM budget: what a budget stop's approval must raise it to (pure; runs in validators).
+"""A run's LLM budget and its one stop: what stops a node, and what an approval must raise it to.
 
-Two gates use it: the graph runtime's own (every chat-model call of any graph is metered,
-and the run stops for an approval before its next chat-model call once the spend reaches
-the budget: :class:`workflows.run_base.RunWorkflowBase`) and a pipeline's own pre-call gate
-(e.g. a ``budget_gate`` node that asks before a call it estimates too costly).
+A run has one budget stop, the graph runtime's (:class:`workflows.run_base.RunWorkflowBase`,
+approval payload ``kind: llm_budget``). A node raises :class:`BudgetStop` before a chat-model
+call the run cannot afford: the runtime's guard does once the metered spend has passed the
+budget, and a pipeline may do it earlier, when its own pre-call estimate says the call
+would pass it (document intake does). The segment stops there, a reviewer raises the
+budget or ends the run, and the stopped node runs again from its start under the new
+budget (:func:`run_budget`). The checks here are pure (they run in update validators).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from typing import Any
 
 from overseer.pipelines import DecisionRefusedError
+
+
+class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
+    """Raised in a node instead of a chat-model call the run's LLM budget cannot pay for.
+
+    A ``RuntimeError``, so LangGraph's default retry policy does not retry it; the segment
+    ends with status ``budget`` and the run waits for a reviewer.
+
+    Args:
+        node: the node (or subgraph path) whose call was not made.
+        blocked: for a stop before the spend has passed the budget (a pipeline's pre-call
+            estimate), ``{spent_usd, spent_tokens, estimate_usd, estimate_tokens, model?}``
+            as :func:`activities.llm.call_json` measured them; None for the runtime's guard.
+    """
+
+    def __init__(self, node: str | None, blocked: Mapping[str, Any] | None = None) -> None:
+        self.node = node
+        self.blocked = dict(blocked) if blocked is not None else None
+        super().__init__(f"LLM budget reached before a chat-model call in {node or 'a node'}")
+
+
+_run_budget: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "overseer_run_budget", default=None)
+
+
+def run_budget() -> dict[str, Any] | None:
+    """The run's LLM budget ``{"usd", "tokens"}`` as its workflow keeps it, or None.
+
+    Inside a segment of a run that has a budget: the options' ``llm_budget_usd`` /
+    ``llm_budget_tokens``, raised by every approved budget stop since (a None entry is not
+    limited). None outside a segment, or for a run without a budget.
+    """
+    return _run_budget.get()
+
+
+def set_run_budget(budget: Mapping[str, Any] | None) -> contextvars.Token[dict[str, Any] | None]:
+    """Make ``budget`` the :func:`run_budget` of the current context (a segment sets it)."""
+    return _run_budget.set(dict(budget) if budget is not None else None)
 
 
 def check_budget_decision(decision: Mapping[str, Any], blocked: Mapping[str, Any]) -> None:

@@ -11,11 +11,12 @@ that Temporal owns around LangGraph's loop (issue 25) and that runs no LangGraph
   ladder's ``final_resume``): LangGraph's meaning, issue 26. A decision without a
   ``resume`` gives ``{"decision", "note", "updates", "resume": None, "decided_by"}``. A
   pipeline's ``check_decision`` refuses what it does not take, in the update's validator;
-- **the LLM budget gate**: the segments meter every chat-model call; once a run's spend
-  passes its budget (options ``llm_budget_usd`` / ``llm_budget_tokens``) the run stops for
-  an approval (payload ``kind: llm_budget``): approve with a higher ``budget_usd`` /
-  ``budget_tokens``, or reject to end it ``rejected`` / ``budget_denied`` with the state
-  so far;
+- **the LLM budget gate**, the run's one budget stop: the segments meter every chat-model
+  call; once a run's spend passes its budget (options ``llm_budget_usd`` /
+  ``llm_budget_tokens``), or a node's own pre-call estimate says its next call would
+  (:class:`overseer.budget.BudgetStop`), the run stops for an approval (payload ``kind:
+  llm_budget``): approve with a higher ``budget_usd`` / ``budget_tokens``, or reject to end
+  it ``rejected`` / ``budget_denied`` with the state so far;
 - **the run's events** (``node.completed`` buffered, then written with the next event in
   one local activity) and its hand-offs to an Agent Server thread at a pause or the end;
 - **the durable stream** (``WorkflowStream``, topic :data:`STREAM_TOPIC`) and a pipeline's
@@ -73,7 +74,9 @@ SPLIT_HEARTBEAT_SECONDS = 4
 BUDGET_KEYS = ("budget_usd", "budget_tokens")
 """Decision fields a budget stop's approval carries to the graph (new LLM budgets)."""
 LLM_BUDGET_KIND = "llm_budget"
-"""``kind`` of the approval payload of the runtime's own LLM budget stop."""
+"""``kind`` of the approval payload of the run's LLM budget stop (the only one)."""
+BLOCKED_KEYS = ("spent_usd", "spent_tokens", "estimate_usd", "estimate_tokens", "model")
+"""What a node's pre-call stop reports (:class:`overseer.budget.BudgetStop`) and its payload shows."""
 
 
 class BudgetDeniedError(Exception):
@@ -403,29 +406,40 @@ class RunWorkflowBase(ApprovalGate):
                            + int(usage.get("output_tokens") or 0),
                            "calls": self._spent["calls"] + int(usage.get("calls") or 0)}
 
-    async def _within_budget(self, path: str) -> None:
+    async def _within_budget(self, path: str, blocked: dict[str, Any] | None = None) -> None:
         """Before a node runs: stop for an approval once the LLM spend has passed its budget.
 
-        The budget is the options ``llm_budget_usd`` / ``llm_budget_tokens``; the approval's
-        payload is ``kind: llm_budget``. Approve with a higher ``budget_usd`` / ``budget_tokens`` to go on;
-        reject to end the run ``rejected`` / ``budget_denied``.
+        Or before the spend has passed it, when the node stopped on its own pre-call
+        estimate (``blocked``: the spend and the call's estimate, as the LLM layer measured
+        them, :class:`overseer.budget.BudgetStop`): one stop, then the node runs again
+        under the raised budget. The budget is the options ``llm_budget_usd`` /
+        ``llm_budget_tokens``; the approval's payload is ``kind: llm_budget`` (the run's one
+        budget stop). Approve with a higher ``budget_usd`` / ``budget_tokens`` (enough for the
+        spend and, with ``blocked``, the call's estimate) to go on; reject to end the run
+        ``rejected`` / ``budget_denied``.
 
         Raises:
             BudgetDeniedError: the reviewer rejected the stop.
         """
         assert self._inp is not None
-        if not over_budget(self._spent, self._budget):
+        if blocked is None and not over_budget(self._spent, self._budget):
             return
         async with self._budget_lock:  # parallel branches share one stop
-            while over_budget(self._spent, self._budget):
+            while blocked is not None or over_budget(self._spent, self._budget):
                 self._budget_stops += 1
+                budget: dict[str, Any] = {"spent_usd": round(self._spent["usd"], 8),
+                                          "spent_tokens": self._spent["tokens"],
+                                          "calls": self._spent["calls"]}
+                if blocked is not None:  # the LLM layer's own count and the call's estimate;
+                    # the budget it checked against is the run's from now on
+                    budget.update({k: blocked[k] for k in BLOCKED_KEYS if k in blocked})
+                    self._budget = {k: self._budget.get(k) if self._budget.get(k) is not None
+                                    else blocked.get(f"budget_{k}") for k in ("usd", "tokens")}
+                budget.update(budget_usd=self._budget.get("usd"),
+                              budget_tokens=self._budget.get("tokens"))
                 payload = {"kind": LLM_BUDGET_KIND, "node": path,
-                           "review_reason_codes": ["llm_budget_exceeded"],
-                           "budget": {"spent_usd": round(self._spent["usd"], 8),
-                                      "spent_tokens": self._spent["tokens"],
-                                      "calls": self._spent["calls"],
-                                      "budget_usd": self._budget.get("usd"),
-                                      "budget_tokens": self._budget.get("tokens")}}
+                           "review_reason_codes": ["llm_budget_exceeded"], "budget": budget}
+                blocked = None
                 ladder = EscalationLadder.from_options(self._inp.options)
                 await self._flush()
                 decision = await self.request_approval(

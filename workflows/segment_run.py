@@ -138,7 +138,7 @@ class SegmentRunWorkflow(RunWorkflowBase):
                 if self._continue_as_new_due():
                     await self._continue_segments_as_new(call, result, rounds)
                 if result.status == "budget":  # stopped before a chat-model call past the budget
-                    await self._within_budget(result.stopped_at or "a node")
+                    await self._within_budget(result.stopped_at or "a node", result.blocked)
                     call.go_on, call.leg = True, call.leg + 1
                     result = await self._segment(call, f"after budget stop {self._budget_stops}")
                     continue

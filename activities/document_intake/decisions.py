@@ -12,7 +12,6 @@ from typing import Any
 
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_updates
-from overseer.budget import check_budget_decision
 from overseer.pipelines import DecisionRefusedError
 
 
@@ -21,22 +20,20 @@ def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any],
     """Seed 000 §2.5: approve applies the proposal plus edits, which must validate and complete the record.
 
     Args:
-        payload: the open approval's payload (``kind`` ``review`` or ``budget``).
-        decision: ``{decision, updates, note, apply_proposal, budget_usd, budget_tokens, …}``.
+        payload: the open approval's payload (the ``escalate`` node's interrupt; the run's
+            budget stop is the runtime's own and never comes here).
+        decision: ``{decision, updates, note, apply_proposal, …}``.
         state: the graph's state at the pause (its ``field_schema`` snapshot is used).
 
     Returns:
         ``{"updates": merged}`` — the proposal's updates (when ``apply_proposal``) under the
-        reviewer's edits; ``{"updates": {}}`` for a reject or a budget decision.
+        reviewer's edits; ``{"updates": {}}`` for a reject.
 
     Raises:
         DecisionRefusedError: ``invalid_field_edits`` (edits that do not validate, or a
-            record that would still miss required fields) or ``invalid_budget``.
+            record that would still miss required fields).
     """
     if decision.get("decision") == "reject":
-        return {"updates": {}}
-    if payload.get("kind") == "budget":
-        check_budget_decision(decision, payload.get("budget") or {})
         return {"updates": {}}
     schema = FieldSchema.model_validate(state["field_schema"])
     edits = dict(decision.get("updates") or {})

@@ -71,18 +71,13 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
                    metadata=model_step("review agent: propose updates", minutes=10))
     graph.add_node("complete", complete)
     graph.add_node("escalate", escalate)
-    graph.add_node("budget_gate", budget_gate)
     routes: dict[Hashable, str] = {"retry": "retry_extraction", "review": "review_agent",
-              "complete": "complete", "escalate": "escalate", "budget": "budget_gate"}
+                                   "complete": "complete", "escalate": "escalate"}
     graph.add_edge(START, "run_pipeline")
     graph.add_conditional_edges("run_pipeline", route_after_pipeline, routes)
     graph.add_conditional_edges("retry_extraction", route_after_pipeline, routes)
     graph.add_conditional_edges("review_agent", route_after_review,
-                                {"complete": "complete", "escalate": "escalate",
-                                 "budget": "budget_gate"})
-    graph.add_conditional_edges("budget_gate", route_after_budget,
-                                {"retry_extraction": "retry_extraction",
-                                 "review_agent": "review_agent", "stop": END})
+                                {"complete": "complete", "escalate": "escalate"})
     graph.add_edge("complete", END)
     graph.add_edge("escalate", END)
     return graph
@@ -91,11 +86,9 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
 async def route_after_pipeline(state: DocumentIntakeState) -> str:
     """Conditional edge after run_pipeline / retry_extraction (seed 000 §1.3, thresholds from options).
 
-    Before the seed's rules: a call stopped by the run's LLM budget goes to the budget
-    gate, and a permanent model failure goes to a human.
+    Before the seed's rules: a permanent model failure goes to a human. (A call the run's
+    LLM budget cannot pay for stops the run in the node itself: the run's budget stop.)
     """
-    if state.get("budget_blocked"):
-        return "budget"
     if state.get("llm_failure"):
         return "escalate"
     thresholds = RoutingThresholds.from_dict(state.get("options", {}).get("thresholds", {}))
@@ -104,37 +97,7 @@ async def route_after_pipeline(state: DocumentIntakeState) -> str:
 
 async def route_after_review(state: DocumentIntakeState) -> str:
     """Conditional edge after review_agent: complete only when its proposal was applied."""
-    if state.get("budget_blocked"):
-        return "budget"
     return decide_after_review(dict(state))
-
-
-async def route_after_budget(state: DocumentIntakeState) -> str:
-    """After the budget gate: back to the node that was stopped, or end the run."""
-    if state.get("status") == "rejected":
-        return "stop"
-    return str(state.get("resume_node") or "review_agent")
-
-
-async def budget_gate(state: DocumentIntakeState) -> dict[str, Any]:
-    """Node ``budget_gate``: the run's next LLM call would pass its budget; ask a reviewer.
-
-    The interrupt payload (``kind: budget``) carries the spend so far; the reviewer
-    approves with a higher ``budget_usd``/``budget_tokens`` (the blocked node runs again)
-    or rejects (the run ends ``rejected`` with outcome ``budget_denied``).
-    """
-    blocked = dict(state.get("budget_blocked") or {})
-    decision = interrupt({
-        "kind": "budget", "budget": blocked, "record": state.get("record", {}),
-        "missing_fields": state.get("missing_fields", []),
-        "review_reason_codes": ["llm_budget_exceeded"], "proposal": None,
-    })
-    if decision["decision"] != "approve":
-        return {"status": "rejected", "outcome": "budget_denied", "decision": decision,
-                "budget_blocked": None}
-    return {"budget_blocked": None, "resume_node": blocked.get("node"),
-            "llm_budget": {"usd": decision.get("budget_usd"),
-                           "tokens": decision.get("budget_tokens")}}
 
 
 async def complete(state: DocumentIntakeState) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import normalise_value, validate_value
 from activities.llm import LLMContext, call_json, extraction_messages
 from activities.runtime import get_runtime
+from overseer.budget import BudgetStop
 from overseer.documents import PageText
 from overseer.errors import BudgetExceededError, LLMCallError, LLMResponseError
 
@@ -57,7 +58,6 @@ class LLMExtraction:
             ``quote_is_only_the_value``).
         strategy: ``llm:<model>``, or ``rules`` when the call failed.
         failure: the permanent failure's code (``llm_refused``, …), if the call failed.
-        blocked: budget details when the call would have passed the run's budget.
     """
 
     values: dict[str, str] = field(default_factory=dict)
@@ -67,17 +67,19 @@ class LLMExtraction:
     quote_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     strategy: str = "rules"
     failure: str | None = None
-    blocked: dict[str, Any] | None = None
 
 
 def llm_context(state: dict[str, Any], node: str, step: int) -> LLMContext:
-    """Ledger keys and budget for a call made by ``node`` at ``step`` of this run."""
+    """Ledger keys and budget for a call made by ``node`` at ``step`` of this run.
+
+    The budget is the run's options'; once a reviewer has raised it at a budget stop the
+    LLM layer uses the raised one (:func:`overseer.budget.run_budget`).
+    """
     options = state.get("options", {})
-    raised = state.get("llm_budget") or {}
     return LLMContext(
         run_id=state["run_id"], node=node, step=step,
-        budget_usd=raised.get("usd", options.get("llm_budget_usd")),
-        budget_tokens=raised.get("tokens", options.get("llm_budget_tokens")),
+        budget_usd=options.get("llm_budget_usd"),
+        budget_tokens=options.get("llm_budget_tokens"),
         hint=options.get("llm_model_hint"),
     )
 
@@ -92,9 +94,11 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
     the reason, as for any other permanent failure.
 
     Returns:
-        The extraction; a permanent failure or a budget stop is reported, not raised.
+        The extraction; a permanent failure is reported, not raised.
 
     Raises:
+        BudgetStop: the call would pass the run's LLM budget (nothing was sent); the run
+            stops for a reviewer, and this node runs again under the raised budget.
         LLMRateLimitedError, LLMUnavailableError: transient, before the last attempt
             (Temporal retries the node activity with backoff, honouring Retry-After).
     """
@@ -106,8 +110,8 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
             result = await call_json(messages, task="extraction", ctx=ctx,
                                      settings=get_runtime().settings)
             break
-        except BudgetExceededError as err:
-            return LLMExtraction(blocked={**err.details, "node": node})
+        except BudgetExceededError as err:  # the run's one budget stop: a reviewer decides
+            raise BudgetStop(node, blocked=err.details) from err
         except LLMResponseError as err:  # not the JSON asked for: once more, saying why
             if reask:
                 return LLMExtraction(failure=err.code)

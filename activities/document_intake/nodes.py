@@ -244,7 +244,7 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
 
     A permanent model failure (refusal, other 4xx, malformed JSON, or the last attempt
     of a transient one) is recorded as ``llm_failure`` and sends the run to a human; a
-    call over the run's budget returns ``budget_blocked`` for the budget gate.
+    call over the run's budget stops the run there (:class:`overseer.budget.BudgetStop`).
 
     Raises:
         ApplicationError: non-retryable ``unreadable_document``; transient model errors
@@ -265,8 +265,6 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         entry = _entry_pages(pages, state.get("span"))
         asked = await extract_with_llm(dict(state), entry, wanted, schema,
                                        node="retry_extraction", step=step)
-        if asked.blocked is not None:
-            return {"budget_blocked": asked.blocked}
         found = dict(asked.values)
         evidence = {k: _evidence_dict(v) for k, v in asked.evidence.items()}
         strategy = asked.strategy
@@ -329,7 +327,6 @@ async def retry_extraction(state: DocumentIntakeState) -> dict[str, Any]:
         "report": report,
         "ocr_confidence_avg": ocr_avg,
         "field_ocr_confidence": field_conf,
-        "budget_blocked": None,
         **extra,
         **assessment,
         "tries": state.get("tries", 0) + 1,
@@ -411,10 +408,8 @@ class ReviewAgentState(TypedDict, total=False):
     missing_fields: list[str]
     pages: list[dict[str, Any]]
     region: list[dict[str, Any]]
-    llm_budget: dict[str, Any] | None
     proposal: dict[str, Any]
     failure: str | None
-    blocked: dict[str, Any] | None
     success: bool
 
 
@@ -445,8 +440,6 @@ async def infer_fields(state: ReviewAgentState) -> dict[str, Any]:
     if llm_enabled(get_runtime().settings):
         asked = await extract_with_llm(dict(state), region, state["missing_fields"], schema,
                                        node="review_agent", step=state["step"])
-        if asked.blocked is not None:
-            return {"blocked": asked.blocked}
         failure = asked.failure
         proposal = proposal_from_llm(asked)
     else:
@@ -535,12 +528,9 @@ async def review_agent(state: DocumentIntakeState) -> dict[str, Any]:
         "run_id": state["run_id"], "step": len(tools), "document": state["document"],
         "span": state.get("span"), "field_schema": state["field_schema"],
         "options": state["options"], "record": state["record"], "missing_fields": wanted,
-        "llm_budget": state.get("llm_budget"),
     })
-    if out.get("blocked"):
-        return {"budget_blocked": {**out["blocked"], "node": "review_agent"}}
     proposal = out["proposal"]
-    update: dict[str, Any] = {"tools_used": tools, "proposal": proposal, "budget_blocked": None}
+    update: dict[str, Any] = {"tools_used": tools, "proposal": proposal}
     if out.get("failure"):
         update["llm_failure"] = out["failure"]
         update["review_reason_codes"] = sorted({*state.get("review_reason_codes", []),

@@ -75,12 +75,6 @@ class DocumentIntakeState(TypedDict, total=False):
     # -- LLM layer ----------------------------------------------------------------------------
     llm_failure: str | None
     """Code of a permanent model failure in the latest step (sends the run to a human)."""
-    budget_blocked: dict[str, Any] | None
-    """Set by a node whose call would pass the run's LLM budget: spend, budget, node."""
-    llm_budget: dict[str, Any] | None
-    """A budget raised by a reviewer at the budget gate: ``{"usd", "tokens"}``."""
-    resume_node: str | None
-    """The node the budget gate sends the run back to."""
 
     # -- complete / escalate ------------------------------------------------------------------
     decision: dict[str, Any] | None

@@ -140,7 +140,7 @@ async def test_verified_llm_value_is_applied_and_the_record_says_so(
     assert tuple(suggestion) == ("auto_applied", "llm:gpt-4o-mini")
 
 
-async def test_budget_gate_pauses_the_run_and_a_raised_budget_resumes_it(
+async def test_a_call_the_budget_cannot_pay_for_stops_the_run_and_a_raised_budget_resumes_it(
     dev_server: WorkflowEnvironment, worker: Worker, db, task_queue: str
 ):
     with llm_settings():
@@ -149,9 +149,13 @@ async def test_budget_gate_pauses_the_run_and_a_raised_budget_resumes_it(
         handle = await _start(dev_server.client, inp, task_queue)
         view = await _awaiting(handle)
         payload = view.approval["payload"]
-        assert payload["kind"] == "budget"
-        assert payload["budget"]["spent_usd"] == 0
-        assert payload["budget"]["node"] == "review_agent"
+        # the run's one budget stop (the runtime's), stopped on the LLM layer's estimate
+        # before the spend passed the budget: the reviewer sees what the call would cost
+        assert (payload["kind"], payload["node"]) == ("llm_budget", "review_agent")
+        budget = payload["budget"]
+        assert (budget["spent_usd"], budget["budget_usd"]) == (0, 0.0)
+        assert budget["estimate_usd"] > 0 and budget["estimate_tokens"] > 0
+        assert budget["model"] == "gpt-4o-mini"
         assert await _llm_events(db, inp.run_id) == []  # nothing was sent
 
         from temporalio.client import WorkflowUpdateFailedError
@@ -188,6 +192,7 @@ async def test_budget_denied_stops_the_run(dev_server: WorkflowEnvironment, work
         done = await handle.execute_update(SegmentRunWorkflow.decide, DecisionInput(
             decision="reject", decided_by="ops", note="not worth it"))
     assert (done.status, done.outcome) == ("rejected", "budget_denied")
+    assert await _llm_events(db, inp.run_id) == []
 
 
 async def test_dry_run_marks_every_record(dev_server: WorkflowEnvironment, worker: Worker, db,

@@ -595,15 +595,16 @@ def _reassign_request(assignee: str | None, group: str | None,
 
 
 def _payload_kind(approval: ApprovalView | None) -> str:
-    """Which decision form the item page shows: ``budget`` for either LLM budget stop.
+    """Which decision form the item page shows: ``budget`` for the run's LLM budget stop.
 
-    A pipeline's own (document intake's ``kind: budget``) and the runtime's
-    (``kind: llm_budget``, any graph) both take a new budget with an approval.
+    The runtime's one budget stop (``kind: llm_budget``, any graph, whether the spend
+    passed the budget or a node's pre-call estimate would) takes a new budget with an
+    approval.
     """
     if approval is None:
         return "none"
     kind = approval.payload.get("kind")
-    if kind in ("budget", "llm_budget"):
+    if kind == "llm_budget":
         return "budget"
     if kind == "review" or isinstance(approval.payload.get("record"), dict):
         return "review"
