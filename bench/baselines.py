@@ -118,7 +118,7 @@ async def truncate_checkpoints(pool: asyncpg.Pool) -> None:
 
 def render_pages_png(data: bytes, dpi: int) -> list[bytes]:
     """The page images Overseer OCRs for an image-only PDF, as PNG bytes (grayscale at ``dpi``)."""
-    from overseer import documents
+    from overseer.documents import pdf as documents
 
     limits = documents.DocumentLimits()
     out: list[bytes] = []

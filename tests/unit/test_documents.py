@@ -1,4 +1,4 @@
-"""Document loading and OCR (overseer/documents.py) with real Tesseract.
+"""Document loading and OCR (the overseer.documents package) with real Tesseract.
 
 Fixtures are drawn at test time (Pillow text, reportlab PDFs, hand-written PDF and PNG
 headers); nothing is mocked. OCR results are module-scoped so each page is read once.

@@ -22,7 +22,8 @@ from activities.document_intake.reread import anchor_lines, reread_regions
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value
 from bench.corpus import LabelledDoc, labelled_set
-from overseer.documents import DocumentKind, extract_pages, pytesseract, sniff_kind
+from overseer.documents import DocumentKind, extract_pages, sniff_kind
+from overseer.documents.ocr import pytesseract
 from overseer.graph_codec import decode
 from tests.helpers import submit_document
 

@@ -35,7 +35,7 @@ def test_worker_import_leaves_heavy_libraries_unloaded() -> None:
 
 
 def test_lazy_ocr_modules_load_on_first_use() -> None:
-    from overseer import documents
+    from overseer.documents import ocr as documents
 
     assert documents.pytesseract.Output.DICT == "dict"
     assert documents.cv2.INTER_CUBIC == 2
