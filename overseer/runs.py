@@ -10,9 +10,10 @@ answered 503: nothing accepted is silently dropped.
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
 schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
 Every starter of a run — this service, an Agent Server thread's run
-(:mod:`overseer.threads`) and a pipeline's own routes (``Pipeline.router``) — starts its
-workflow through :func:`start_run_workflow`, and every decision refused by a run's gate is
-mapped to the API's error by :func:`refusal`.
+(:mod:`overseer.threads`) and a pipeline's own routes (``Pipeline.router``) — builds the
+workflow's options with :func:`run_options` and starts it through :func:`start_run_workflow`
+(:func:`start_or_record` records a start Temporal did not take), and every decision refused
+by a run's gate is mapped to the API's error by :func:`refusal`.
 """
 
 from __future__ import annotations
@@ -269,18 +270,36 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) 
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     declared = input_keys(get_registry().builder(ctx.pipeline.name))
-    run_options = {**ctx.pipeline.options(), **request_options(ctx.metadata)}
-    extras = {"run_id": ctx.run_id, "options": run_options, "metadata": ctx.metadata}
+    own = {**ctx.pipeline.options(), **request_options(ctx.metadata)}
+    extras = {"run_id": ctx.run_id, "options": own, "metadata": ctx.metadata}
     graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
-    options = {"durability": ctx.settings.durability,
-               "segment_local_seconds": ctx.settings.segment_local_seconds,
-               "segment_heartbeat_seconds": ctx.settings.segment_heartbeat_seconds, **run_options,
-               "approval": approval_ladder_options(ctx.settings)}
+    options = run_options(ctx.settings, ctx.pipeline.options(), ctx.metadata)
     return GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
         input=encode(None if resume_from is not None else graph_input),
         options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
         search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
+
+
+def run_options(settings: Settings, snapshot: dict[str, Any],
+                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The options a run's workflow starts with (``GraphRunInput.options``), for every starter.
+
+    In order, later keys winning: the operator's runtime defaults (``durability``, the
+    segments' local try and heartbeat), the pipeline's options ``snapshot`` (its
+    ``Pipeline.options()``, or what its own route took), the request's per-run options
+    from its ``metadata`` (:func:`~overseer.catalogue.request_options`: LLM budget and
+    model hint), and the approval ladder (``approval``) from the settings.
+
+    Raises:
+        InvalidRequestError: a per-run option in ``metadata`` is not valid (422).
+    """
+    return {"durability": settings.durability,
+            "segment_local_seconds": settings.segment_local_seconds,
+            "segment_heartbeat_seconds": settings.segment_heartbeat_seconds,
+            **snapshot,
+            **request_options(metadata or {}),
+            "approval": approval_ladder_options(settings)}
 
 
 def input_keys(builder: Any) -> set[str]:
@@ -392,17 +411,33 @@ async def record_start_failure(pool: asyncpg.Pool, run_id: str) -> None:
         )])
 
 
+async def start_or_record(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                          argument: Any, *, workflow_id: str, summary: str) -> None:
+    """Start an accepted run's workflow (:func:`start_run_workflow`), or record that it could not.
+
+    For a run whose ``run.submitted`` is written: a start Temporal does not take is
+    recorded (:func:`record_start_failure`) and answered 503, so nothing accepted is
+    silently dropped; the same request again (same run id) starts it then.
+
+    Raises:
+        DependencyUnavailableError: Temporal did not take the start (503); ``details``
+            names the ``run_id``.
+    """
+    try:
+        await start_run_workflow(temporal, settings, argument, workflow_id=workflow_id,
+                                 summary=summary)
+    except Exception as err:
+        log.warning("could not start workflow %s: %r", workflow_id, err)
+        await record_start_failure(pool, argument.run_id)
+        raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
+                                         details={"run_id": argument.run_id}) from err
+
+
 async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, ctx: StartContext,
                  argument: Any) -> None:
     label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
-    try:
-        await start_run_workflow(temporal, settings, argument, workflow_id=ctx.workflow_id,
-                                 summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
-    except Exception as err:
-        log.warning("could not start workflow %s: %r", ctx.workflow_id, err)
-        await record_start_failure(pool, ctx.run_id)
-        raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
-                                         details={"run_id": ctx.run_id}) from err
+    await start_or_record(pool, temporal, settings, argument, workflow_id=ctx.workflow_id,
+                          summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
 
 
 def safe_name(name: str | None) -> str | None:

@@ -44,7 +44,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from overseer import access
-from overseer.catalogue import approval_ladder_options, request_options
 from overseer.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -1067,7 +1066,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     :func:`advance_queue` starts it.
     """
     from overseer.run_types import GraphRunInput
-    from overseer.runs import start_run_workflow
+    from overseer.runs import run_options, start_run_workflow
 
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
                               run["thread_id"])
@@ -1091,10 +1090,7 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                   "submitted_by": run["created_by"], "idempotency_key": None,
                   "input": {"input": to_jsonable(recorded), "metadata": metadata,
                             "thread_id": thread_id, "agent_server": True}})])
-    options = {"durability": settings.durability, **pipeline.options(),
-               **request_options(metadata), "approval": approval_ladder_options(settings),
-               "segment_local_seconds": settings.segment_local_seconds,
-               "segment_heartbeat_seconds": settings.segment_heartbeat_seconds}
+    options = run_options(settings, pipeline.options(), metadata)
     asked = kwargs.get("stream_mode")
     asked = [asked] if isinstance(asked, str) else list(asked or [])
     collected = [m for m in asked if m in SEGMENT_STREAM_MODES]

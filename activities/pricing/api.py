@@ -49,7 +49,7 @@ from overseer.errors import (
 )
 from overseer.graph_codec import encode
 from overseer.run_types import DecisionInput, GraphRunInput
-from overseer.runs import record_start_failure, send_update, start_run_workflow
+from overseer.runs import run_options, send_update, start_or_record
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -431,18 +431,12 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         options=options, messages=[*history, {"role": "user", "content": body.message}],
         route=route.to_dict(), session_id=body.session_id, model=model, model_reason=reason,
         model_hint=hint)
-    inp = GraphRunInput(run_id=run_id, pipeline=PIPELINE, input=encode(state), options=options,
+    inp = GraphRunInput(run_id=run_id, pipeline=PIPELINE, input=encode(state),
+                        options=run_options(settings, options),
                         submitted_by=principal.subject,
                         search_attributes=settings.search_attributes_enabled)
-    try:
-        await start_run_workflow(temporal, settings, inp, workflow_id=workflow_id,
-                                 summary=f"pricing: {body.message[:80]}")
-    except Exception as err:
-        log.warning("could not start pricing workflow", extra={"run_id": run_id,
-                                                               "error": repr(err)})
-        await record_start_failure(pool, run_id)  # accepted: its failure is on record
-        raise DependencyUnavailableError("Temporal is unavailable; the plan was not started",
-                                         details={"thread_id": run_id}) from err
+    await start_or_record(pool, temporal, settings, inp, workflow_id=workflow_id,
+                          summary=f"pricing: {body.message[:80]}")
 
 
 async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_offset: int = 0,
