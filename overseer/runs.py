@@ -55,7 +55,7 @@ from overseer.graph_codec import encode
 from overseer.pipelines import DecisionRefusedError, Pipeline, get_registry
 from overseer.settings import Settings
 from overseer.store.artifacts import sha256_hex, store_artifact
-from overseer.store.events import RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
+from overseer.store.events import RUN_CANCELLED, RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
 
 log = logging.getLogger("overseer.runs")
 
@@ -395,6 +395,39 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
     except WorkflowAlreadyStartedError:
         return False
     return True
+
+
+async def cancel_run_workflow(pool: asyncpg.Pool, temporal: Client, workflow_id: str,
+                              run_id: str, subject: str) -> bool:
+    """Cancel a run's workflow and put its cancellation on record at once: the one cancel path.
+
+    The event has the key of the run's own ending (``run.finished``), so whichever of this
+    and the workflow's own ``run.cancelled`` (or an ending it reached first) is written
+    first is the run's one terminal event; a workflow already gone is recorded here.
+
+    Returns:
+        True when the workflow was asked to cancel; False when it was gone already.
+
+    Raises:
+        DependencyUnavailableError: Temporal did not answer (503).
+    """
+    handle = temporal.get_workflow_handle(workflow_id)
+    found = True
+    try:
+        await handle.cancel()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise DependencyUnavailableError("Temporal did not answer") from err
+        found = False
+    async with pool.acquire() as conn:
+        status = await conn.fetchval("SELECT status FROM runs WHERE run_id = $1",
+                                     uuid.UUID(run_id))
+        if status not in ("completed", "rejected", "failed", "cancelled"):
+            await append_events(conn, [NewEvent(
+                run_id=run_id, key="run.finished", type=RUN_CANCELLED, actor=f"api:{subject}",
+                data={"status": "cancelled", "outcome": "cancelled",
+                      "snapshot": {"outcome": "cancelled"}})])
+    return found
 
 
 async def record_start_failure(pool: asyncpg.Pool, run_id: str) -> None:

@@ -55,7 +55,7 @@ from overseer.errors import (
 from overseer.graph_codec import encode, to_jsonable
 from overseer.pipelines import Pipeline, get_registry
 from overseer.settings import Settings
-from overseer.store.events import RUN_CANCELLED, RUN_SUBMITTED, NewEvent, append_events
+from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from overseer.token_stream import STATE_CHANNEL
 
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools", "events")
@@ -1393,26 +1393,9 @@ async def _closed(temporal: Client, graph_id: str, run_id: str) -> None:
 
 async def _cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, run_id: str,
                            subject: str) -> None:
-    """Cancel a run's workflow and put its cancellation on record at once.
+    from overseer.runs import cancel_run_workflow
 
-    The event has the key of the run's own ending (``run.finished``), so whichever of this
-    and the workflow's own ``run.cancelled`` (or an ending it reached first) is written
-    first is the run's one terminal event; a workflow already gone is recorded here.
-    """
-    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
-    try:
-        await handle.cancel()
-    except RPCError as err:
-        if err.status != RPCStatusCode.NOT_FOUND:
-            raise DependencyUnavailableError("Temporal did not answer") from err
-    async with pool.acquire() as conn:
-        status = await conn.fetchval("SELECT status FROM runs WHERE run_id = $1",
-                                     uuid.UUID(run_id))
-        if status not in ("completed", "rejected", "failed", "cancelled"):
-            await append_events(conn, [NewEvent(
-                run_id=run_id, key="run.finished", type=RUN_CANCELLED, actor=f"api:{subject}",
-                data={"status": "cancelled", "outcome": "cancelled",
-                      "snapshot": {"outcome": "cancelled"}})])
+    await cancel_run_workflow(pool, temporal, workflow_id(graph_id, run_id), run_id, subject)
 
 
 async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_id: str,

@@ -29,7 +29,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 from temporalio.client import WorkflowFailureError
-from temporalio.service import RPCError, RPCStatusCode
 
 from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
@@ -49,7 +48,7 @@ from overseer.errors import (
 )
 from overseer.graph_codec import encode
 from overseer.run_types import DecisionInput, GraphRunInput
-from overseer.runs import run_options, send_update, start_or_record
+from overseer.runs import cancel_run_workflow, run_options, send_update, start_or_record
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -219,12 +218,8 @@ async def cancel(body: ThreadRequest, principal: PrincipalDep, pool: PoolDep,
     if view.status in ("completed", "rejected", "failed", "cancelled"):
         raise ConflictError(f"thread {body.thread_id} has already ended ({view.status})",
                             details={"status": view.status})
-    try:
-        await handle.cancel()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise ConflictError(f"thread {body.thread_id} has already ended") from err
-        raise DependencyUnavailableError("Temporal did not answer") from err
+    if not await cancel_run_workflow(pool, temporal, handle.id, view.run_id, principal.subject):
+        raise ConflictError(f"thread {body.thread_id} has already ended")
     return JSONResponse(await final_event(pool, handle, body.thread_id))
 
 
