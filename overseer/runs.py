@@ -41,6 +41,8 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from observability.tracing import current_trace_id, tracer
+from overseer import access
+from overseer.access import Principal
 from overseer.catalogue import approval_ladder_options, request_options
 from overseer.errors import (
     ConflictError,
@@ -102,6 +104,43 @@ class Submitted:
     pipeline: str
     status: str = "running"
     links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunRef:
+    """A run as a pipeline's own routes see it (:func:`visible_run`).
+
+    Attributes:
+        run_id: the run (uuid text); pipeline: its pipeline; workflow_id: its workflow
+        (None for a run answered without one); status: the read model's status; result:
+        its result once it has one (JSON).
+    """
+
+    run_id: str
+    pipeline: str
+    workflow_id: str | None
+    status: str
+    result: dict[str, Any] | None
+
+
+async def visible_run(pool: asyncpg.Pool, run_id: str, principal: Principal) -> RunRef:
+    """The run ``run_id`` if ``principal`` may read it (submitters their own, reviewers all).
+
+    Raises:
+        NotFoundError: an unknown run, a malformed id, or someone else's run (no leak).
+    """
+    try:
+        rid = uuid.UUID(str(run_id))
+    except ValueError:
+        raise NotFoundError(f"unknown run {run_id}") from None
+    row = await pool.fetchrow("SELECT pipeline, workflow_id, status, result, submitted_by "
+                              "FROM runs WHERE run_id = $1", rid)
+    if row is None or not access.can(principal, "read", row["submitted_by"]):
+        raise NotFoundError(f"unknown run {run_id}")
+    result = row["result"]
+    return RunRef(run_id=str(rid), pipeline=row["pipeline"], workflow_id=row["workflow_id"],
+                  status=row["status"],
+                  result=json.loads(result) if isinstance(result, str) else result)
 
 
 def run_id_for(subject: str, pipeline: str, idempotency_key: str | None) -> str:

@@ -10,10 +10,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, UploadFile, status
 
-from overseer.runs import Upload, submit_run
-from services.api.deps import PoolDep, SettingsDep, SubmitterDep, TemporalDep
-from services.api.schemas import RunAccepted
-from services.api.uploads import parse_metadata, read_bounded
+from overseer.plugin import (
+    PoolDep,
+    RunAccepted,
+    SettingsDep,
+    SubmitterDep,
+    TemporalDep,
+    Upload,
+    parse_metadata,
+    read_bounded,
+    submit_run,
+)
 
 
 def build_router() -> APIRouter:

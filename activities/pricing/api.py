@@ -36,9 +36,16 @@ from activities.pricing.catalog import Catalog, current_catalog
 from activities.pricing.options import pricing_options
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
 from activities.pricing.run import initial_state
+from activities.pricing.schemas import (
+    ChatHealth,
+    ChatRequest,
+    ChatStreamEvent,
+    ModelsView,
+    ThreadRequest,
+    ToolView,
+)
 from activities.pricing.settings import get_pricing_settings
 from activities.pricing.tools import TOOLS
-from overseer import token_stream
 from overseer.catalogue import get_pipeline
 from overseer.errors import (
     ConflictError,
@@ -47,8 +54,24 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
+from overseer.plugin import (
+    PoolDep,
+    Principal,
+    PrincipalDep,
+    ReviewerDep,
+    SettingsDep,
+    SubmitterDep,
+    TemporalDep,
+    cancel_run_workflow,
+    count_own,
+    durable_items,
+    merge_live,
+    run_options,
+    send_update,
+    start_or_record,
+    visible_run,
+)
 from overseer.run_types import DecisionInput, GraphRunInput
-from overseer.runs import cancel_run_workflow, run_options, send_update, start_or_record
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -57,24 +80,6 @@ from overseer.store.events import (
     RUN_SUBMITTED,
     NewEvent,
     append_events,
-)
-from services.api.deps import (
-    PoolDep,
-    Principal,
-    PrincipalDep,
-    ReviewerDep,
-    SettingsDep,
-    SubmitterDep,
-    TemporalDep,
-)
-from services.api.readmodels import get_run
-from services.api.schemas.pricing import (
-    ChatHealth,
-    ChatRequest,
-    ChatStreamEvent,
-    ModelsView,
-    ThreadRequest,
-    ToolView,
 )
 
 log = logging.getLogger("overseer.api.chat")
@@ -185,7 +190,7 @@ async def thread_stream(
     last_event_id_param: Annotated[str | None, Query(alias="last_event_id", max_length=40)] = None,
 ) -> StreamingResponse:
     """(Re)attach to an orchestrated run's stream; resumes after ``Last-Event-ID`` without duplicates."""
-    view = await get_run(pool, thread_id, principal)
+    view = await visible_run(pool, thread_id, principal)
     if not is_orchestrated(view):
         raise NotFoundError(f"no orchestrated pricing thread {thread_id}")
     after = parse_last_event_id(last_event_id or last_event_id_param)
@@ -213,7 +218,7 @@ async def approve(body: ThreadRequest, principal: ReviewerDep, pool: PoolDep,
 async def cancel(body: ThreadRequest, principal: PrincipalDep, pool: PoolDep,
                  temporal: TemporalDep) -> JSONResponse:
     """Cancel a running or paused plan (its owner, reviewers, admins); answers the final event."""
-    view = await get_run(pool, body.thread_id, principal)
+    view = await visible_run(pool, body.thread_id, principal)
     handle = await thread_handle(pool, temporal, body.thread_id, principal)
     if view.status in ("completed", "rejected", "failed", "cancelled"):
         raise ConflictError(f"thread {body.thread_id} has already ended ({view.status})",
@@ -451,7 +456,7 @@ async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_off
     an unknown thread, ends the stream with an error event.
     """
     seq = 0
-    merged = token_stream.merge_live(
+    merged = merge_live(
         pool, _durable_events(temporal, run_id, poll_cooldown, max_errors), run_id,
         lambda entry: bool(entry[2].get("done")))
     async for entry in merged:
@@ -473,7 +478,7 @@ async def _durable_events(temporal: Any, run_id: str, poll_cooldown: timedelta,
                           max_errors: int) -> AsyncIterator[tuple[Any, ...]]:
     """The workflow's stream from offset 0: ``("item", offset, event)``, or a last error event."""
     workflow_id = get_pipeline(PIPELINE).workflow_id(run_id)
-    async for entry in token_stream.durable_items(
+    async for entry in durable_items(
             temporal, workflow_id, events.STREAM_TOPIC,
             lambda _, data: isinstance(data, dict) and bool(data.get("done")),
             poll_cooldown=poll_cooldown, max_errors=max_errors):
@@ -499,7 +504,7 @@ async def thread_handle(pool: Any, temporal: Any, thread_id: str, principal: Pri
     Raises:
         NotFoundError: unknown thread, a fast-path answer, or someone else's thread.
     """
-    view = await get_run(pool, thread_id, principal)
+    view = await visible_run(pool, thread_id, principal)
     if not is_orchestrated(view):
         raise NotFoundError(f"no orchestrated pricing thread {thread_id}")
     return temporal.get_workflow_handle(view.workflow_id)
@@ -529,7 +534,7 @@ async def final_event(pool: Any, handle: Any, run_id: str,
     if not event:
         raise DependencyUnavailableError("the run has not finished yet", details={"retry": True})
     items = await handle.query("__temporal_workflow_stream_offset", result_type=int)
-    return canonical({**event, "seq": items + await token_stream.count_own(pool, run_id)})
+    return canonical({**event, "seq": items + await count_own(pool, run_id)})
 
 
 # --- SSE ----------------------------------------------------------------------------------------------

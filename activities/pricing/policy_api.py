@@ -7,9 +7,9 @@ from fastapi import APIRouter
 from activities.pricing.catalog import current_catalog
 from activities.pricing.options import pricing_options
 from activities.pricing.policy import PolicyConfig, PolicyReport, check_all_policies
+from activities.pricing.schemas import PolicyCheckRequest, PolicyCheckResponse
 from overseer.errors import InvalidRequestError, NotFoundError
-from services.api.deps import PoolDep, PrincipalDep, SettingsDep
-from services.api.schemas.pricing import PolicyCheckRequest, PolicyCheckResponse
+from overseer.plugin import PoolDep, PrincipalDep, SettingsDep
 
 router = APIRouter(prefix="/api/v1/policy", tags=["policy"])
 

@@ -38,7 +38,7 @@ from overseer.errors import (
     PermissionDeniedError,
 )
 from overseer.pipelines import get_registry
-from services.api.deps import get_principal
+from overseer.web import get_principal
 
 READS = frozenset({"read", "search"})
 """Agent Server actions that only look; every other action (create, update, delete,

@@ -12,11 +12,11 @@ from typing import Any
 import asyncpg
 from temporalio.client import Client
 
+from overseer.access import Principal
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.pipelines import get_registry
 from overseer.run_types import ClaimInput, DecisionInput, ReassignInput
 from overseer.runs import send_update
-from services.api.deps import Principal
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
 

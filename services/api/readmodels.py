@@ -10,10 +10,10 @@ from typing import Any
 import asyncpg
 
 from overseer import access
+from overseer.access import Principal
 from overseer.errors import NotFoundError
 from overseer.graph_codec import REF_KEY, decode, is_ref, to_jsonable
 from overseer.store.artifacts import load_artifact
-from services.api.deps import Principal
 from services.api.schemas import ApprovalView, RunView
 
 _RUN_COLUMNS = """run_id, pipeline, workflow_id, status, parent_run_id, submitted_by, created_at,

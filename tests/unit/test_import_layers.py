@@ -2,8 +2,8 @@
 
 Run here too so that ``make test`` (CI) breaks when shipped code imports the tests or the
 bench, the API imports the worker, the core imports the workflows or names a pipeline,
-workflow code imports an I/O client or LangGraph, or a pipeline reaches into the API
-beyond the imports listed there.
+workflow code imports an I/O client or LangGraph, or a pipeline imports the API or the
+workflows (what it needs from them is in ``overseer.plugin``).
 """
 
 from __future__ import annotations

@@ -118,9 +118,9 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
 
     from activities.pricing.api import fast_path
     from activities.pricing.router import decide_route
+    from activities.pricing.schemas import ChatRequest
+    from overseer.access import Principal
     from overseer.store.events import fetch_events
-    from services.api.deps import Principal
-    from services.api.schemas.pricing import ChatRequest
 
     run_id = str(uuid.uuid4())
     catalog = load_catalog_file()

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from overseer.access import Principal
 from overseer.store.events import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
@@ -15,7 +16,6 @@ from overseer.store.events import (
     NewEvent,
     append_events,
 )
-from services.api.deps import Principal
 from services.api.routes.runs import suggestions
 
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from fastapi import Request
 
+from overseer.access import Principal
 from overseer.errors import PermissionDeniedError
-from services.api.deps import Principal
 
 COOKIE = "overseer_console"
 LOGIN_COOKIE = "overseer_console_login"

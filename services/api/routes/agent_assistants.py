@@ -14,8 +14,8 @@ from fastapi import APIRouter, Body, Response
 
 from overseer import access, assistants, threads
 from overseer.errors import PermissionDeniedError
+from overseer.web import PoolDep, TemporalDep
 from services.api import agent_auth
-from services.api.deps import PoolDep, TemporalDep
 from services.api.routes.langgraph_api import AgentPrincipal
 
 router = APIRouter(tags=["agent-server"])

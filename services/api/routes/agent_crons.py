@@ -20,9 +20,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Response
 
 from overseer import crons
+from overseer.access import Principal
 from overseer.errors import PermissionDeniedError
+from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
-from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 from services.api.routes.langgraph_api import AgentPrincipal
 
 router = APIRouter(tags=["agent-server"])

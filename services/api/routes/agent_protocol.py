@@ -46,6 +46,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from temporalio.client import Client
 
 from overseer import thread_streams, threads
+from overseer.access import Principal
 from overseer.errors import (
     ConflictError,
     InvalidFieldEditsError,
@@ -56,8 +57,8 @@ from overseer.errors import (
     PermissionDeniedError,
 )
 from overseer.pipelines import DecisionRefusedError
+from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
-from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 from services.api.routes.langgraph_api import AgentPrincipal, ThreadReader, _create, _with_keepalives
 
 logger = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Response
 
 from overseer import access
+from overseer.access import Principal
 from overseer.errors import InvalidRequestError, PermissionDeniedError
 from overseer.graph_store import SemanticSearchUnavailableError, graph_store, searchable
 from services.api import agent_auth
-from services.api.deps import Principal
 from services.api.routes.langgraph_api import AgentPrincipal
 
 router = APIRouter(tags=["agent-server"])

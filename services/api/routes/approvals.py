@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from overseer.runs import ClaimedByOtherError
-from services.api.deps import PoolDep, ReviewerDep, TemporalDep
+from overseer.web import PoolDep, ReviewerDep, TemporalDep
 from services.api.operations import (
     claim_run,
     decide_run,

@@ -34,6 +34,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import ValidationError
 
+from overseer.access import Principal
 from overseer.catalogue import CATALOGUE
 from overseer.errors import (
     AuthenticationError,
@@ -47,7 +48,6 @@ from overseer.store.events import TERMINAL_STATUSES, fetch_events
 from services.api.console import session as sessions
 from services.api.console.hitl import human_interrupt, human_resume
 from services.api.console.pages import DocumentRef, document_of_run, document_text, render_page_png
-from services.api.deps import Principal
 from services.api.errors import SECURITY_CODES, record_security_event
 from services.api.operations import (
     claim_run,

@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
 from overseer import assistants, thread_streams, threads
+from overseer.access import Principal
 from overseer.errors import (
     ConflictError,
     InvalidRequestError,
@@ -36,8 +37,8 @@ from overseer.errors import (
 )
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
+from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
-from services.api.deps import PoolDep, Principal, SettingsDep, TemporalDep
 
 WAIT_KEEPALIVE_SECONDS = 5.0
 """While ``runs/wait`` blocks, a newline every this many seconds keeps proxies and load

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from overseer.catalogue import CATALOGUE
-from services.api.deps import PrincipalDep
+from overseer.web import PrincipalDep
 from services.api.schemas import PipelineView
 
 router = APIRouter(prefix="/v1/pipelines", tags=["pipelines"])

@@ -13,16 +13,17 @@ from overseer.errors import NotFoundError, PermissionDeniedError
 from overseer.pipelines import get_registry
 from overseer.runs import retry_run
 from overseer.store.events import fetch_events
-from services.api.deps import (
+from overseer.web import (
     PoolDep,
     PrincipalDep,
     ReviewerDep,
+    RunAccepted,
     SettingsDep,
     SubmitterDep,
     TemporalDep,
 )
 from services.api.readmodels import get_run, list_runs, parse_run_id
-from services.api.schemas import EventList, EventView, RunAccepted, RunList, RunView
+from services.api.schemas import EventList, EventView, RunList, RunView
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from overseer.errors import InvalidRequestError
 from overseer.stats import Stats, compute_stats
-from services.api.deps import PoolDep, ReviewerDep
+from overseer.web import PoolDep, ReviewerDep
 
 router = APIRouter(prefix="/v1/admin/stats", tags=["stats"])
 

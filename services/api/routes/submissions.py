@@ -13,9 +13,15 @@ from starlette.datastructures import UploadFile as StarletteUpload
 
 from overseer.errors import InvalidRequestError
 from overseer.runs import Upload, submit_run
-from services.api.deps import PoolDep, SettingsDep, SubmitterDep, TemporalDep
-from services.api.schemas import RunAccepted
-from services.api.uploads import parse_metadata, read_bounded
+from overseer.web import (
+    PoolDep,
+    RunAccepted,
+    SettingsDep,
+    SubmitterDep,
+    TemporalDep,
+    parse_metadata,
+    read_bounded,
+)
 
 router = APIRouter(tags=["submissions"])
 

@@ -7,15 +7,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
-class RunAccepted(BaseModel):
-    """``202`` answer to a submission."""
-
-    run_id: str
-    pipeline: str
-    status: str
-    links: dict[str, str]
-
-
 class ApprovalView(BaseModel):
     """An approval request and, once decided, its decision.
 

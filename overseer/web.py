@@ -1,29 +1,38 @@
-"""Dependencies as ``Annotated`` aliases: ``SettingsDep``, ``PoolDep``, ``TemporalDep``, ``PrincipalDep``.
+"""What an HTTP route of Overseer needs, the API's and a pipeline's own alike (``Pipeline.router``).
 
-:class:`~overseer.access.Principal` is re-exported here for the routes.
+FastAPI dependencies for the app's settings, Postgres pool and Temporal client, and the
+caller (:class:`~overseer.access.Principal` from the bearer token; ``SubmitterDep`` /
+``ReviewerDep`` admit a role, admins always); bounded reading of an upload and its
+``metadata`` form field; and the ``202`` answer to a submission (:class:`RunAccepted`).
+Part of the plug-in API (:mod:`overseer.plugin`).
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import asyncpg
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from temporalio.client import Client
 
 from overseer.access import Principal
-from overseer.errors import AuthenticationError, PermissionDeniedError, TokenExpiredError
+from overseer.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    TokenExpiredError,
+    UnreadableDocumentError,
+)
 from overseer.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False)
-
-__all__ = ["Principal", "PoolDep", "PrincipalDep", "ReviewerDep", "SettingsDep", "SubmitterDep",
-           "TemporalDep", "get_principal", "require_roles"]
-
 
 def get_settings_dep(request: Request) -> Settings:
     """The app's settings."""
@@ -85,3 +94,53 @@ TemporalDep = Annotated[Client, Depends(get_temporal)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 SubmitterDep = Annotated[Principal, Depends(require_roles("submitter"))]
 ReviewerDep = Annotated[Principal, Depends(require_roles("reviewer"))]
+
+
+class RunAccepted(BaseModel):
+    """``202`` answer to a submission."""
+
+    run_id: str
+    pipeline: str
+    status: str
+    links: dict[str, str]
+
+
+_CHUNK_BYTES = 1024 * 1024
+
+
+async def read_bounded(file: Any, max_bytes: int) -> bytes:
+    """Read an upload in chunks, refusing it as soon as it passes ``max_bytes``.
+
+    Raises:
+        PayloadTooLargeError: over ``max_bytes`` (413).
+        UnreadableDocumentError: an empty file (422).
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := await file.read(_CHUNK_BYTES):
+        total += len(chunk)
+        if total > max_bytes:
+            raise PayloadTooLargeError(f"upload larger than {max_bytes} bytes",
+                                       details={"max_upload_bytes": max_bytes})
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    if not data:
+        raise UnreadableDocumentError("the uploaded file is empty", details={"reason": "empty"})
+    return data
+
+
+def parse_metadata(raw: str | None) -> dict[str, Any]:
+    """The ``metadata`` form field as a dict (``{}`` when absent).
+
+    Raises:
+        InvalidRequestError: not JSON, or not a JSON object.
+    """
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise InvalidRequestError("metadata is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidRequestError("metadata must be a JSON object")
+    return value
