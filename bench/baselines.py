@@ -118,13 +118,14 @@ async def truncate_checkpoints(pool: asyncpg.Pool) -> None:
 
 def render_pages_png(data: bytes, dpi: int) -> list[bytes]:
     """The page images Overseer OCRs for an image-only PDF, as PNG bytes (grayscale at ``dpi``)."""
-    from overseer.documents import pdf as documents
+    from overseer.documents import DocumentLimits
+    from overseer.documents.pdf import _open_pdf, _render_pdf_page
 
-    limits = documents.DocumentLimits()
+    limits = DocumentLimits()
     out: list[bytes] = []
-    with documents._open_pdf(data, limits) as pdf:
+    with _open_pdf(data, limits) as pdf:
         for index in range(len(pdf)):
-            image, _ = documents._render_pdf_page(pdf, index, dpi, limits)
+            image, _ = _render_pdf_page(pdf, index, dpi, limits)
             buf = io.BytesIO()
             image.convert("L").save(buf, format="PNG")
             out.append(buf.getvalue())
