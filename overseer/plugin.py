@@ -10,9 +10,10 @@ from the runtime for those is named here, and a pipeline never imports the API
   (a refusal from ``check_decision``);
 - **the run service** (:mod:`overseer.runs`): :func:`submit_run` with :class:`Upload`
   (a ``/v1``-shaped submission), or, for a route that records its own submission,
-  :func:`run_options` and :func:`start_or_record`; :func:`send_update` (decisions and
-  claims through the run's gate), :func:`cancel_run_workflow`, :func:`visible_run`
-  (a run the caller may read, :class:`RunRef`);
+  :func:`run_options` and :func:`start_or_record`; :func:`decide` (a person's
+  decision through the run's gate; :func:`send_update` for claims),
+  :func:`cancel_run_workflow`, :func:`visible_run` (a run the caller may read,
+  :class:`RunRef`);
 - **a run's stream** (:mod:`overseer.token_stream`): :func:`durable_items` and
   :func:`merge_live` read the workflow's durable stream and the run's live rows in one
   order; :func:`count_own` counts a stream protocol's live events;
@@ -30,6 +31,7 @@ from overseer.runs import (
     RunRef,
     Upload,
     cancel_run_workflow,
+    decide,
     run_options,
     send_update,
     start_or_record,
@@ -65,6 +67,7 @@ __all__ = [
     "Upload",
     "cancel_run_workflow",
     "count_own",
+    "decide",
     "durable_items",
     "merge_live",
     "parse_metadata",

@@ -309,10 +309,11 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) 
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     declared = input_keys(get_registry().builder(ctx.pipeline.name))
-    own = {**ctx.pipeline.options(), **request_options(ctx.metadata)}
+    snapshot = ctx.pipeline.options()
+    own = {**snapshot, **request_options(ctx.metadata)}
     extras = {"run_id": ctx.run_id, "options": own, "metadata": ctx.metadata}
     graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
-    options = run_options(ctx.settings, ctx.pipeline.options(), ctx.metadata)
+    options = run_options(ctx.settings, snapshot, ctx.metadata)
     return GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
         input=encode(None if resume_from is not None else graph_input),
@@ -561,6 +562,36 @@ async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: s
             ) from err
         raise DependencyUnavailableError("Temporal did not answer") from err
     return result if isinstance(result, dict) else vars(result)
+
+
+async def decide(pool: asyncpg.Pool, temporal: Client, run_id: str, principal: Principal,
+                 decision: str, **fields: Any) -> dict[str, Any]:
+    """``principal``'s decision on a run's approval, through the run's gate (:func:`send_update`).
+
+    The one way a person's decision reaches a run (the admin API, the console, a pipeline's
+    own route): who decided and whether they are an admin come from ``principal``.
+
+    Args:
+        pool: the database pool.
+        temporal: the Temporal client.
+        run_id: the run.
+        principal: who decides.
+        decision: ``approve``, ``reject`` or a kind the pipeline takes.
+        fields: the rest of :class:`~overseer.run_types.DecisionInput` (``updates``,
+            ``note``, ``apply_proposal``, ``budget_usd``, ``budget_tokens``, ``resume``,
+            ``interrupt_id``).
+
+    Returns:
+        The gate's answer once the run has taken the decision (``status``, ``outcome`` …).
+
+    Raises:
+        The errors of :func:`send_update` (404, 409, 422, 503).
+    """
+    from overseer.run_types import DecisionInput
+
+    return dict(await send_update(pool, temporal, run_id, "decide", DecisionInput(
+        decision=decision, decided_by=principal.subject, is_admin=principal.is_admin,
+        **fields)))
 
 
 def refusal(cause: BaseException | None, status: str) -> OverseerError:

@@ -64,14 +64,14 @@ from overseer.plugin import (
     TemporalDep,
     cancel_run_workflow,
     count_own,
+    decide,
     durable_items,
     merge_live,
     run_options,
-    send_update,
     start_or_record,
     visible_run,
 )
-from overseer.run_types import DecisionInput, GraphRunInput
+from overseer.run_types import GraphRunInput
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import (
@@ -208,9 +208,8 @@ async def approve(body: ThreadRequest, principal: ReviewerDep, pool: PoolDep,
     ``claimed_by_other``, admins may override, the same refusal codes).
     """
     handle = await thread_handle(pool, temporal, body.thread_id, principal)
-    decision = DecisionInput(decision="approve", updates=body.updates, note=body.note,
-                             decided_by=principal.subject, is_admin=principal.is_admin)
-    await send_update(pool, temporal, body.thread_id, "decide", decision)
+    await decide(pool, temporal, body.thread_id, principal, "approve", updates=body.updates,
+                 note=body.note)
     return JSONResponse(await final_event(pool, handle, body.thread_id))
 
 

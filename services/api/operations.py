@@ -15,8 +15,8 @@ from temporalio.client import Client
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.pipelines import get_registry
-from overseer.run_types import ClaimInput, DecisionInput, ReassignInput
-from overseer.runs import send_update
+from overseer.run_types import ClaimInput, ReassignInput
+from overseer.runs import decide, send_update
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
 
@@ -34,12 +34,11 @@ async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, p
     if body.decision not in known:
         raise InvalidRequestError(f"decision must be one of {', '.join(known)}",
                                   details={"field": "decision", "allowed": known})
-    decision = DecisionInput(decision=body.decision, updates=body.updates, note=body.note,
-                             decided_by=principal.subject, apply_proposal=body.apply_proposal,
-                             budget_usd=body.budget_usd, budget_tokens=body.budget_tokens,
-                             is_admin=principal.is_admin, resume=body.resume,
-                             interrupt_id=body.interrupt_id)
-    result = await send_update(pool, temporal, run_id, "decide", decision)
+    result = await decide(pool, temporal, run_id, principal, body.decision,
+                          updates=body.updates, note=body.note,
+                          apply_proposal=body.apply_proposal, budget_usd=body.budget_usd,
+                          budget_tokens=body.budget_tokens, resume=body.resume,
+                          interrupt_id=body.interrupt_id)
     return DecisionResponse(run_id=str(parse_run_id(run_id)), status=result["status"],
                             outcome=result.get("outcome"))
 
