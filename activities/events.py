@@ -21,9 +21,9 @@ async def record_events(events: list[dict[str, Any]],
 
     ``hand_off`` (``{thread_id, run_id, snapshot, key, pause?}``), sent with the ending of an
     Agent Server run or its pause on an interrupt, then hands the run's thread on
-    (:func:`overseer.threads.hand_off`): its state to the thread and, at the end, the next
+    (:func:`overseer.thread_queue.hand_off`): its state to the thread and, at the end, the next
     queued run started, after the events are in the log; and claims the webhooks of the
-    runs that ended (:func:`overseer.threads.claim_webhooks`, ``key`` the claim).
+    runs that ended (:func:`overseer.thread_queue.claim_webhooks`, ``key`` the claim).
 
     Returns:
         How many events were new; with ``hand_off``, ``{"inserted": n, "webhooks": [...]}``
@@ -40,13 +40,13 @@ async def record_events(events: list[dict[str, Any]],
         inserted = await append_events(conn, batch)
         await observe_events(conn, inserted)  # metrics from new events only (never raises)
     if hand_off is not None:
-        from overseer import threads  # the Agent Server's thread model, only for its runs
+        from overseer import thread_queue  # the Agent Server's thread queue, only for its runs
 
         runtime = get_runtime()
         given = dict(hand_off)
         claim = str(given.pop("key", "end"))
-        await threads.hand_off(runtime.pool, activity.client(), runtime.settings, **given)
-        webhooks = await threads.claim_webhooks(runtime.pool, given["run_id"], claim)
+        await thread_queue.hand_off(runtime.pool, activity.client(), runtime.settings, **given)
+        webhooks = await thread_queue.claim_webhooks(runtime.pool, given["run_id"], claim)
         return {"inserted": len(inserted), "webhooks": webhooks}
     return len(inserted)
 

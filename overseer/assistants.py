@@ -1,7 +1,7 @@
 """Agent Server assistants made through the API: a graph with its own config, context, versions (issue 26).
 
 Every registered graph is an assistant already (its id derived from the graph's name,
-:func:`overseer.threads.assistant_id_of`; config and context empty; read-only). An
+:func:`assistant_id_of`; config and context empty; read-only). An
 assistant made with ``assistants.create`` is a row in ``agent_assistants`` pointing at one
 of those graphs with a ``config`` (``configurable``, ``tags``, ``metadata``,
 ``recursion_limit``) and a ``context``; each ``update`` writes a new version
@@ -22,15 +22,49 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 
 from overseer import access
 from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
-from overseer.pipelines import Pipeline
+from overseer.pipelines import Pipeline, get_registry
+from overseer.run_body import check_run_options
 
 SORT_COLUMNS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
+
+
+def graph_pipelines() -> list[Pipeline]:
+    """Every registered graph an Agent Server client may run (all but those that take an upload)."""
+    return [p for p in get_registry() if not p.takes_upload]
+
+
+def assistant_id_of(name: str) -> str:
+    """The stable assistant id of graph ``name`` (uuid5, as the Agent Server derives it)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"overseer-assistant:{name}"))
+
+
+def resolve_assistant(assistant_id: str) -> Pipeline:
+    """The pipeline an ``assistant_id`` (or graph name) names.
+
+    Raises:
+        NotFoundError: no such assistant (404).
+    """
+    for pipeline in graph_pipelines():
+        if assistant_id in (pipeline.name, assistant_id_of(pipeline.name)):
+            return pipeline
+    raise NotFoundError(f"unknown assistant {assistant_id!r}",
+                        details={"known": [p.name for p in graph_pipelines()]})
+
+
+def assistant_view(pipeline: Pipeline) -> dict[str, Any]:
+    """An ``Assistant`` as the SDK reads it."""
+    epoch = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
+    return {"assistant_id": assistant_id_of(pipeline.name), "graph_id": pipeline.name,
+            "config": {}, "context": {}, "created_at": epoch, "updated_at": epoch,
+            "metadata": {"created_by": "system", "seed": pipeline.seed},
+            "version": 1, "name": pipeline.name, "description": pipeline.description or None}
 
 
 @dataclass
@@ -43,8 +77,6 @@ class Assistant:
     @property
     def assistant_id(self) -> str:
         """The assistant's id (a registered graph's derived id, or the row's)."""
-        from overseer.threads import assistant_id_of
-
         return str(self.row["assistant_id"]) if self.row else assistant_id_of(self.pipeline.name)
 
 
@@ -65,9 +97,6 @@ async def resolve(pool: asyncpg.Pool, assistant_id: str) -> Assistant:
     Raises:
         NotFoundError: no such assistant (404).
     """
-    from overseer.pipelines import get_registry
-    from overseer.threads import resolve_assistant
-
     try:
         return Assistant(resolve_assistant(assistant_id))
     except NotFoundError:
@@ -81,8 +110,6 @@ async def resolve(pool: asyncpg.Pool, assistant_id: str) -> Assistant:
 
 def view(assistant: Assistant) -> dict[str, Any]:
     """An ``Assistant`` as the SDK reads it."""
-    from overseer.threads import assistant_view
-
     if assistant.row is None:
         return assistant_view(assistant.pipeline)
     row = assistant.row
@@ -127,8 +154,6 @@ async def create(pool: asyncpg.Pool, body: dict[str, Any], subject: str) -> dict
         ConflictError: the id is taken and ``if_exists`` is not ``do_nothing`` (409).
         InvalidRequestError: a malformed field (422).
     """
-    from overseer.threads import check_run_options, resolve_assistant
-
     pipeline = resolve_assistant(str(body.get("graph_id") or ""))
     fields = _checked(body)
     check_run_options(pipeline, {"config": fields.get("config")})
@@ -194,9 +219,6 @@ async def update(pool: asyncpg.Pool, assistant_id: str, body: dict[str, Any],
         PermissionDeniedError: a registered graph's assistant, or another's (403).
         InvalidRequestError: a malformed field (422).
     """
-    from overseer.pipelines import get_registry
-    from overseer.threads import check_run_options, resolve_assistant
-
     row = await _own(pool, assistant_id, scope)
     fields = _checked(body)
     graph = resolve_assistant(str(body["graph_id"])).name if body.get("graph_id") \
@@ -273,8 +295,6 @@ async def set_latest(pool: asyncpg.Pool, assistant_id: str, version: Any,
         NotFoundError: no such assistant or version (404).
         PermissionDeniedError: a registered graph's assistant, or another's (403).
     """
-    from overseer.pipelines import get_registry
-
     row = await _own(pool, assistant_id, scope)
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidRequestError("version must be an integer", details={"field": "version"})
@@ -303,7 +323,6 @@ async def search(pool: asyncpg.Pool, body: dict[str, Any]) -> list[dict[str, Any
     if isinstance(body.get("metadata"), dict) and body["metadata"]:
         args.append(json.dumps(body["metadata"]))
         clauses.append(f"metadata @> ${len(args)}::jsonb")
-    from overseer.pipelines import get_registry
 
     rows = await pool.fetch(f"SELECT * FROM agent_assistants WHERE {' AND '.join(clauses)} "  # noqa: S608
                             "ORDER BY created_at, assistant_id", *args)

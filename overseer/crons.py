@@ -6,7 +6,7 @@ end time, paused while disabled), visible in the Temporal Web UI and kept by Tem
 restarts: there is no polling loop of ours. Each time it fires, the schedule starts a
 ``CronTickWorkflow`` (:mod:`workflows.cron_tick`) whose activity :func:`fire` makes an
 ordinary Overseer run through the same path as ``POST /threads/{id}/runs``
-(:func:`overseer.threads.create_run`): on the cron's thread, or for a stateless cron on a
+(:func:`overseer.thread_runs.create_run`): on the cron's thread, or for a stateless cron on a
 new thread of its own, which :func:`finish` deletes once the run has ended
 (``on_run_completed="delete"``, the default; ``"keep"`` keeps it; a run paused on an
 interrupt keeps its thread, so the interrupt can still be answered).
@@ -40,7 +40,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from overseer import access
+from overseer import access, assistants, run_body, thread_runs, threads
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.settings import Settings
 
@@ -188,15 +188,13 @@ async def create_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
         InvalidRequestError: a malformed field, run options the graph cannot honour, or a
             cron expression Temporal does not accept (422).
     """
-    from overseer import assistants, threads
-
     assistant = await assistants.resolve(pool, str(body.get("assistant_id") or ""))
     pipeline = assistant.pipeline
     fields = check_schedule(body, creating=True)
-    threads.check_run_options(pipeline, (await assistants.run_body(pool, body))[0])
-    threads.check_webhook(body.get("webhook"))
+    run_body.check_run_options(pipeline, (await assistants.run_body(pool, body))[0])
+    run_body.check_webhook(body.get("webhook"))
     if body.get("stream_mode") is not None:
-        threads.stream_modes(body["stream_mode"])
+        run_body.stream_modes(body["stream_mode"])
     if body.get("input") is not None and not isinstance(body["input"], dict):
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
     if thread_id is not None and "on_run_completed" in fields:
@@ -253,8 +251,6 @@ async def update_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
         NotFoundError: unknown cron, or another's (404).
         InvalidRequestError: an empty body or a malformed field (422).
     """
-    from overseer import threads
-
     row = await get_cron(pool, cron_id, scope)
     if not body:
         raise InvalidRequestError("nothing to update: the body is empty")
@@ -262,8 +258,8 @@ async def update_cron(pool: asyncpg.Pool, temporal: Client, settings: Settings, 
     if row["thread_id"] is not None and "on_run_completed" in fields:
         raise InvalidRequestError("on_run_completed is for stateless crons only",
                                   details={"field": "on_run_completed"})
-    threads.check_run_options(threads.resolve_assistant(row["graph_id"]), body)
-    threads.check_webhook(body.get("webhook"))
+    run_body.check_run_options(assistants.resolve_assistant(row["graph_id"]), body)
+    run_body.check_webhook(body.get("webhook"))
     payload = {**(_json(row["payload"]) or {}),
                **{k: body[k] for k in PAYLOAD_KEYS if k in body and k != "assistant_id"}}
     payload = {k: v for k, v in payload.items() if v is not None}
@@ -374,12 +370,10 @@ async def count_crons(pool: asyncpg.Pool, body: dict[str, Any], scope: access.Sc
 
 
 def _filters(body: dict[str, Any], args: list[Any]) -> str:
-    from overseer import threads
-
     clauses = ["true"]
     if body.get("assistant_id"):
         try:  # a graph's own assistant (id or name): its crons; one made through the API: its
-            args.append(threads.resolve_assistant(str(body["assistant_id"])).name)
+            args.append(assistants.resolve_assistant(str(body["assistant_id"])).name)
             clauses.append(f"graph_id = ${len(args)}")
         except NotFoundError:
             args.append(str(body["assistant_id"]))
@@ -422,8 +416,6 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
         reason}`` for a cron deleted or disabled meanwhile, or whose thread or assistant
         is gone.
     """
-    from overseer import assistants, threads
-
     row = await pool.fetchrow("SELECT * FROM agent_crons WHERE cron_id = $1",
                               uuid.UUID(cron_id))
     if row is None:
@@ -450,9 +442,9 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
         if await pool.fetchval("SELECT 1 FROM agent_threads WHERE thread_id = $1",
                                row["thread_id"]) is None:
             return {"skipped": "the cron's thread was deleted"}
-    run = await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
-                                   subject=row["created_by"], role="submitter",
-                                   is_admin=False, check_role=False, run_id=run_id,
+    run = await thread_runs.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
+                                   principal=access.Principal(row["created_by"], "submitter"),
+                                   check_role=False, run_id=run_id,
                                    assistant_id=assistant)
     return {"run_id": str(run["run_id"]), "thread_id": thread_id, "stateless": stateless,
             "on_run_completed": row["on_run_completed"]}
@@ -473,8 +465,6 @@ async def finish(pool: asyncpg.Pool, temporal: Client, run_id: str, thread_id: s
         The run's final status (``success``, ``error``, ``interrupted``; ``deleted`` when
         the thread was already gone).
     """
-    from overseer import threads
-
     while True:
         status = await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
                                      uuid.UUID(run_id))

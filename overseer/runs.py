@@ -10,7 +10,7 @@ answered 503: nothing accepted is silently dropped.
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
 schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
 Every starter of a run — this service, an Agent Server thread's run
-(:mod:`overseer.threads`) and a pipeline's own routes (``Pipeline.router``) — builds the
+(:mod:`overseer.thread_queue`) and a pipeline's own routes (``Pipeline.router``) — builds the
 workflow's options with :func:`run_options` and starts it through :func:`start_run_workflow`
 (:func:`start_or_record` records a start Temporal did not take), and every decision refused
 by a run's gate is mapped to the API's error by :func:`refusal`.
@@ -30,7 +30,13 @@ from typing import Any
 
 import asyncpg
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
@@ -44,6 +50,7 @@ from observability.tracing import current_trace_id, tracer
 from overseer import access
 from overseer.access import Principal
 from overseer.catalogue import approval_ladder_options, request_options
+from overseer.checkpoints import copy_checkpoints, segments_app
 from overseer.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -285,8 +292,6 @@ async def _fork_checkpoints(pool: asyncpg.Pool, pipeline: str, failed: str, new:
     The retry then runs from the failed run's last checkpoint: LangGraph keeps the writes
     of the tasks that finished in the failed superstep, so only the failed ones run again.
     """
-    from overseer.threads import copy_checkpoints, segments_app
-
     await segments_app(pipeline)  # LangGraph's tables exist
     async with pool.acquire() as conn, conn.transaction():
         if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM checkpoints "
@@ -527,12 +532,25 @@ class ClaimedByOtherError(ConflictError):
     code = "claimed_by_other"
 
 
-async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: str, arg: Any) -> Any:
+async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: str, arg: Any, *,
+                      until: str = "completed") -> Any:
     """Send the Update ``name`` (``decide``, ``claim``, ``release``, ``reassign``) to a run's workflow.
 
     The one decision path for every pipeline (approvals API, console, pipelines' own routes,
     Agent Server resumes): the workflow's validator refuses before history, and the
     refusal is mapped once to a stable code.
+
+    Args:
+        pool: the database pool.
+        temporal: the Temporal client.
+        run_id: the run.
+        name: the Update.
+        arg: its argument.
+        until: ``completed`` waits for the Update's result (the gate has taken the decision
+            and the run has moved on); ``applied`` (a ``decide`` only) returns as soon as
+            the gate has taken this decision (:func:`_applied`), with ``{"status":
+            "accepted"}`` when the result is not in yet: an Agent Server resume answers
+            then, and its client follows the run on its stream.
 
     Returns:
         The update's result as a dict.
@@ -552,7 +570,14 @@ async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: s
         raise NotFoundError(f"unknown run {run_id}")
     handle = temporal.get_workflow_handle(row["workflow_id"])
     try:
-        result = await handle.execute_update(name, arg)
+        if until == "applied":
+            if not getattr(arg, "note", None):
+                raise ValueError("until='applied' needs a decision with a note of its own")
+            update = await handle.start_update(name, arg,
+                                               wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            result = await _applied(handle, update, str(arg.note))
+        else:
+            result = await handle.execute_update(name, arg)
     except WorkflowUpdateFailedError as err:
         raise refusal(err.cause, row["status"]) from err
     except RPCError as err:
@@ -564,12 +589,41 @@ async def send_update(pool: asyncpg.Pool, temporal: Client, run_id: str, name: s
     return result if isinstance(result, dict) else vars(result)
 
 
+async def _applied(handle: WorkflowHandle[Any, Any], update: WorkflowUpdateHandle[Any],
+                   note: str) -> Any:
+    """The accepted decision's result, or ``{"status": "accepted"}`` once the gate took it.
+
+    Two decisions accepted in the same workflow task both pass the validator; the handler
+    then refuses the later one. The update's result comes only once the run has moved on,
+    so the gate's current decision (``decision_note`` of the workflow's
+    ``get_thread_state`` query) says sooner which one won: ``note`` must be unique to
+    this decision.
+
+    Raises:
+        WorkflowUpdateFailedError: the handler refused the decision.
+    """
+    result = asyncio.ensure_future(update.result())
+    try:
+        while True:
+            done, _ = await asyncio.wait({result}, timeout=0.05)
+            if done:
+                return result.result()
+            snap = await handle.query("get_thread_state")
+            if isinstance(snap, dict) and snap.get("decision_note") == note:
+                return {"status": "accepted"}
+    finally:
+        result.add_done_callback(lambda t: t.cancelled() or t.exception())
+        if not result.done():
+            result.cancel()
+
+
 async def decide(pool: asyncpg.Pool, temporal: Client, run_id: str, principal: Principal,
-                 decision: str, **fields: Any) -> dict[str, Any]:
+                 decision: str, *, until: str = "completed", **fields: Any) -> dict[str, Any]:
     """``principal``'s decision on a run's approval, through the run's gate (:func:`send_update`).
 
     The one way a person's decision reaches a run (the admin API, the console, a pipeline's
-    own route): who decided and whether they are an admin come from ``principal``.
+    own route, an Agent Server ``command.resume``): who decided and whether they are an
+    admin come from ``principal``.
 
     Args:
         pool: the database pool.
@@ -577,9 +631,10 @@ async def decide(pool: asyncpg.Pool, temporal: Client, run_id: str, principal: P
         run_id: the run.
         principal: who decides.
         decision: ``approve``, ``reject`` or a kind the pipeline takes.
+        until: when to return (:func:`send_update`).
         fields: the rest of :class:`~overseer.run_types.DecisionInput` (``updates``,
             ``note``, ``apply_proposal``, ``budget_usd``, ``budget_tokens``, ``resume``,
-            ``interrupt_id``).
+            ``raw_resume``, ``interrupt_id``, ``more_resumes``).
 
     Returns:
         The gate's answer once the run has taken the decision (``status``, ``outcome`` …).
@@ -591,7 +646,7 @@ async def decide(pool: asyncpg.Pool, temporal: Client, run_id: str, principal: P
 
     return dict(await send_update(pool, temporal, run_id, "decide", DecisionInput(
         decision=decision, decided_by=principal.subject, is_admin=principal.is_admin,
-        **fields)))
+        **fields), until=until))
 
 
 def refusal(cause: BaseException | None, status: str) -> OverseerError:

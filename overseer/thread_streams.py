@@ -1,12 +1,13 @@
 """Reading Agent Server runs and threads: their streams, ``runs.wait`` and ``join``.
 
-A run (a row of ``agent_runs``, :mod:`overseer.threads`) reads its stretch of a
+A run (a row of ``agent_runs``, :mod:`overseer.thread_runs`) reads its stretch of a
 ``SegmentRunWorkflow``'s durable stream together with the live rows its segments write
 (tokens, custom writes, LangGraph's chunks: :mod:`overseer.token_stream`), derived into the
 Agent Server's events by :class:`StreamDeriver` (:func:`run_events`); a thread's stream is
 its runs in order (:func:`thread_events`, :func:`thread_runs`); ``runs.wait`` and ``join``
-wait on Postgres for the run's hand-off (:func:`wait_values`). The thread model itself (runs
-started, queued, resumed, cancelled; the hand-off) is :mod:`overseer.threads`.
+wait on Postgres for the run's hand-off (:func:`wait_values`). Runs are started, resumed
+and cancelled in :mod:`overseer.thread_runs`, queued and handed on in
+:mod:`overseer.thread_queue`.
 """
 
 from __future__ import annotations
@@ -25,23 +26,22 @@ from overseer import token_stream
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
+from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, stream_modes
+from overseer.thread_queue import advance_queue, run_error, sync_thread
+from overseer.thread_sync import refresh, workflow_closed
 from overseer.threads import (
     ACTIVE_RUN_STATUSES,
-    MESSAGE_TYPES,
     RUN_ENDINGS,
-    SEGMENT_STREAM_MODES,
-    _json,
-    _run_error,
-    _sync,
-    _uuid,
-    advance_queue,
-    asks_for_messages,
     get_thread,
-    stream_modes,
-    sync_thread,
-    workflow_closed,
+    parse_json,
+    parse_uuid,
     workflow_id,
 )
+
+MESSAGE_TYPES = frozenset({
+    "human", "ai", "system", "tool", "function", "chat", "AIMessageChunk", "HumanMessageChunk",
+    "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
+"""``type`` of a LangChain message's JSON form (``model_dump``); ``remove`` is not a message."""
 
 # --- reading a run's segment of the stream -----------------------------------------------------
 
@@ -74,7 +74,7 @@ async def _live_messages(pool: asyncpg.Pool, run: asyncpg.Record) -> bool:
     start = run if run["run_id"] == run["workflow_run_id"] else await pool.fetchrow(
         "SELECT kwargs FROM agent_runs WHERE run_id = $1", run["workflow_run_id"])
     return start is not None and asks_for_messages(
-        (_json(start["kwargs"]) or {}).get("stream_mode"))
+        (parse_json(start["kwargs"]) or {}).get("stream_mode"))
 
 
 async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
@@ -114,8 +114,9 @@ async def _started(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record
     """``(the run's row once it left the queue, None)``, or ``(row or None, error payload)``.
 
     A run still ``pending`` (queued behind another) is started here if its turn came
-    (:func:`overseer.threads.advance_queue`), else waited for. The error is ``not_found`` for a run deleted
-    meanwhile, or why a queued run was refused when its turn came (it never started).
+    (:func:`overseer.thread_queue.advance_queue`), else waited for. The error is
+    ``not_found`` for a run deleted meanwhile, or why a queued run was refused when its
+    turn came (it never started).
     """
     while run["status"] == "pending":
         await advance_queue(pool, temporal, str(run["thread_id"]))
@@ -125,7 +126,7 @@ async def _started(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record
         run = fresh
         if run["status"] == "pending":
             await asyncio.sleep(0.25)
-    failed = (_json(run["kwargs"]) or {}).get("error")
+    failed = (parse_json(run["kwargs"]) or {}).get("error")
     if run["status"] == "error" and failed:
         return run, failed
     return run, None
@@ -145,7 +146,7 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     ``messages`` mode as the segment writes them (tokens while the model streams; ids
     ``"<item offset>.t<row>"``, :mod:`overseer.token_stream`), and ``custom`` writes come
     the same way, as the nodes make them. A run still ``pending``
-    (queued behind another) is started here if its turn came (:func:`overseer.threads.advance_queue`).
+    (queued behind another) is started here if its turn came (:func:`overseer.thread_queue.advance_queue`).
     """
     if after is None:
         yield None, "metadata", {"run_id": str(run["run_id"]), "attempt": 1}
@@ -253,8 +254,8 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     resume_at: str | None = None
     if after and ":" in after:
         head, _, tail = after.partition(":")
-        resume_run, resume_at = _uuid(head, "run"), tail
-    tid = _uuid(thread_id)
+        resume_run, resume_at = parse_uuid(head, "run"), tail
+    tid = parse_uuid(thread_id)
     first = None if resume_run is None else await pool.fetchrow(  # the runs before it are behind
         "SELECT created_at, run_id FROM agent_runs WHERE run_id = $1", resume_run)
     async for run in thread_runs(pool, tid, first):
@@ -262,7 +263,7 @@ async def thread_events(pool: asyncpg.Pool, temporal: Client, thread_id: str,
         inner = resume_at if run["run_id"] == resume_run else None
         if inner == "done":
             continue
-        kwargs = _json(run["kwargs"]) or {}
+        kwargs = parse_json(run["kwargs"]) or {}
         try:
             run_modes = stream_modes(kwargs.get("stream_mode"))
         except InvalidRequestError:
@@ -479,7 +480,7 @@ WAIT_SYNC_SECONDS = 5.0
 """``runs.wait`` asks Temporal whether the run's workflow has closed (a describe, which the
 server answers alone) after this long without word from it in Postgres, then after twice as
 long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`); only a closed workflow is then asked
-for its state (:func:`overseer.threads.sync_thread`'s query), so a run whose workflow could not hand its
+for its state (:func:`overseer.thread_queue.sync_thread`'s query), so a run whose workflow could not hand its
 state over (terminated from the Temporal UI) still ends a wait. A query costs the worker a
 workflow task: asked of every waiting run, it slowed a hundred concurrent ``runs.wait`` (the
 run's status is read from Postgres every half second anyway)."""
@@ -490,10 +491,12 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     """Block until the run's segment ends; the thread's values, with ``__interrupt__`` / ``__error__``.
 
     Waits on Postgres, not on the workflow's stream: the run's workflow writes the thread's
-    state and the run's status when it pauses on an interrupt or ends (:func:`overseer.threads.hand_off`)
-    and a ``NOTIFY`` wakes the wait; after :data:`WAIT_SYNC_SECONDS` without word it asks
-    the workflow (:func:`overseer.threads.sync_thread`'s query), then less and less often. A pipeline with
-    its own stream protocol (which hands nothing over) is followed on its stream.
+    state and the run's status when it pauses on an interrupt or ends
+    (:func:`overseer.thread_queue.hand_off`) and a ``NOTIFY`` wakes the wait; after
+    :data:`WAIT_SYNC_SECONDS` without word it asks the workflow
+    (:func:`overseer.thread_queue.sync_thread`'s query), then less and less often. A
+    pipeline with its own stream protocol (which hands nothing over) is followed on its
+    stream.
     """
     if get_registry().get(run["graph_id"]).stream is not None:
         return await _wait_following_stream(pool, temporal, run)
@@ -516,7 +519,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
                 break
             if loop.time() - asked >= every:
                 if await workflow_closed(temporal, run["graph_id"], wid):
-                    await _sync(pool, temporal, str(run["thread_id"]))
+                    await refresh(pool, temporal, str(run["thread_id"]))
                 asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
                 continue
             with contextlib.suppress(TimeoutError):
@@ -525,13 +528,13 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     finally:
         await feed.unwatch(wid, wake)
     if status == "error":
-        return {"__error__": await _run_error(pool, wid)}
+        return {"__error__": await run_error(pool, wid)}
     # at an interrupt, reading the workflow's state shows it (the resume that follows may
     # answer it); an ended run's state is already the thread's
     thread = await (sync_thread(pool, temporal, str(run["thread_id"])) if status == "interrupted"
                     else get_thread(pool, str(run["thread_id"])))
-    values = _json(thread["values"]) or {}
-    interrupts = sorted((i for found in (_json(thread["interrupts"]) or {}).values()
+    values = parse_json(thread["values"]) or {}
+    interrupts = sorted((i for found in (parse_json(thread["interrupts"]) or {}).values()
                          for i in found), key=lambda i: str(i.get("id")))
     if status == "interrupted" and interrupts:
         return {**(values if isinstance(values, dict) else {}), "__interrupt__": interrupts}
@@ -554,7 +557,7 @@ async def _wait_following_stream(pool: asyncpg.Pool, temporal: Client,
                        "AND status = ANY($3)", run["run_id"],
                        "error" if ending[0] == "error" else
                        "interrupted" if interrupts else "success", list(ACTIVE_RUN_STATUSES))
-    values = _json(thread["values"]) or {}
+    values = parse_json(thread["values"]) or {}
     if ending[0] == "error":
         return {"__error__": ending[1]}
     if interrupts:

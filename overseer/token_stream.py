@@ -40,7 +40,7 @@ CHANNEL = "overseer_run_tokens"
 """The ``NOTIFY`` channel; the payload is the workflow run id whose tokens were written."""
 STATE_CHANNEL = "overseer_run_state"
 """The ``NOTIFY`` channel of a run's thread state: its workflow paused on an interrupt or
-ended and wrote the thread (:func:`overseer.threads.hand_off`); the payload is the workflow
+ended and wrote the thread (:func:`overseer.thread_queue.hand_off`); the payload is the workflow
 run id. ``runs.wait`` waits on it instead of following the workflow's stream."""
 FLUSH_SECONDS = 0.04
 """A segment writes its buffered tokens at least this often while a model streams."""

@@ -516,7 +516,7 @@ class RunWorkflowBase(ApprovalGate):
                                          "closed": False, "cancelled": False})}
 
     def _hand_off(self, event_type: str) -> dict[str, Any] | None:
-        """What an Agent Server run's ending hands its thread (:func:`overseer.threads.hand_off`).
+        """What an Agent Server run's ending hands its thread (:func:`overseer.thread_queue.hand_off`).
 
         The thread's state as :meth:`get_thread_state` answers once the ending's ``end`` or
         ``error`` item is published (right after the events are written). None for a run

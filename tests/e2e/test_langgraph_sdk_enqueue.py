@@ -3,7 +3,7 @@
 A run queued on a busy thread survives the API process that accepted it.
 
 The queue is ``agent_runs`` rows in Postgres with status ``pending``; the run before
-ends and its workflow starts the next one (``overseer.threads.hand_off``). The stack's API
+ends and its workflow starts the next one (``overseer.thread_queue.hand_off``). The stack's API
 looks for forgotten queued runs only at start-up here (``OVERSEER_QUEUE_RECOVERY_SECONDS``
 is an hour in the e2e stack), so these tests pass by the hand-off alone. The second test
 queues a run through an API process of its own, kills that process with SIGKILL, and

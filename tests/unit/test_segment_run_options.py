@@ -16,8 +16,9 @@ from activities.segments import (
     run_config,
 )
 from overseer import token_stream
+from overseer.run_body import segment_options
 from overseer.thread_streams import StreamDeriver
-from overseer.threads import segment_options, thread_status
+from overseer.thread_sync import thread_status
 
 RUN = {"run_id": "r-1", "thread_id": "t-1", "graph_id": "g", "assistant_id": "a-1",
        "workflow_run_id": "w-1"}

@@ -1,4 +1,4 @@
-"""A run's ending hands its thread on (``overseer.threads.hand_off``), unless the API cancels it.
+"""A run's ending hands its thread on (``overseer.thread_queue.hand_off``), unless the API cancels it.
 
 On the real Postgres; no run is queued behind, so no Temporal call is made.
 """
@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import asyncpg
 
-from overseer import threads
+from overseer import thread_queue
 from overseer.settings import Settings
 
 
@@ -42,7 +42,7 @@ def _ended(values: dict[str, Any], event: str = "end") -> dict[str, Any]:
 async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
         pool: asyncpg.Pool, test_settings: Settings) -> None:
     tid, rid = await _thread_with_run(pool)
-    left = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=_ended({"topic": "after"}))
     row = await _thread(pool, tid)
     assert left == "idle" and row["last_run_id"] is None
@@ -50,7 +50,7 @@ async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1", rid) == \
         "success"
     # a retried hand-off (the local activity ran again) changes nothing
-    again = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    again = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                    run_id=str(rid), snapshot=_ended({"topic": "other"}))
     assert again == "idle"
     assert json.loads(await pool.fetchval('SELECT "values" FROM agent_threads '
@@ -60,7 +60,7 @@ async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
 async def test_a_failed_run_leaves_the_thread_in_error(pool: asyncpg.Pool,
                                                        test_settings: Settings) -> None:
     tid, rid = await _thread_with_run(pool)
-    left = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=_ended({"topic": "x"}, "error"))
     assert left == "error"
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1", rid) == "error"
@@ -71,7 +71,7 @@ async def test_a_run_the_api_is_cancelling_is_left_to_the_api(pool: asyncpg.Pool
     tid, rid = await _thread_with_run(pool)
     await pool.execute("UPDATE agent_threads SET cancelling = last_run_id WHERE thread_id = $1",
                        tid)
-    left = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=_ended({"topic": "after"}))
     row = await _thread(pool, tid)
     # a rollback keeps the state from before the run: the ending must not overwrite it
@@ -87,7 +87,7 @@ async def test_a_thread_given_to_another_run_is_not_touched(pool: asyncpg.Pool,
     newer = uuid.uuid4()
     await pool.execute("UPDATE agent_threads SET last_run_id = $2 WHERE thread_id = $1",
                        tid, newer)
-    await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                            run_id=str(rid), snapshot=_ended({"topic": "after"}))
     row = await _thread(pool, tid)
     assert row["last_run_id"] == newer and json.loads(row["values"]) == {"topic": "before"}
@@ -97,7 +97,7 @@ async def test_a_run_that_failed_before_any_state_still_frees_the_thread(
         pool: asyncpg.Pool, test_settings: Settings) -> None:
     tid, rid = await _thread_with_run(pool)
     snap = {k: v for k, v in _ended({}, "error").items() if k not in ("values", "encoded")}
-    left = await threads.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+    left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=snap)
     row = await _thread(pool, tid)
     assert left == "error" and row["last_run_id"] is None  # a queued run may start now

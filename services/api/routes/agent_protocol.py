@@ -45,7 +45,7 @@ from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from temporalio.client import Client
 
-from overseer import thread_streams, threads
+from overseer import run_body, thread_queue, thread_streams, threads
 from overseer.access import Principal
 from overseer.errors import (
     ConflictError,
@@ -98,7 +98,7 @@ class CommandError(Exception):
 
 PROTOCOL_CODES: tuple[tuple[type[OverseerError], str], ...] = (
     (NotAwaitingApprovalError, "no_such_interrupt"),
-    (threads.StreamModeUnsupportedError, "not_supported"),
+    (run_body.StreamModeUnsupportedError, "not_supported"),
     (PermissionDeniedError, "permission_denied"),
     (InvalidRequestError, "invalid_argument"),
     (DecisionRefusedError, "invalid_argument"),
@@ -246,11 +246,11 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
     if exists and (found := await retried()) is not None:
         return {"run_id": str(found)}, found
     value = params.get("input")
-    row = await threads.sync_thread(pool, temporal, thread_id, settings) if exists else None
+    row = await thread_queue.sync_thread(pool, temporal, thread_id, settings) if exists else None
     if row is not None and value is not None and row["status"] == "interrupted" and \
             row["last_run_id"] is not None:  # paused on an interrupt: the input answers it
         shown = (_json(row["checkpoint"]) or {}).get("interrupts") or []
-        target, _, _ = threads.resume_target(value, shown)
+        target, _, _ = run_body.resume_target(value, shown)
         named = isinstance(value, dict) and target in value
         resume = value if named or target is None else {target: value}
         run = await _resume(pool, temporal, settings, principal, thread_id, resume,
@@ -260,19 +260,19 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
     configurable = dict(config.get("configurable") or {})
     configurable.pop("thread_id", None)  # the runtime's, as on every run
     checkpoint_id = configurable.pop("checkpoint_id", None)  # submit(..., {forkFrom})
-    run_body: dict[str, Any] = {
+    request: dict[str, Any] = {
         "assistant_id": assistant, "input": value, "metadata": metadata,
         "config": {**config, "configurable": configurable} if configurable else
         {k: v for k, v in config.items() if k != "configurable"},
         "if_not_exists": "create", "stream_mode": RUN_STREAM_MODES}
     strategy = params.get("multitaskStrategy", params.get("multitask_strategy"))
     if strategy is not None:
-        run_body["multitask_strategy"] = strategy
+        request["multitask_strategy"] = strategy
     if checkpoint_id:
-        run_body["checkpoint_id"] = checkpoint_id
+        request["checkpoint_id"] = checkpoint_id
     if await pool.fetchval("SELECT 1 FROM agent_runs WHERE run_id = $1", key):
         key = uuid.uuid4()  # an old command with this id and params: a page loaded again
-    run = await _create(pool, temporal, settings, principal, thread_id, run_body,
+    run = await _create(pool, temporal, settings, principal, thread_id, request,
                         run_id=str(key))
     return {"run_id": str(run["run_id"])}, run["run_id"]
 
@@ -337,7 +337,7 @@ async def _input_respond(pool: asyncpg.Pool, temporal: Client, settings: Any,
         raise CommandError("not_supported", "update and goto with a resume are not supported: "
                            "answer the interrupt, then start a run with Command(goto, update)")
     resume = {str(g["interrupt_id"]): g.get("response") for g in given}
-    row = await threads.sync_thread(pool, temporal, thread_id, settings)
+    row = await thread_queue.sync_thread(pool, temporal, thread_id, settings)
     pending = {str(i.get("id")) for i in (_json(row["checkpoint"]) or {}).get("interrupts") or []
                if isinstance(i, dict)} if row["status"] == "interrupted" and \
         row["last_run_id"] is not None else set()

@@ -2,9 +2,10 @@
 
 Mounted at the API root next to ``/v1`` so an existing LangGraph client only changes its
 URL and key. Every registered graph is an assistant (its id, or its graph name); threads
-and runs live in :mod:`overseer.threads`; each run is an Overseer run (a
-``SegmentRunWorkflow``), each interrupt an Overseer approval. Auth: the SDK's ``x-api-key``
-header (or ``Authorization: Bearer``) carries the same tokens and roles as ``/v1``.
+and runs live in :mod:`overseer.threads` and its sibling ``thread_*`` modules; each run is
+an Overseer run (a ``SegmentRunWorkflow``), each interrupt an Overseer approval. Auth: the
+SDK's ``x-api-key`` header (or ``Authorization: Bearer``) carries the same tokens and
+roles as ``/v1``.
 What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api.md``.
 
 Who may see what (issue 29): every thread and its runs belong to the principal that
@@ -27,7 +28,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, R
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from overseer import assistants, thread_streams, threads
+from overseer import assistants, run_body, thread_queue, thread_runs, thread_streams, threads
 from overseer.access import Principal
 from overseer.errors import (
     ConflictError,
@@ -58,7 +59,7 @@ async def queue_recovery(app: FastAPI) -> AsyncIterator[None]:
     """Start queued runs that nobody started: at start-up, then every ``queue_recovery_seconds``.
 
     A queued run starts when the run before it ends: that run's workflow hands the thread
-    on (:func:`overseer.threads.hand_off`). What this pass (:func:`overseer.threads.sweep_queues`)
+    on (:func:`overseer.thread_queue.hand_off`). What this pass (:func:`overseer.thread_queue.sweep_queues`)
     recovers is a run accepted by an API process that died before starting it, or one
     whose start Temporal did not answer. Queued runs live in Postgres, so any API process
     recovers them.
@@ -74,7 +75,7 @@ async def queue_recovery(app: FastAPI) -> AsyncIterator[None]:
                 continue
             delay = state.settings.queue_recovery_seconds
             try:
-                await threads.sweep_queues(state.pool, state.temporal, state.settings)
+                await thread_queue.sweep_queues(state.pool, state.temporal, state.settings)
             except Exception:  # noqa: BLE001 - a failed pass is retried on the next tick
                 logger.warning("queue recovery failed", exc_info=True)
 
@@ -171,7 +172,7 @@ async def search_assistants(principal: AgentPrincipal, pool: PoolDep,
         "graph_id": body.get("graph_id"), "metadata": body.get("metadata"),
         "limit": body.get("limit"), "offset": body.get("offset")})
     made = await assistants.search(pool, body)
-    found = [a for a in [*(threads.assistant_view(p) for p in threads.graph_pipelines()), *made]
+    found = [a for a in [*(assistants.assistant_view(p) for p in assistants.graph_pipelines()), *made]
              if scope.admits(None, a["metadata"])]
     if body.get("graph_id"):
         found = [a for a in found if a["graph_id"] == body["graph_id"]]
@@ -297,7 +298,7 @@ async def count_threads(principal: AgentPrincipal, pool: PoolDep, body: JsonBody
 async def read_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     """One thread, its status and values brought up to date."""
-    return threads.thread_view(await threads.sync_thread(pool, temporal, thread_id, settings))
+    return threads.thread_view(await thread_queue.sync_thread(pool, temporal, thread_id, settings))
 
 
 @router.patch("/threads/{thread_id}")
@@ -328,9 +329,9 @@ async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep,
                      temporal: TemporalDep) -> dict[str, Any]:
     """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint.
 
-    While a run is in progress, its latest checkpoint (:func:`overseer.threads.current_state`).
+    While a run is in progress, its latest checkpoint (:func:`overseer.thread_runs.current_state`).
     """
-    return await threads.current_state(pool, temporal, thread_id)
+    return await thread_runs.current_state(pool, temporal, thread_id)
 
 
 @router.post("/threads/{thread_id}/state")
@@ -338,8 +339,8 @@ async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
                       temporal: TemporalDep, body: JsonBody = None) -> dict[str, Any]:
     """Update an idle or paused thread's values as ``as_node`` (the graph's reducers apply)."""
     body = body or {}
-    await threads.sync_thread(pool, temporal, thread_id)
-    return await threads.update_state(pool, temporal, thread_id, body.get("values"),
+    await thread_queue.sync_thread(pool, temporal, thread_id)
+    return await thread_runs.update_state(pool, temporal, thread_id, body.get("values"),
                                       body.get("as_node"), principal.subject)
 
 
@@ -358,7 +359,7 @@ async def read_state_at_checkpoint(thread_id: str, principal: ThreadReader, pool
     checkpoint = (body or {}).get("checkpoint") or {}
     checkpoint_id = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
     if not checkpoint_id:
-        return await threads.current_state(pool, temporal, thread_id, settings)
+        return await thread_runs.current_state(pool, temporal, thread_id, settings)
     return await read_state_at(thread_id, str(checkpoint_id), principal, pool)
 
 
@@ -366,7 +367,7 @@ async def read_state_at_checkpoint(thread_id: str, principal: ThreadReader, pool
 async def copy_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     """A new thread with this one's metadata, state, history and owner (not its runs)."""
-    await threads.sync_thread(pool, temporal, thread_id, settings)
+    await thread_queue.sync_thread(pool, temporal, thread_id, settings)
     return threads.thread_view(await threads.copy_thread(pool, thread_id))
 
 
@@ -374,7 +375,7 @@ async def copy_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
 async def read_history(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
                        limit: int = 10, before: str | None = None) -> list[dict[str, Any]]:
     """Saved states, newest first."""
-    await threads.sync_thread(pool, temporal, thread_id)
+    await thread_queue.sync_thread(pool, temporal, thread_id)
     return await threads.history(pool, thread_id, limit, before)
 
 
@@ -386,7 +387,7 @@ async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, tempora
     before = body.get("before")
     if isinstance(before, dict):
         before = before.get("checkpoint_id")
-    await threads.sync_thread(pool, temporal, thread_id)
+    await thread_queue.sync_thread(pool, temporal, thread_id)
     return await threads.history(pool, thread_id, int(body.get("limit") or 10), before)
 
 
@@ -394,7 +395,7 @@ async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, tempora
 
 
 def _modes(body: dict[str, Any]) -> list[str]:
-    return threads.stream_modes(body.get("stream_mode"))
+    return run_body.stream_modes(body.get("stream_mode"))
 
 
 def _locations(run: Any) -> dict[str, str]:
@@ -407,12 +408,12 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
                   run_id: str | None = None) -> Any:
     """Create (or queue) a run as ``POST /threads/{id}/runs`` does, or resume with ``command.resume``.
 
-    ``run_id``: the new run's id (see :func:`overseer.threads.create_run`; a run with this
+    ``run_id``: the new run's id (see :func:`overseer.thread_runs.create_run`; a run with this
     id already on the thread is returned as it is); a uuid4 when None. Not used by a resume.
     """
     body, assistant = await assistants.run_body(pool, body)  # its config and context applied
     if "stream_mode" in body:
-        threads.stream_modes(body["stream_mode"])  # 422 first
+        run_body.stream_modes(body["stream_mode"])  # 422 first
     if thread_id is None or body.get("if_not_exists") == "create":
         # stateless: a thread of its own; if_not_exists="create": a missing thread is made
         value: dict[str, Any] = {"thread_id": thread_id,
@@ -437,11 +438,10 @@ async def _create(pool: Any, temporal: Any, settings: Any, principal: Principal,
     await agent_auth.gate_thread(pool, principal, thread_id, "create_run", run_value,
                                  owner_action="read" if resuming else None)
     body = {**body, "metadata": run_value.get("metadata") or {}}  # as the handler left it
-    return await threads.create_run(pool, temporal, settings, thread_id=thread_id, body=body,
-                                    subject=principal.subject, role=principal.role,
-                                    is_admin=principal.is_admin,
-                                    check_role=principal.user is None, assistant_id=assistant,
-                                    run_id=run_id)
+    return await thread_runs.create_run(pool, temporal, settings, thread_id=thread_id,
+                                        body=body, principal=principal,
+                                        check_role=principal.user is None,
+                                        assistant_id=assistant, run_id=run_id)
 
 
 def _frame(event_id: str | None, name: str, data: Any) -> bytes:
@@ -527,10 +527,10 @@ class _Leave:
 
     async def _cancel(self) -> None:
         try:
-            run = await threads.get_run(self.pool, self.temporal, self.thread_id, self.run_id)
+            run = await thread_runs.get_run(self.pool, self.temporal, self.thread_id, self.run_id)
             if run["status"] not in threads.ACTIVE_RUN_STATUSES:
                 return
-            await threads.cancel_run(self.pool, self.temporal, self.thread_id, self.run_id,
+            await thread_runs.cancel_run(self.pool, self.temporal, self.thread_id, self.run_id,
                                      self.subject, "interrupt")
             logger.info("run cancelled: its client left", extra={
                 "run_id": self.run_id, "thread_id": self.thread_id})
@@ -669,10 +669,10 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     for index, given in enumerate(body):
         try:
             payload, _ = await assistants.run_body(pool, given)
-            threads.check_run_options(
-                threads.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
-            threads.stream_modes(payload.get("stream_mode"))
-            threads.check_webhook(payload.get("webhook"))
+            run_body.check_run_options(
+                assistants.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
+            run_body.stream_modes(payload.get("stream_mode"))
+            run_body.check_webhook(payload.get("webhook"))
             _on_completion(payload)
             if payload.get("input") is not None and not isinstance(payload["input"], dict):
                 raise InvalidRequestError("input must be a JSON object",
@@ -791,7 +791,7 @@ async def stream_stateless_run(request: Request, principal: AgentPrincipal, pool
 async def list_runs(thread_id: str, _: ThreadReader, pool: PoolDep, limit: int = 10,
                     offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
     """The thread's runs, newest first."""
-    return [threads.run_view(r) for r in await threads.list_runs(pool, thread_id, limit, offset,
+    return [threads.run_view(r) for r in await thread_runs.list_runs(pool, thread_id, limit, offset,
                                                                   status)]
 
 
@@ -799,14 +799,14 @@ async def list_runs(thread_id: str, _: ThreadReader, pool: PoolDep, limit: int =
 async def read_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                    temporal: TemporalDep) -> dict[str, Any]:
     """One run (``running``, ``interrupted``, ``success``, ``error``)."""
-    return threads.run_view(await threads.get_run(pool, temporal, thread_id, run_id))
+    return threads.run_view(await thread_runs.get_run(pool, temporal, thread_id, run_id))
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
 async def join_run(thread_id: str, run_id: str, _: ThreadReader, pool: PoolDep,
                    temporal: TemporalDep) -> Any:
     """Block until the run ends or pauses; the thread's values, as ``runs/wait`` answers."""
-    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    run = await thread_runs.get_run(pool, temporal, thread_id, run_id)
     return await thread_streams.wait_values(pool, temporal, run)
 
 
@@ -821,10 +821,10 @@ async def join_stream(request: Request, thread_id: str, run_id: str, principal: 
     ``cancel_on_disconnect`` cancels the run if this client leaves before its end (the
     caller must be allowed to change the thread).
     """
-    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    run = await thread_runs.get_run(pool, temporal, thread_id, run_id)
     kwargs = json.loads(run["kwargs"]) if isinstance(run["kwargs"], str) else run["kwargs"]
     named = [m for m in stream_mode or [] if m]  # the SDK sends stream_mode="" for none
-    modes = threads.stream_modes(named) if named else _modes(kwargs or {})
+    modes = run_body.stream_modes(named) if named else _modes(kwargs or {})
     after = thread_streams.parse_last_event_id(last_event_id)
     if cancel_on_disconnect:  # cancelling changes the thread: a reader may not
         await agent_auth.gate_thread(pool, principal, thread_id, "update")
@@ -906,7 +906,7 @@ async def cancel_run(thread_id: str, run_id: str, principal: ThreadUpdater, pool
                      temporal: TemporalDep, wait: bool | int = False,
                      action: str = "interrupt") -> Any:
     """Cancel a run in progress (``action``: ``interrupt`` keeps its state, ``rollback`` drops it)."""
-    run = await threads.cancel_run(pool, temporal, thread_id, run_id, principal.subject, action)
+    run = await thread_runs.cancel_run(pool, temporal, thread_id, run_id, principal.subject, action)
     return threads.run_view(run) if wait else Response(status_code=202)
 
 
@@ -957,7 +957,7 @@ async def cancel_runs(principal: AgentPrincipal, pool: PoolDep, temporal: Tempor
                 allowed[tid] = False
         if allowed[tid]:
             try:
-                await threads.cancel_run(pool, temporal, tid, rid, principal.subject, action)
+                await thread_runs.cancel_run(pool, temporal, tid, rid, principal.subject, action)
             except NotFoundError:
                 continue  # not a run of that thread
     return Response(status_code=204)
@@ -967,6 +967,6 @@ async def cancel_runs(principal: AgentPrincipal, pool: PoolDep, temporal: Tempor
 async def delete_run(thread_id: str, run_id: str, _: ThreadDeleter, pool: PoolDep,
                      temporal: TemporalDep) -> Response:
     """Forget a finished run."""
-    run = await threads.get_run(pool, temporal, thread_id, run_id)
+    run = await thread_runs.get_run(pool, temporal, thread_id, run_id)
     await pool.execute("DELETE FROM agent_runs WHERE run_id = $1", run["run_id"])
     return Response(status_code=204)

@@ -1,0 +1,300 @@
+"""Runs queued on a thread start in turn, each handed the thread by the run before.
+
+A run with input waits in ``agent_runs`` as ``pending`` until the thread is free
+(:func:`advance_queue`): the durable queue behind ``multitask_strategy="enqueue"``. The
+run before it starts it: its workflow hands the thread on with its ending
+(:func:`hand_off`), so the queue moves when Temporal ends a run and not when someone next
+looks; the API only recovers queued runs nobody started (:func:`sweep_queues`). A run
+that ends also has its webhooks claimed here, once each (:func:`claim_webhooks`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from overseer.errors import OverseerError
+from overseer.graph_codec import encode, to_jsonable
+from overseer.pipelines import get_registry
+from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
+from overseer.settings import Settings
+from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
+from overseer.thread_sync import cancel_thread_run, cancel_workflow, refresh, save_snapshot
+from overseer.threads import ACTIVE_RUN_STATUSES, get_thread, parse_json, parse_uuid, run_view
+from overseer.token_stream import STATE_CHANNEL
+
+logger = logging.getLogger(__name__)
+
+
+async def sync_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                      settings: Settings | None = None) -> asyncpg.Record:
+    """Bring the thread's row up to date with its attached workflow (see the module docstring).
+
+    Observing a thread also starts its next queued run when its turn has come
+    (:func:`advance_queue`).
+    """
+    row = await refresh(pool, temporal, thread_id)
+    if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+                           "AND status = 'pending')", row["thread_id"]):
+        await advance_queue(pool, temporal, thread_id, settings)
+        row = await get_thread(pool, thread_id)
+    return row
+
+
+async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
+                        settings: Settings | None = None) -> None:
+    """Start the thread's oldest ``pending`` run if the thread is free (idempotent, race-safe).
+
+    The thread row is locked while a run is claimed (``last_run_id`` set to it, status
+    ``busy``); the workflow is then started under the run's own id, so two processes
+    claiming or starting the same run start one workflow. A claimed run whose workflow
+    never started (the process died in between) is started by the next caller. A thread
+    paused on an interrupt with runs queued behind it drops the interrupt first, as new
+    input on a paused thread does.
+    """
+    from overseer.settings import get_settings
+
+    settings = settings or get_settings()
+    for _ in range(3):
+        row = await refresh(pool, temporal, thread_id)
+        if row["last_run_id"] is not None:
+            claimed = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 "
+                                          "AND status = 'pending'", row["last_run_id"])
+            if claimed is not None:
+                await _launch(pool, temporal, settings, claimed)
+                return
+            nxt = await pool.fetchrow("SELECT created_by FROM agent_runs WHERE thread_id = $1 "
+                                      "AND status = 'pending' ORDER BY created_at LIMIT 1",
+                                      row["thread_id"])
+            if row["status"] != "interrupted" or nxt is None:
+                return
+            await cancel_thread_run(pool, temporal, row, nxt["created_by"] or "queue",
+                                    rollback=False)
+            continue
+        async with pool.acquire() as conn, conn.transaction():
+            locked = await conn.fetchrow("SELECT last_run_id FROM agent_threads "
+                                         "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
+            if locked is None or locked["last_run_id"] is not None:
+                continue
+            claimed = await conn.fetchrow(
+                "SELECT * FROM agent_runs WHERE thread_id = $1 AND status = 'pending' "
+                "ORDER BY created_at, run_id LIMIT 1", row["thread_id"])
+            if claimed is None:
+                return
+            await conn.execute(
+                """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
+                       interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
+                row["thread_id"], claimed["run_id"], claimed["graph_id"])
+        await _launch(pool, temporal, settings, claimed)
+        return
+
+
+async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
+                       settings: Settings | None = None) -> int:
+    """One pass over every thread with a queued run (:func:`advance_queue`); how many there were.
+
+    Each API process runs it at start-up and every ``queue_recovery_seconds``: it starts
+    queued runs no run handed the thread to (accepted by an API process that died before
+    starting them, or whose start Temporal did not answer).
+    """
+    rows = await pool.fetch("SELECT DISTINCT thread_id FROM agent_runs WHERE status = 'pending'")
+    for r in rows:
+        try:
+            await advance_queue(pool, temporal, str(r["thread_id"]), settings)
+        except (OverseerError, RPCError, asyncpg.PostgresError, OSError) as err:
+            logger.warning("queued run not started yet", extra={
+                "thread_id": str(r["thread_id"]), "error": type(err).__name__})
+    return len(rows)
+
+
+async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
+                   thread_id: str, run_id: str, snapshot: dict[str, Any],
+                   pause: bool = False) -> str | None:
+    """A thread's run has ended: write its final state to the thread, start the next queued run.
+
+    With ``pause`` the run has stopped at an interrupt instead (its approval is being
+    opened): its state and statuses are written (thread ``interrupted``, the runs that
+    ended there ``interrupted``) and nothing more. Either way a ``NOTIFY`` on
+    :data:`overseer.token_stream.STATE_CHANNEL` wakes the API's ``runs.wait`` callers
+    (:func:`overseer.thread_streams.wait_values`), which wait on Postgres, not on the workflow's stream.
+
+    Called by the run's own workflow with its ending (``record_events``' ``hand_off``), so the
+    thread's queue moves when Temporal ends a run and not when someone next looks: the
+    per-thread ordering the Agent Server's multitask strategies promise, driven by the run
+    workflows (issue 25). Idempotent, so a retried call writes nothing twice and starts no
+    run twice: the thread is detached only while the ending run is still attached, and
+    :func:`advance_queue` claims under the thread's row lock. Does nothing while the API
+    is cancelling the run (``agent_threads.cancelling``): :func:`cancel_thread_run` then
+    sets the thread's state (a rollback's is the state before the run) and its caller
+    starts the next run.
+
+    Args:
+        pool: the database pool.
+        temporal: the Temporal client (the worker's) that starts the next run.
+        settings: the process settings.
+        thread_id: the thread (uuid text).
+        run_id: the ending run's workflow run id (``agent_threads.last_run_id`` while it ran).
+        snapshot: what :meth:`SegmentRunWorkflow.get_thread_state` will answer once the
+            ending is published (its last mark ``end`` or ``error``), with ``closed`` set;
+            with ``pause``, what it answers at the interrupt.
+        pause: the run paused on an interrupt (see above).
+
+    Returns:
+        The status the thread was left in, or None when the thread no longer exists.
+
+    Raises:
+        asyncpg.PostgresError, OSError: the database is unavailable (the activity retries).
+    """
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
+                              parse_uuid(thread_id))
+    if row is None:
+        return None
+    if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
+        return str(row["status"])  # the API is cancelling this run: it hands the thread on
+    if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
+        await save_snapshot(pool, row, snapshot, shown=not pause)
+    await pool.execute("SELECT pg_notify($1, $2)", STATE_CHANNEL, run_id)
+    if pause:
+        return str(await pool.fetchval("SELECT status FROM agent_threads WHERE thread_id = $1",
+                                       row["thread_id"]))
+    if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+                           "AND status = 'pending')", row["thread_id"]):
+        try:
+            await advance_queue(pool, temporal, thread_id, settings)
+        except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
+            logger.warning("queued run not started at hand-off", extra={
+                "thread_id": thread_id, "error": type(err).__name__})
+    status: str | None = await pool.fetchval(
+        "SELECT status FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+    return status
+
+
+async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                  run: asyncpg.Record) -> None:
+    """Start the ``SegmentRunWorkflow`` of a claimed run on the thread's checkpoints (idempotent).
+
+    A failure to reach Temporal leaves the run claimed and ``pending``: the next
+    :func:`advance_queue` starts it.
+    """
+    from overseer.run_types import GraphRunInput
+    from overseer.runs import run_options, start_run_workflow
+
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
+                              run["thread_id"])
+    if row is None or row["last_run_id"] != run["run_id"]:
+        return
+    pipeline = get_registry().get(run["graph_id"])
+    run_id, thread_id = str(run["run_id"]), str(run["thread_id"])
+    kwargs, metadata = parse_json(run["kwargs"]) or {}, parse_json(run["metadata"]) or {}
+    body = {**kwargs, "metadata": metadata}
+    try:
+        value, recorded = graph_input(pipeline, body, run_id, has_state=row["state"] is not None)
+    except Exception as err:  # noqa: BLE001 - the input no longer fits the thread: the run fails
+        await _fail_unstarted(pool, run, f"{type(err).__name__}: {err}"[:500])
+        return
+    wid = pipeline.workflow_id(run_id)
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED,
+            actor=f"api:{run['created_by']}",
+            data={"pipeline": pipeline.name, "workflow_id": wid,
+                  "submitted_by": run["created_by"], "idempotency_key": None,
+                  "input": {"input": to_jsonable(recorded), "metadata": metadata,
+                            "thread_id": thread_id, "agent_server": True}})])
+    options = run_options(settings, pipeline.options(), metadata)
+    asked = kwargs.get("stream_mode")
+    asked = [asked] if isinstance(asked, str) else list(asked or [])
+    collected = [m for m in asked if m in SEGMENT_STREAM_MODES]
+    if asks_for_messages(asked):
+        collected.append("messages")  # tokens as the model makes them (overseer.token_stream)
+    if collected:
+        options["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
+    for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
+        if kwargs.get(key):
+            options[key] = kwargs[key]
+    options.update(segment_options(kwargs))
+    own = options.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
+    own["configurable"] = {**(own.get("configurable") or {}),
+                           "langgraph_auth_user_id": run["created_by"] or ""}
+    argument = GraphRunInput(
+        run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
+        metadata=metadata, submitted_by=run["created_by"] or "unknown",
+        search_attributes=settings.search_attributes_enabled, thread_id=thread_id)
+    delay = float(kwargs.get("after_seconds") or 0)  # Temporal holds the first task until then
+    try:
+        await start_run_workflow(temporal, settings, argument, workflow_id=wid,
+                                 summary=f"{pipeline.name}: thread {thread_id}",
+                                 start_delay=timedelta(seconds=delay) if delay else None)
+    except RPCError as err:
+        logger.warning("queued run not started: Temporal did not answer",
+                       extra={"run_id": run_id, "error": err.message})
+        return
+    await pool.execute("UPDATE agent_runs SET status = 'running', updated_at = now() "
+                       "WHERE run_id = $1 AND status = 'pending'", run["run_id"])
+    still = await pool.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1",
+                                run["thread_id"])
+    if still != run["run_id"]:  # cancelled or deleted while it was being started
+        await cancel_workflow(pool, temporal, pipeline.name, run_id, run["created_by"] or "queue")
+
+
+async def _fail_unstarted(pool: asyncpg.Pool, run: asyncpg.Record, message: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("UPDATE agent_runs SET status = 'error', updated_at = now(), "
+                           "kwargs = kwargs || $2::jsonb WHERE run_id = $1", run["run_id"],
+                           json.dumps({"error": {"error": "invalid_request",
+                                                 "message": message}}))
+        await conn.execute("UPDATE agent_threads SET status = 'idle', last_run_id = NULL, "
+                           "updated_at = now() WHERE thread_id = $1 AND last_run_id = $2",
+                           run["thread_id"], run["run_id"])
+
+
+async def claim_webhooks(pool: asyncpg.Pool, workflow_run_id: str,
+                         claim: str) -> list[dict[str, Any]]:
+    """The webhooks due for the workflow's runs that have ended, each claimed once.
+
+    A run (a start or a resume) with a ``webhook`` whose status is final is claimed with
+    ``claim`` (the hand-off's own key: the same on a retried hand-off, so a retry gets the
+    same list back and no other hand-off gets it at all).
+
+    Returns:
+        ``[{"url", "payload", "delivery"}]``: the payload is the run as the SDK reads it plus
+        ``values`` (the thread's), ``run_started_at``, ``run_ended_at`` and, for a failed
+        run, ``error`` ``{error, message}`` — the Agent Server's webhook body; ``delivery``
+        is the run id (one delivery per run).
+    """
+    rows = await pool.fetch(
+        """UPDATE agent_runs SET kwargs = kwargs || jsonb_build_object('webhook_claim', $2::text)
+           WHERE workflow_run_id = $1 AND status <> ALL($3) AND kwargs ? 'webhook'
+             AND (NOT kwargs ? 'webhook_claim' OR kwargs->>'webhook_claim' = $2)
+           RETURNING *""", uuid.UUID(workflow_run_id), claim, list(ACTIVE_RUN_STATUSES))
+    due: list[dict[str, Any]] = []
+    for row in sorted(rows, key=lambda r: r["created_at"]):
+        view = run_view(row)
+        view["kwargs"].pop("webhook_claim", None)
+        values = parse_json(await pool.fetchval('SELECT "values" FROM agent_threads '
+                                           "WHERE thread_id = $1", row["thread_id"]))
+        payload = {**view, "run_started_at": view["created_at"],
+                   "run_ended_at": view["updated_at"], "values": values}
+        if row["status"] == "error":
+            payload["error"] = await run_error(pool, workflow_run_id)
+        due.append({"url": view["kwargs"]["webhook"], "payload": payload,
+                    "delivery": view["run_id"]})
+    return due
+
+
+async def run_error(pool: asyncpg.Pool, workflow_run_id: str) -> dict[str, Any]:
+    """``{error, message}`` of a failed run, from its ``run.failed`` event."""
+    data = parse_json(await pool.fetchval(
+        "SELECT data FROM events WHERE run_id = $1 AND type = 'run.failed' "
+        "ORDER BY seq DESC LIMIT 1", uuid.UUID(workflow_run_id))) or {}
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return {"error": "error", "message": "the run failed"}
+    return {"error": error.get("code", "error"), "message": error.get("message", "")}

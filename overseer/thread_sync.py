@@ -1,0 +1,245 @@
+"""A thread's row follows the workflow attached to it; a cancel detaches it.
+
+While a run holds a thread (``agent_threads.last_run_id``), the thread's status, values
+and checkpoint come from the run's ``SegmentRunWorkflow``: its ``get_thread_state`` query
+(:func:`query_state`) read into the row (:func:`refresh`, :func:`save_snapshot`). The
+workflow also writes the row itself when it pauses on an interrupt and when it ends
+(:func:`overseer.thread_queue.hand_off`); once it has ended it is detached.
+:func:`cancel_thread_run` stops the attached workflow and detaches it, keeping the
+thread's state or, for a ``rollback``, putting it back as the run found it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from overseer.checkpoints import drop_run_checkpoints
+from overseer.errors import DependencyUnavailableError
+from overseer.runs import cancel_run_workflow
+from overseer.threads import (
+    ACTIVE_RUN_STATUSES,
+    RUN_ENDINGS,
+    get_thread,
+    mirror_checkpointed,
+    workflow_id,
+)
+
+QUERY_TRIES = 5
+"""A query that times out or finds Temporal unavailable is asked again this many times in all
+(backoff 0.2 s doubling): with a hundred runs in flight on one worker a query can wait past
+its deadline for the run's workflow task, which is no reason to fail a ``runs.wait``."""
+
+
+TRANSIENT_RPC = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE,
+                           RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.CANCELLED})
+
+
+async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str, Any] | None:
+    """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer.
+
+    Raises:
+        DependencyUnavailableError: Temporal failed the query :data:`QUERY_TRIES` times, or
+            with an error that is not transient (503).
+    """
+    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
+    for attempt in range(1, QUERY_TRIES + 1):
+        try:
+            snap: dict[str, Any] = await handle.query("get_thread_state")
+            break
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            if err.status not in TRANSIENT_RPC or attempt == QUERY_TRIES:
+                raise DependencyUnavailableError("Temporal did not answer") from err
+            await asyncio.sleep(0.2 * 2 ** (attempt - 1))
+        except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
+            return None
+    try:
+        desc = await handle.describe()
+        snap["closed"] = desc.status is not None and desc.status.name != "RUNNING"
+        snap["cancelled"] = desc.status is not None and desc.status.name in (
+            "CANCELED", "TERMINATED")
+    except RPCError:
+        snap["closed"], snap["cancelled"] = False, False
+    return snap
+
+
+async def workflow_closed(temporal: Client, graph_id: str, run_id: str) -> bool:
+    """True when the run's workflow has closed or is gone; Temporal's server answers alone.
+
+    A transient failure (deadline, unavailable) answers False: the caller asks again later.
+
+    Raises:
+        DependencyUnavailableError: Temporal refused the describe otherwise (503).
+    """
+    try:
+        desc = await temporal.get_workflow_handle(workflow_id(graph_id, run_id)).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return True
+        if err.status in TRANSIENT_RPC:
+            return False
+        raise DependencyUnavailableError("Temporal did not answer") from err
+    return desc.status is not None and desc.status.name != "RUNNING"
+
+
+def thread_status(snap: dict[str, Any]) -> str:
+    """``idle`` | ``busy`` | ``interrupted`` | ``error`` from a workflow's state.
+
+    A run that ended with nodes still to run (stopped at one of its own breakpoints,
+    ``interrupt_before`` / ``interrupt_after``) leaves its thread ``interrupted``, as on the
+    Agent Server, with no run attached: the next run goes on from there.
+    """
+    if snap.get("cancelled"):
+        return "idle"
+    marks, published = snap.get("marks") or [], int(snap.get("published") or 0)
+    last = marks[-1] if marks else None
+    if last and last["event"] == "error":
+        return "error"
+    if last and last["event"] == "end":
+        return "interrupted" if snap.get("next") else "idle"
+    if last and last["event"] == "interrupt" and last["offset"] == published - 1 and \
+            not snap.get("decided"):
+        return "interrupted"
+    return "busy"
+
+
+def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
+    """A run's status: the first ``interrupt``/``end``/``error`` at or after its first offset.
+
+    A run whose workflow was cancelled (its ``end`` mark says so) is ``interrupted``, as the
+    Agent Server calls a cancelled run.
+    """
+    if snap is None:
+        return "error"
+    for mark in snap.get("marks") or []:
+        if mark["offset"] >= from_offset:
+            return "interrupted" if mark.get("cancelled") else RUN_ENDINGS[mark["event"]]
+    return "interrupted" if snap.get("closed") else "running"
+
+
+async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
+    """The thread's row, brought up to date from its attached workflow first (if any).
+
+    Raises:
+        NotFoundError: unknown thread (404).
+        DependencyUnavailableError: Temporal did not answer (503).
+    """
+    row = await get_thread(pool, thread_id)
+    if row["last_run_id"] is None or row["graph_id"] is None:
+        return row
+    snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
+    if snap is None:
+        return row
+    await save_snapshot(pool, row, snap)
+    return await get_thread(pool, thread_id)
+
+
+async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
+                        shown: bool = True) -> None:
+    """Write a workflow's state into the thread and its runs' statuses.
+
+    ``shown=False`` (a pause handed over by the workflow, not yet shown to any client)
+    leaves the thread's ``checkpoint`` — the state a resume without an interrupt id answers
+    (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no client
+    has read; :func:`overseer.thread_streams.wait_values` and every read of the thread show it.
+    """
+    status = thread_status(snap)
+    wrid = row["last_run_id"]
+    async with pool.acquire() as conn, conn.transaction():
+        # the thread's row first: a resume's run row is in, or the thread detached, not both
+        if await conn.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1 "
+                               "FOR UPDATE", row["thread_id"]) != wrid:
+            return  # already detached (this run's ending, a cancel) or given to another run
+        for run in await conn.fetch(
+                "SELECT run_id, from_offset FROM agent_runs WHERE workflow_run_id = $1 "
+                "AND status = ANY($2)", wrid, list(ACTIVE_RUN_STATUSES)):
+            await conn.execute("UPDATE agent_runs SET status = $2, updated_at = now() "
+                               "WHERE run_id = $1", run["run_id"],
+                               segment_status(snap, run["from_offset"]))
+        ended = status in ("idle", "error") or snap.get("closed")
+        if "values" not in snap:  # e.g. failed before its first state: an ended run detaches
+            await conn.execute(
+                """UPDATE agent_threads SET status = $2, updated_at = now(),
+                       last_run_id = CASE WHEN $4 THEN NULL ELSE last_run_id END,
+                       cancelling = CASE WHEN $4 THEN NULL ELSE cancelling END
+                   WHERE thread_id = $1 AND last_run_id = $3""",
+                row["thread_id"], status, wrid, bool(ended))
+            return
+        cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
+                                        "parent_checkpoint_id", "metadata", "created_at")}
+        interrupts = {t["id"]: t["interrupts"] for t in snap.get("tasks") or [] if t["interrupts"]}
+        if status != "interrupted":
+            cp["interrupts"], interrupts = [], {}
+            cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
+        await conn.execute(
+            """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
+                   checkpoint = CASE WHEN $9 THEN $5::jsonb ELSE checkpoint END,
+                   interrupts = $6::jsonb, updated_at = now(),
+                   last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
+                   cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END
+               WHERE thread_id = $1 AND last_run_id = $8""",
+            row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
+            json.dumps(cp), json.dumps(interrupts), bool(ended), wrid, shown)
+
+
+async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record,
+                            subject: str, *, rollback: bool) -> None:
+    """Cancel the workflow attached to a thread; its runs become ``interrupted``.
+
+    With ``rollback`` the thread's state stays what it was before that workflow; otherwise
+    it keeps the workflow's last saved state. The thread is marked ``cancelling`` first, so
+    the workflow's own ending (:func:`hand_off`) leaves the thread to this function; a run
+    that ended and handed the thread on before is left as it ended. A rollback waits (at
+    most :data:`CLOSE_WAIT_SECONDS`) for the run's segment to stop, then deletes the
+    checkpoints the run wrote (:func:`drop_run_checkpoints`); either way the thread's row
+    then follows its latest checkpoint (:func:`mirror_checkpointed`).
+    """
+    if row["last_run_id"] is None or row["graph_id"] is None:
+        return
+    wrid = str(row["last_run_id"])
+    if await pool.fetchval(  # the run's own ending no longer hands the thread on (hand_off)
+            "UPDATE agent_threads SET cancelling = last_run_id WHERE thread_id = $1 "
+            "AND last_run_id = $2 RETURNING thread_id", row["thread_id"], row["last_run_id"]
+    ) is None:
+        return  # the run ended and handed the thread on before the cancel: nothing to stop
+    await cancel_workflow(pool, temporal, row["graph_id"], wrid, subject)
+    if rollback:  # once its segment has stopped writing, drop what it wrote
+        await _closed(temporal, row["graph_id"], wrid)
+        async with pool.acquire() as conn:
+            await drop_run_checkpoints(conn, str(row["thread_id"]), wrid)
+    await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
+                           "WHERE workflow_run_id = $1 AND status = ANY($2)",
+                           row["last_run_id"], list(ACTIVE_RUN_STATUSES))
+        await conn.execute(  # unless the run's own ending already handed the thread on
+            """UPDATE agent_threads SET status = 'idle', last_run_id = NULL, cancelling = NULL,
+                   interrupts = '{}'::jsonb, updated_at = now()
+               WHERE thread_id = $1 AND (last_run_id = $2 OR last_run_id IS NULL)""",
+            row["thread_id"], row["last_run_id"])
+
+
+CLOSE_WAIT_SECONDS = 30.0
+"""How long a rollback waits for a cancelled run's workflow to close (its segment activity
+is cancelled at its next heartbeat, a third of the heartbeat time-out at most)."""
+
+
+async def _closed(temporal: Client, graph_id: str, run_id: str) -> None:
+    """Wait until the run's workflow has closed (or :data:`CLOSE_WAIT_SECONDS` passed)."""
+    handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
+    with contextlib.suppress(Exception):  # cancelled, failed, gone, or still closing: go on
+        await asyncio.wait_for(handle.result(), CLOSE_WAIT_SECONDS)
+
+
+async def cancel_workflow(pool: asyncpg.Pool, temporal: Client, graph_id: str, run_id: str,
+                          subject: str) -> None:
+    """Cancel the run's workflow and record it (:func:`overseer.runs.cancel_run_workflow`)."""
+    await cancel_run_workflow(pool, temporal, workflow_id(graph_id, run_id), run_id, subject)
