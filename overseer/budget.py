@@ -1,6 +1,6 @@
 """A run's LLM budget and its one stop: what stops a node, and what an approval must raise it to.
 
-A run has one budget stop, the graph runtime's (:class:`workflows.run_base.RunWorkflowBase`,
+A run has one budget stop, the graph runtime's (:class:`workflows.budget.BudgetGate`,
 approval payload ``kind: llm_budget``). A node raises :class:`BudgetStop` before a chat-model
 call the run cannot afford: the runtime's guard does once the metered spend has passed the
 budget, and a pipeline may do it earlier, when its own pre-call estimate says the call

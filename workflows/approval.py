@@ -1,11 +1,12 @@
-"""The shared human-approval gate: Updates with validators, a signal twin, an escalation ladder.
+"""The shared human-approval gate: decisions with validators, claims, an escalation ladder.
 
-A pipeline workflow subclasses :class:`ApprovalGate`, implements
-:meth:`ApprovalGate.check_decision` (pipeline-specific validation, pure) and opens an
-:class:`Approval` per question (:meth:`ApprovalGate.open_approvals`, or
-:meth:`ApprovalGate.request_approval` for one it waits on alone). Several may be open at
-once, each with its own claim, ladder and decision. The first valid decision on an
-approval wins; invalid ones are refused by the validator before they touch history.
+:class:`ApprovalGate` holds a run's open approvals (:class:`workflows.run_state.Approval`,
+one per question; several may be open at once, each with its own claim, ladder and
+decision). The run's workflow exposes it as Updates with validators (``decide``,
+``claim``, ``release``, ``reassign``), a signal twin of ``decide`` and the ``get_status``
+query, each a thin handler calling the gate. The first valid decision on an approval wins;
+invalid ones are refused by the validator before they touch history. What a decision may
+be is the run's :class:`DecisionPolicy` (the pipeline's decisions and its own rules).
 
 Reviewers ``claim`` an approval (so two people don't work the same item), ``release``
 it, or ``reassign`` it; while it is claimed only the claimant (or an admin) may decide.
@@ -22,22 +23,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from overseer.run_types import (  # the gate's update arguments, wire types of the core
-    PIPELINE_ATTRIBUTE,
-    STATUS_ATTRIBUTE,
-    ClaimInput,
-    DecisionInput,
-    ReassignInput,
-)
+from overseer.run_types import ClaimInput, DecisionInput, ReassignInput
+from workflows.recorder import RunRecorder
+from workflows.run_state import Approval, RunState
 
 with workflow.unsafe.imports_passed_through():
-    from activities.events import record_events
     from activities.notify import notify_webhook
     from overseer.store.events import (
         APPROVAL_AUTO_DECIDED,
@@ -51,17 +47,9 @@ with workflow.unsafe.imports_passed_through():
         TERMINAL_STATUSES,
     )
 
-DECISIONS = ("approve", "reject")
 LADDER_PATCH = "approval-escalation-ladder"
 """Deprecated patch id (every run climbs the escalation ladder): histories recorded with its
 marker replay. Remove once none does."""
-
-EVENT_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=0,  # the event log must eventually be written: retry until Postgres is back
-)
 
 
 @dataclass(frozen=True)
@@ -112,54 +100,6 @@ class EscalationLadder:
 
 
 @dataclass
-class Approval:
-    """One open approval of a run: a question, its claim, its ladder, its decision.
-
-    Every pending interrupt of a run is its own approval (parallel interrupts are parallel
-    approvals, issue 26), and so is each LLM budget stop.
-
-    Attributes:
-        key: the approval's key within the run (``<round>:<interrupt id>``, or
-            ``budget:<n>``): its events' idempotency keys and its read-model row.
-        payload: what the reviewer sees.
-        requested_at: ISO time it opened (the ladder's rungs count from it).
-        sla_deadline: ISO time of ``approval.sla_breached``.
-        interrupt_id: the LangGraph interrupt it answers (None for a budget stop).
-        claim: ``{"by", "at"}`` while a reviewer holds it.
-        group: the group it is assigned to (the ladder's reassignment, or a reviewer's).
-        decision: the normalised decision, once taken (the run takes it at its next step).
-        claim_events: claims, releases and reassignments recorded so far (their keys).
-        fired: the ladder's rungs already fired (carried across continue-as-new).
-        sla_breached: the SLA rung has fired.
-        taken_at: the run's move counter when the run took the decision (None before).
-    """
-
-    key: str
-    payload: dict[str, Any]
-    requested_at: str
-    sla_deadline: str
-    interrupt_id: str | None = None
-    claim: dict[str, Any] | None = None
-    group: str | None = None
-    decision: dict[str, Any] | None = None
-    claim_events: int = 0
-    fired: list[str] = field(default_factory=list)
-    sla_breached: bool = False
-    taken_at: int | None = None
-
-    def tags(self) -> dict[str, Any]:
-        """What every event of this approval carries so the read model keeps one row per approval."""
-        return {"approval_key": self.key, "interrupt_id": self.interrupt_id}
-
-    def view(self) -> dict[str, Any]:
-        """The approval as the ``get_status`` query shows it."""
-        return {"payload": self.payload, "requested_at": self.requested_at,
-                "sla_deadline": self.sla_deadline, "approval_key": self.key,
-                "interrupt_id": self.interrupt_id, "claimed_by": (self.claim or {}).get("by"),
-                "group": self.group, "decided": self.decision is not None}
-
-
-@dataclass
 class DecisionResult:
     """What the ``decide`` update answers once the run has moved on: its new status."""
 
@@ -184,150 +124,145 @@ class RunStatusView:
     approvals: list[dict[str, Any]] = field(default_factory=list)
 
 
-class ApprovalGate:
-    """Mixin state and handlers for a run's open approvals (decide/submit_decision/claim/get_status).
-
-    Several approvals may be open at once (one per pending interrupt): each has its own
-    claim, ladder and decision. A decision, claim, release or reassignment names its
-    approval by ``interrupt_id``; without one it acts on the oldest open approval still
-    waiting for a decision.
-    """
-
-    def __init__(self) -> None:
-        self._run_id = ""
-        self._pipeline = ""
-        self._status = "running"
-        self._outcome: str | None = None
-        self._open: list[Approval] = []
-        self._moves = 0
-        """How often the run reached a next state (a pause, an approval opened); a ``decide``
-        answers once this passes the count at which the run took its decision."""
-        self._last_note: str | None = None
-        self._moving = False
-        """A decision was taken since the run last paused: it goes on (or is about to)."""
-        self._sla_breached = False
-        self._use_search_attributes = True
-        self._lock = asyncio.Lock()
-        self._handing_over = False
-        """The run continues as new: a ``decide`` waiting for the next state answers now."""
-
-    # -- to implement ------------------------------------------------------------------------
+class DecisionPolicy(Protocol):
+    """What decisions an approval takes and the run's own rules for them (pure, deterministic)."""
 
     def decisions(self, approval: Approval) -> tuple[str, ...]:
-        """The decision kinds ``approval`` takes (``approve``/``reject`` by default)."""
-        return DECISIONS
+        """The decision kinds ``approval`` takes."""
+        ...
 
     def check_decision(self, decision: DecisionInput, approval: Approval) -> dict[str, Any]:
         """Validate a decision against its open approval; return the normalised decision dict.
 
-        Must be pure and deterministic (it runs in the update validator and the handler).
+        Runs in the update validator and again in the handler, so it must be pure.
 
         Raises:
-            ApplicationError: ``type="invalid_field_edits"`` (or another stable code) with
-                details, refusing the decision.
+            ApplicationError: the refusal, with a stable ``type`` and details.
         """
-        raise NotImplementedError
+        ...
 
-    # -- handlers ------------------------------------------------------------------------------
 
-    @workflow.update
+class ApprovalGate:
+    """A run's open approvals: decisions, claims, ladders (see the module docstring).
+
+    A decision, claim, release or reassignment names its approval by ``interrupt_id``;
+    without one it acts on the oldest open approval still waiting for a decision.
+
+    Attributes:
+        last_note: the latest decision's note (an Agent Server resume waits for its own).
+        moving: a decision was taken since the run last paused: it goes on (or is about to).
+        handing_over: the run continues as new: a ``decide`` waiting for the next state
+            answers now.
+        sla_breached: an approval's SLA rung has fired.
+    """
+
+    def __init__(self, state: RunState, recorder: RunRecorder, policy: DecisionPolicy) -> None:
+        self._state, self._recorder, self._policy = state, recorder, policy
+        self.last_note: str | None = None
+        self.moving = False
+        self.handing_over = False
+        self.sla_breached = False
+        self._lock = asyncio.Lock()
+
+    # -- what the workflow's handlers call -------------------------------------------------------
+
     async def decide(self, decision: DecisionInput) -> DecisionResult:
         """Apply a decision; answers once the run has taken it and reached its next state.
 
         Or with ``running``, when the run continues as new before it got there (the new
         run reaches it).
+
+        Raises:
+            ApplicationError: the decision is refused (:meth:`validate_decide`).
         """
         async with self._lock:
             approval = self._accept(decision)
+        recorder = self._recorder
         await workflow.wait_condition(
-            lambda: self._status in TERMINAL_STATUSES or self._handing_over
-            or (approval.taken_at is not None and self._moves > approval.taken_at)
+            lambda: recorder.status in TERMINAL_STATUSES or self.handing_over
+            or (approval.taken_at is not None and self._state.moves > approval.taken_at)
         )
-        return DecisionResult(run_id=self._run_id, status=self._status, outcome=self._outcome)
+        return DecisionResult(run_id=recorder.run_id, status=recorder.status,
+                              outcome=recorder.outcome)
 
-    @decide.validator
     def validate_decide(self, decision: DecisionInput) -> None:
-        """Refuse before history: no open approval, unknown decision, invalid field edits."""
+        """Refuse before history: no open approval, unknown decision, invalid field edits.
+
+        Raises:
+            ApplicationError: ``not_awaiting_approval``, ``invalid_decision``,
+                ``claimed_by_other`` or the policy's own code.
+        """
         self._validated(decision)
 
-    @workflow.signal
     def submit_decision(self, decision: DecisionInput) -> None:
-        """Signal twin of ``decide`` for the Temporal UI/CLI; an invalid decision is logged and dropped."""
+        """The signal twin of :meth:`decide`: an invalid decision is logged and dropped."""
         try:
             self._accept(decision)
         except ApplicationError as err:
             workflow.logger.warning(
-                "decision signal refused", extra={"code": err.type, "run_id": self._run_id}
+                "decision signal refused", extra={"code": err.type, "run_id": self._recorder.run_id}
             )
 
-    @workflow.query
-    def get_status(self) -> RunStatusView:
+    def status_view(self) -> RunStatusView:
         """Current status, the oldest approval waiting for a decision and every open one."""
         waiting = self._waiting()
         return RunStatusView(
-            run_id=self._run_id, status=self._status,
+            run_id=self._recorder.run_id, status=self._recorder.status,
             approval=waiting[0].view() if waiting else None,
-            sla_breached=self._sla_breached, approvals=[a.view() for a in self._open],
+            sla_breached=self.sla_breached, approvals=[a.view() for a in self._state.open],
         )
 
-    @workflow.update
     async def claim(self, request: ClaimInput) -> RunStatusView:
         """Claim an open approval for ``request.reviewer`` (idempotent for the claimant)."""
         async with self._lock:
-            approval = self._validate_claim(request)
+            approval = self.validate_claim(request)
             if (approval.claim or {}).get("by") != request.reviewer:
                 approval.claim = {"by": request.reviewer, "at": workflow.now().isoformat()}
                 await self._record_claim(APPROVAL_CLAIMED, {"reviewer": request.reviewer},
                                          approval)
-        return self.get_status()
+        return self.status_view()
 
-    @claim.validator
-    def validate_claim(self, request: ClaimInput) -> None:
-        """Refuse: nothing open, or claimed by someone else (admins may take it over)."""
-        self._validate_claim(request)
-
-    @workflow.update
     async def release(self, request: ClaimInput) -> RunStatusView:
         """Give the claim back to the queue."""
         async with self._lock:
-            approval = self._validate_claim(request)
+            approval = self.validate_claim(request)
             if approval.claim is not None:
                 approval.claim = None
                 await self._record_claim(APPROVAL_RELEASED, {"reviewer": request.reviewer},
                                          approval)
-        return self.get_status()
+        return self.status_view()
 
-    @release.validator
-    def validate_release(self, request: ClaimInput) -> None:
-        """Only the claimant or an admin may release."""
-        self._validate_claim(request)
-
-    @workflow.update
     async def reassign(self, request: ReassignInput) -> RunStatusView:
         """Hand the approval to another reviewer and/or group."""
         async with self._lock:
-            approval = self._validate_reassign(request)
+            approval = self.validate_reassign(request)
             approval.claim = ({"by": request.assignee, "at": workflow.now().isoformat()}
                               if request.assignee else None)
             approval.group = request.group or approval.group
             await self._record_claim(APPROVAL_REASSIGNED, {
                 "by": request.by, "assignee": request.assignee, "group": approval.group,
                 "reason": "manual"}, approval)
-        return self.get_status()
+        return self.status_view()
 
-    @reassign.validator
-    def validate_reassign(self, request: ReassignInput) -> None:
-        """Only the claimant (or anyone when unclaimed, or an admin) may reassign."""
-        self._validate_reassign(request)
+    def validate_claim(self, request: ClaimInput) -> Approval:
+        """The approval a claim or release names; refused when claimed by someone else.
 
-    def _validate_claim(self, request: ClaimInput) -> Approval:
-        approval = self._target(request.interrupt_id)
-        self._check_claim(approval, request.reviewer, request.is_admin)
+        Raises:
+            ApplicationError: ``not_awaiting_approval`` or ``claimed_by_other``.
+        """
+        approval = self.target(request.interrupt_id)
+        self.check_claim(approval, request.reviewer, request.is_admin)
         return approval
 
-    def _validate_reassign(self, request: ReassignInput) -> Approval:
-        approval = self._target(request.interrupt_id)
-        self._check_claim(approval, request.by, request.is_admin)
+    def validate_reassign(self, request: ReassignInput) -> Approval:
+        """The approval a reassignment names: only its claimant (or anyone when unclaimed, or an admin).
+
+        Raises:
+            ApplicationError: ``not_awaiting_approval``, ``claimed_by_other`` or
+                ``invalid_request`` (neither an assignee nor a group).
+        """
+        approval = self.target(request.interrupt_id)
+        self.check_claim(approval, request.by, request.is_admin)
         if not request.assignee and not request.group:
             raise ApplicationError("name an assignee or a group", {}, type="invalid_request")
         return approval
@@ -335,11 +270,12 @@ class ApprovalGate:
     async def _record_claim(self, event_type: str, data: dict[str, Any],
                             approval: Approval) -> None:
         approval.claim_events += 1
-        await self.record(event_type, key=f"{event_type}:{approval.key}:{approval.claim_events}",
-                          data={**data, **approval.tags()},
-                          actor=f"reviewer:{data.get('reviewer') or data.get('by')}")
+        await self._recorder.record(
+            event_type, key=f"{event_type}:{approval.key}:{approval.claim_events}",
+            data={**data, **approval.tags()},
+            actor=f"reviewer:{data.get('reviewer') or data.get('by')}")
 
-    # -- used by the pipeline workflow ----------------------------------------------------------
+    # -- what the run calls -------------------------------------------------------------------
 
     async def open_approvals(self, approvals: list[Approval]) -> None:
         """Record ``approval.requested`` for each (one call) and wait for reviewers.
@@ -347,17 +283,17 @@ class ApprovalGate:
         Their ladders are climbed by :meth:`climb`; the run takes their decisions with
         :meth:`take_decisions`.
         """
-        self._moves += 1
-        events = [{"run_id": self._run_id, "key": f"approval.requested:{a.key}",
+        self._state.moves += 1
+        events = [{"run_id": self._recorder.run_id, "key": f"approval.requested:{a.key}",
                    "type": APPROVAL_REQUESTED, "actor": "workflow",
                    "occurred_at": workflow.now().isoformat(),
-                   "data": {"pipeline": self._pipeline, "payload": a.payload,
+                   "data": {"pipeline": self._recorder.pipeline, "payload": a.payload,
                             "reason_codes": a.payload.get("review_reason_codes", []),
                             "sla_deadline": a.sla_deadline, **a.tags()}}
                   for a in approvals]
-        await self.record_batch(events, APPROVAL_REQUESTED)
-        self._open.extend(approvals)
-        await self.set_status("awaiting_approval")
+        await self._recorder.record_batch(events, APPROVAL_REQUESTED)
+        self._state.open.extend(approvals)
+        await self._recorder.set_status("awaiting_approval")
         workflow.deprecate_patch(LADDER_PATCH)  # every run climbs; older markers replay
 
     def new_approval(self, payload: dict[str, Any], *, sla: timedelta, key: str,
@@ -375,17 +311,17 @@ class ApprovalGate:
         Returns:
             Their decisions, in the order given.
         """
-        events = [{"run_id": self._run_id, "key": f"approval.decided:{a.key}",
+        events = [{"run_id": self._recorder.run_id, "key": f"approval.decided:{a.key}",
                    "type": APPROVAL_DECIDED, "occurred_at": workflow.now().isoformat(),
                    "data": {**(a.decision or {}), **a.tags()},
                    "actor": f"reviewer:{(a.decision or {}).get('decided_by')}"}
                   for a in approvals]
-        await self.record_batch(events, APPROVAL_DECIDED)
+        await self._recorder.record_batch(events, APPROVAL_DECIDED)
         for approval in approvals:
-            approval.taken_at = self._moves
-        self._open = [a for a in self._open if all(a is not t for t in approvals)]
-        if not self._open:
-            await self.set_status("running")
+            approval.taken_at = self._state.moves
+        self._state.open = [a for a in self._state.open if all(a is not t for t in approvals)]
+        if not self._state.open:
+            await self._recorder.set_status("running")
         return [dict(a.decision or {}) for a in approvals]
 
     async def request_approval(
@@ -401,7 +337,7 @@ class ApprovalGate:
             ladder: the escalation ladder (default: the default ladder with ``sla``).
 
         Returns:
-            The normalised decision dict from :meth:`check_decision` plus ``decided_by``/``note``.
+            The normalised decision dict from the policy plus ``decided_by``/``note``.
         """
         approval = self.new_approval(payload, sla=sla, key=key)
         await self.open_approvals([approval])
@@ -434,21 +370,21 @@ class ApprovalGate:
 
     async def _fire(self, rung: str, ladder: EscalationLadder, approval: Approval,
                     at_seconds: float) -> None:
-        key = approval.key
+        key, record = approval.key, self._recorder.record
         waited = {"waited_seconds": at_seconds, "claimed_by": (approval.claim or {}).get("by"),
                   **approval.tags()}
         if rung == "remind":
-            await self.record(APPROVAL_REMINDED, key=f"approval.reminded:{key}",
-                              data={**waited, "reason": "no_decision_after_t1"})
+            await record(APPROVAL_REMINDED, key=f"approval.reminded:{key}",
+                         data={**waited, "reason": "no_decision_after_t1"})
         elif rung == "reassign":
             approval.claim, approval.group = None, ladder.reassign_to_group
-            await self.record(APPROVAL_REASSIGNED, key=f"approval.reassigned:{key}:ladder",
-                              data={**waited, "group": approval.group, "assignee": None,
-                                    "by": "escalation_policy", "reason": "no_decision_after_t2"})
+            await record(APPROVAL_REASSIGNED, key=f"approval.reassigned:{key}:ladder",
+                         data={**waited, "group": approval.group, "assignee": None,
+                               "by": "escalation_policy", "reason": "no_decision_after_t2"})
         elif rung == "sla_breach":
-            approval.sla_breached = self._sla_breached = True
-            await self.record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
-                              data={**waited, "sla_seconds": at_seconds})
+            approval.sla_breached = self.sla_breached = True
+            await record(APPROVAL_SLA_BREACHED, key=f"approval.sla_breached:{key}",
+                         data={**waited, "sla_seconds": at_seconds})
         elif rung == "final":
             await self._final_action(ladder, approval, waited)
         if ladder.webhook_url:
@@ -473,61 +409,31 @@ class ApprovalGate:
                 result, reason = candidate.decision, f"policy_{action}"
             except ApplicationError as err:
                 reason = f"{action}_refused:{err.type}"
-        await self.record(APPROVAL_AUTO_DECIDED, key=f"approval.auto_decided:{approval.key}",
-                          data={**waited, "action": action, "result": result, "reason": reason})
+        await self._recorder.record(
+            APPROVAL_AUTO_DECIDED, key=f"approval.auto_decided:{approval.key}",
+            data={**waited, "action": action, "result": result, "reason": reason})
         if decision is not None:
             approval.decision = decision
 
     async def _notify(self, url: str, rung: str, waited: dict[str, Any]) -> None:
+        run_id = self._recorder.run_id
         try:
             await workflow.execute_activity(
-                notify_webhook, args=[url, {"run_id": self._run_id, "pipeline": self._pipeline,
+                notify_webhook, args=[url, {"run_id": run_id,
+                                            "pipeline": self._recorder.pipeline,
                                             "rung": rung, **waited}],
                 start_to_close_timeout=timedelta(seconds=15),
                 retry_policy=RetryPolicy(maximum_attempts=3), summary=f"notify {rung}")
         except ActivityError:
-            workflow.logger.warning("webhook failed", extra={"rung": rung, "run_id": self._run_id})
-
-    async def record(
-        self, event_type: str, *, key: str, data: dict[str, Any], actor: str = "workflow"
-    ) -> None:
-        """Append one event through the ``record_events`` activity (idempotent by ``key``)."""
-        await self.record_batch([{"run_id": self._run_id, "key": key, "type": event_type,
-                                  "data": data, "actor": actor,
-                                  "occurred_at": workflow.now().isoformat()}], event_type)
-
-    async def record_batch(self, events: list[dict[str, Any]], summary: str,
-                           hand_off: dict[str, Any] | None = None) -> Any:
-        """Append events (dicts as ``record_events`` takes them) in one call, idempotent by key.
-
-        A local activity (no task-queue round trip). ``hand_off`` (a local activity's
-        arguments are not in the history, so adding it replays) hands an Agent Server run's
-        thread on with the run's ending or pause.
-
-        Returns:
-            ``record_events``' result.
-        """
-        return await workflow.execute_local_activity(
-            record_events, args=[events, hand_off] if hand_off is not None else [events],
-            start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
-            summary=summary)
-
-    async def set_status(self, status: str) -> None:
-        """Set the in-memory status and the ``OverseerStatus`` search attribute."""
-        self._status = status
-        if self._use_search_attributes:
-            workflow.upsert_search_attributes([
-                PIPELINE_ATTRIBUTE.value_set(self._pipeline),
-                STATUS_ATTRIBUTE.value_set(status),
-            ])
+            workflow.logger.warning("webhook failed", extra={"rung": rung, "run_id": run_id})
 
     # -- internals ----------------------------------------------------------------------------
 
     def _waiting(self) -> list[Approval]:
         """Open approvals still waiting for a decision, oldest first."""
-        return [a for a in self._open if a.decision is None]
+        return [a for a in self._state.open if a.decision is None]
 
-    def _target(self, interrupt_id: str | None) -> Approval:
+    def target(self, interrupt_id: str | None) -> Approval:
         """The open approval a request names (by interrupt id), or the oldest one waiting.
 
         Raises:
@@ -535,37 +441,59 @@ class ApprovalGate:
                 the named interrupt is not waiting (answered already, or never this run's).
         """
         waiting = self._waiting()
+        run_id = self._recorder.run_id
         if interrupt_id:
             for approval in waiting:
                 if approval.interrupt_id == interrupt_id:
                     return approval
             raise ApplicationError(
                 f"interrupt {interrupt_id} was already answered or is not pending on run "
-                f"{self._run_id}",
+                f"{run_id}",
                 {"interrupt_id": interrupt_id,
                  "pending": [a.interrupt_id for a in waiting if a.interrupt_id]},
                 type="not_awaiting_approval")
         if not waiting:
             raise ApplicationError(
-                f"run {self._run_id} is not awaiting approval (status {self._status})",
-                {"status": self._status}, type="not_awaiting_approval",
+                f"run {run_id} is not awaiting approval (status {self._recorder.status})",
+                {"status": self._recorder.status}, type="not_awaiting_approval",
             )
         return waiting[0]
 
     def _validated(self, decision: DecisionInput,
                    approval: Approval | None = None) -> tuple[Approval, dict[str, Any]]:
-        approval = approval or self._target(decision.interrupt_id)
-        allowed = self.decisions(approval)
+        """The approval a decision answers and the decision as the policy normalises it.
+
+        A resume map naming several interrupts (``more_resumes``) needs each of them
+        waiting, and not claimed by someone else.
+
+        Raises:
+            ApplicationError: the refusal (see :meth:`validate_decide`).
+        """
+        approval = approval or self.target(decision.interrupt_id)
+        allowed = self._policy.decisions(approval)
         if decision.decision not in allowed:
             raise ApplicationError(
                 f"decision must be one of {', '.join(allowed)}",
                 {"decision": decision.decision}, type="invalid_decision",
             )
-        self._check_claim(approval, decision.decided_by, decision.is_admin)
-        return approval, self.check_decision(decision, approval)
+        self.check_claim(approval, decision.decided_by, decision.is_admin)
+        if approval.interrupt_id is not None:  # a budget stop is never named in a resume map
+            for interrupt_id in decision.more_resumes or {}:
+                other = self.target(interrupt_id)
+                if other is approval:
+                    raise ApplicationError(f"interrupt {interrupt_id} is named twice",
+                                           {"interrupt_id": interrupt_id},
+                                           type="not_awaiting_approval")
+                self.check_claim(other, decision.decided_by, decision.is_admin)
+        return approval, self._policy.check_decision(decision, approval)
 
-    def _check_claim(self, approval: Approval, reviewer: str, is_admin: bool) -> None:
-        """While claimed, only the claimant (or an admin) may act on the approval."""
+    @staticmethod
+    def check_claim(approval: Approval, reviewer: str, is_admin: bool) -> None:
+        """While claimed, only the claimant (or an admin) may act on the approval.
+
+        Raises:
+            ApplicationError: ``claimed_by_other``.
+        """
         holder = (approval.claim or {}).get("by")
         if holder and holder != reviewer and not is_admin:
             raise ApplicationError(f"the approval is claimed by {holder}",
@@ -579,8 +507,8 @@ class ApprovalGate:
                              "decided_by": decision.decided_by, "note": decision.note,
                              "decided_at": at}
         for interrupt_id, value in (decision.more_resumes or {}).items():
-            self._target(interrupt_id).decision = {
+            self.target(interrupt_id).decision = {
                 "decision": decision.decision, "updates": {}, "resume": value, "raw": True,
                 "decided_by": decision.decided_by, "note": decision.note, "decided_at": at}
-        self._last_note, self._moving = decision.note, True
+        self.last_note, self.moving = decision.note, True
         return approval

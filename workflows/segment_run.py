@@ -1,28 +1,32 @@
-"""``SegmentRunWorkflow``: the one workflow every run is (issue 25).
+"""``SegmentRunWorkflow``: the one workflow every run is, and its run loop.
 
 Every registered graph — the five reference pipelines and every graph of a
 ``langgraph.json`` — runs here. The workflow never runs LangGraph itself: each segment —
 the run's start, or a resume, up to the next interrupt or the end — is one heartbeating
-``run_segment`` activity (:mod:`activities.segments`) that runs LangGraph's own loop on
-``AsyncPostgresSaver``. Temporal owns what happens between segments
-(:class:`workflows.run_base.RunWorkflowBase`): segment retries (a retried segment resumes
-from its last checkpoint), every interrupt as an approval on the shared gate (ladder,
-console, claims, exactly-once decisions; ``interrupt()`` gets the decision's ``resume`` as
-sent; each of parallel interrupts is its own approval, and the run goes on with whichever
-are decided, as LangGraph does with a resume map naming some of them), the LLM budget gate (a
-segment stops before a chat-model call past the run's budget; a reviewer raises it or ends
-the run), nodes with options (each runs as its own activity with its time-out, heartbeat and
-attempts, between segments), cancellation and the run's events.
+``run_segment`` activity (:mod:`workflows.segments`, :mod:`activities.segments`) that runs
+LangGraph's own loop on ``AsyncPostgresSaver``. Temporal owns what happens between
+segments, each job in its own module, composed here:
 
-An Agent Server run's chunks go live from the segment (:mod:`overseer.token_stream`), its
-state per segment from what the activity returns. Between two segments the run continues as
-new when Temporal suggests it (its history is large): the graph's state is in LangGraph's
-checkpointer, so only the run's counters, the segment that just ended and the stream's
-newest items go along. A pipeline that splits a submission (``Pipeline.split``) runs its
-split activity first; with several parts the run starts one child run of this workflow per
-part and completes with outcome ``split``. A node placed ``run_in: workflow |
-local_activity`` (the words of Temporal's LangGraph plugin) runs inside its segment
-(docs/your-graph.md, "Runs as segments").
+- the run's carried state (:mod:`workflows.run_state`): counters and open approvals, the
+  one dataclass that goes along when the run continues as new;
+- the event log, status and webhooks (:mod:`workflows.recorder`);
+- the durable stream and the thread's state (:mod:`workflows.durable_stream`);
+- every interrupt as an approval on the shared gate (:mod:`workflows.approval`: ladder,
+  console, claims, exactly-once decisions) with the pipeline's decisions
+  (:mod:`workflows.decisions`): ``interrupt()`` gets the decision's ``resume`` as sent; each
+  of parallel interrupts is its own approval, and the run goes on with whichever are
+  decided, as LangGraph does with a resume map naming some of them;
+- the LLM budget stop (:mod:`workflows.budget`): a segment stops before a chat-model call
+  past the run's budget; a reviewer raises it or ends the run;
+- a submission split into child runs (:mod:`workflows.children`);
+- cancellation, failure and continue-as-new (here).
+
+Between two segments the run continues as new when Temporal suggests it (its history is
+large): the graph's state is in LangGraph's checkpointer, so only :class:`RunState`, the
+segment that just ended and the stream's newest items go along. Pipelines with more than a
+graph extend the run through hooks (:class:`overseer.pipelines.Pipeline`: ``make_input``,
+``split``, ``check_decision``, ``result``, ``node_snapshot``, ``stream``), never with a
+workflow of their own.
 """
 
 from __future__ import annotations
@@ -31,38 +35,46 @@ import asyncio
 import dataclasses
 from datetime import timedelta
 from types import SimpleNamespace
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
-from temporalio.workflow import ActivityCancellationType
+
+from overseer.run_types import (
+    STATUS_ATTRIBUTE,
+    ClaimInput,
+    DecisionInput,
+    GraphRunInput,
+    GraphRunResult,
+    ReassignInput,
+)
+from workflows.approval import (
+    ApprovalGate,
+    DecisionResult,
+    EscalationLadder,
+    RunStatusView,
+)
+from workflows.budget import BudgetDeniedError, BudgetGate
+from workflows.children import split_parts, start_children
+from workflows.decisions import PipelineDecisions, answer, question
+from workflows.durable_stream import DurableStream
+from workflows.recorder import RunRecorder
+from workflows.run_state import Approval, RunState
+from workflows.segments import LOCAL_SEGMENT_SECONDS, SEGMENT_HEARTBEAT_SECONDS, SegmentRunner, failure_cause
 
 with workflow.unsafe.imports_passed_through():
-    from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
-    from overseer.pipelines import NodeOptions, get_registry, node_options, placed_nodes
-    from overseer.run_types import STATUS_ATTRIBUTE, GraphRunInput, GraphRunResult
-    from workflows.run_base import (
-        DEFAULT_RECURSION_LIMIT,
-        BudgetDeniedError,
-        RunWorkflowBase,
-        failure_cause,
-        final_status,
-    )
+    from overseer.pipelines import NodeOptions, get_registry
+    from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
-SEGMENT_HEARTBEAT_SECONDS = 10.0
-"""A dead worker's segment runs again on another worker after this long (issue 25); the run
-option ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
-LOCAL_SEGMENT_SECONDS = 5.0
-"""How long a segment a pipeline calls short for its input (``Pipeline.local_segments``) may
-run as a local activity before it goes on as a heartbeating activity."""
-SEGMENT_TIMEOUT = timedelta(hours=1)
-"""Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
+DEFAULT_RECURSION_LIMIT = 100
+"""Pregel's step limit, unless the run's options set ``recursion_limit``."""
 
 
 @workflow.defn(name="SegmentRunWorkflow", sandboxed=False)
-class SegmentRunWorkflow(RunWorkflowBase):
+class SegmentRunWorkflow:
     """Drives one run as segments to a terminal status (see the module docstring).
 
     Not sandboxed: no user graph code runs in this workflow (LangGraph's loop runs in the
@@ -72,35 +84,121 @@ class SegmentRunWorkflow(RunWorkflowBase):
     round 7).
     """
 
+    @workflow.init
+    def __init__(self, inp: GraphRunInput) -> None:
+        self._inp = inp
+        self._spec = get_registry().get(inp.pipeline)
+        self._state = RunState()
+        self._recorder = RunRecorder(inp.run_id, inp.pipeline,
+                                     search_attributes=inp.search_attributes)
+        self._out = DurableStream(inp, self._state)
+        self.stream = self._out.stream
+        self._gate = ApprovalGate(self._state, self._recorder, PipelineDecisions(
+            self._spec, lambda: (self._out.snapshot or {}).get("values")))
+        self._budget = BudgetGate(self._state, self._gate, inp.options)
+        self._runner = SegmentRunner(inp.pipeline, float(inp.options.get("segment_local_seconds")
+                                                          or 0))
+        self._ladders: dict[str, asyncio.Task[None]] = {}
+        self._segments_run = 0
+        self._denied = False
+
+    # -- handlers: the approval gate, the thread's state ----------------------------------------
+
+    @workflow.update
+    async def decide(self, decision: DecisionInput) -> DecisionResult:
+        """Apply a decision; answers once the run has taken it and reached its next state."""
+        return await self._gate.decide(decision)
+
+    @decide.validator
+    def validate_decide(self, decision: DecisionInput) -> None:
+        """Refuse before history: no open approval, unknown decision, invalid field edits."""
+        self._gate.validate_decide(decision)
+
+    @workflow.signal
+    def submit_decision(self, decision: DecisionInput) -> None:
+        """Signal twin of ``decide`` for the Temporal UI/CLI; an invalid decision is logged and dropped."""
+        self._gate.submit_decision(decision)
+
+    @workflow.query
+    def get_status(self) -> RunStatusView:
+        """Current status, the oldest approval waiting for a decision and every open one."""
+        return self._gate.status_view()
+
+    @workflow.update
+    async def claim(self, request: ClaimInput) -> RunStatusView:
+        """Claim an open approval for ``request.reviewer`` (idempotent for the claimant)."""
+        return await self._gate.claim(request)
+
+    @claim.validator
+    def validate_claim(self, request: ClaimInput) -> None:
+        """Refuse: nothing open, or claimed by someone else (admins may take it over)."""
+        self._gate.validate_claim(request)
+
+    @workflow.update
+    async def release(self, request: ClaimInput) -> RunStatusView:
+        """Give the claim back to the queue."""
+        return await self._gate.release(request)
+
+    @release.validator
+    def validate_release(self, request: ClaimInput) -> None:
+        """Only the claimant or an admin may release."""
+        self._gate.validate_claim(request)
+
+    @workflow.update
+    async def reassign(self, request: ReassignInput) -> RunStatusView:
+        """Hand the approval to another reviewer and/or group."""
+        return await self._gate.reassign(request)
+
+    @reassign.validator
+    def validate_reassign(self, request: ReassignInput) -> None:
+        """Only the claimant (or anyone when unclaimed, or an admin) may reassign."""
+        self._gate.validate_reassign(request)
+
+    @workflow.query
+    def get_thread_state(self) -> dict[str, Any]:
+        """The graph's state at its last pause or end, for the Agent Server API.
+
+        ``{values, encoded, next, tasks, interrupts, checkpoint_id, parent_checkpoint_id,
+        metadata, created_at}`` (empty before the first pause) plus ``status``, ``published``
+        (stream items so far), ``marks``: ``[{offset, event, cancelled?}]`` of every ``interrupt``,
+        ``end`` and ``error`` stream item, ``decided`` (a decision was taken since the run
+        last paused: it goes on) and ``decision_note`` (the latest decision's note).
+        """
+        return self._out.thread_state(self._recorder.status, decided=self._gate.moving,
+                                      decision_note=self._gate.last_note)
+
+    @workflow.query
+    def get_final_event(self) -> dict[str, Any] | None:
+        """The pipeline stream's final event once the run has ended (None before, or without one)."""
+        return self._out.final
+
+    # -- the run loop ---------------------------------------------------------------------------
+
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
         """Run segments until the graph ends; each interrupt waits on the approval gate."""
-        self._placed_nodes: list[str] | None = None
-        self._inp, self._run_id, self._pipeline = inp, inp.run_id, inp.pipeline
-        self._use_search_attributes = inp.search_attributes
-        self._spec = get_registry().get(inp.pipeline)
-        self._budget = {"usd": inp.options.get("llm_budget_usd"),
-                        "tokens": inp.options.get("llm_budget_tokens")}
-        self._segments_run = 0
-        self._local_seconds, durability = float(inp.options.get("segment_local_seconds") or 0), "async"
-        if not self._local_seconds and self._spec.local_segments is not None and \
-                self._spec.local_segments(decode(inp.input) or {}):
+        spec, out = self._spec, self._out
+        self._state.budget = {"usd": inp.options.get("llm_budget_usd"),
+                              "tokens": inp.options.get("llm_budget_tokens")}
+        durability = "async"
+        if not self._runner.local_seconds and spec.local_segments is not None and \
+                spec.local_segments(decode(inp.input) or {}):
             # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
-            self._local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
+            self._runner.local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
         durability = str(inp.options.get("durability") or durability)  # the run's, or the operator's
-        if self._spec.stream is not None:  # the pipeline's own stream protocol (its chunks
-            # go out live from the segments, the rest from here)
-            self._run_stream = self._spec.stream(decode(inp.input) or {})
-            self._own_topic = self.stream.topic(self._run_stream.topic)
+        if spec.stream is not None:  # the pipeline's own stream protocol (its chunks go out
+            # live from the segments, the rest from here)
+            run_stream = spec.stream(decode(inp.input) or {})
+            out.use_protocol(run_stream)
             if inp.carry is None:
-                self._emit(self._run_stream.start())
+                out.emit(run_stream.start())
         if inp.carry is None:
-            self._publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
-                                       "workflow_id": workflow.info().workflow_id})
+            out.publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
+                                     "workflow_id": workflow.info().workflow_id})
         if workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":
-            self._status = "running"  # the starter set the search attributes: no upsert
+            self._recorder.status = "running"  # the starter set the search attributes: no upsert
         else:
-            await self.set_status("running")
+            await self._recorder.set_status("running")
         call = SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
                            thread_id=inp.thread_id or inp.run_id, input=inp.input,
                            durability=durability,
@@ -116,17 +214,22 @@ class SegmentRunWorkflow(RunWorkflowBase):
                            interrupt_before=inp.options.get("interrupt_before"),
                            interrupt_after=inp.options.get("interrupt_after"),
                            subgraphs=bool(inp.options.get("stream_subgraphs")),
-                           values_at_pause=self._spec.decides_on_state
-                           and inp.thread_id is None)
-        if self._spec.split and inp.carry is None and inp.parent_run_id is None and \
+                           values_at_pause=spec.decides_on_state and inp.thread_id is None)
+        if spec.split and inp.carry is None and inp.parent_run_id is None and \
                 inp.resume_from is None:  # a submission of several parts: one child run each
             graph_input = decode(inp.input)
-            parts = await self._split_parts(graph_input)
+            parts = await split_parts(spec, graph_input, self._fail)
             if len(parts) > 1:
-                return await self._start_children(graph_input, parts)
+                children = await start_children(inp, graph_input, parts, self._recorder)
+                await self._finish("completed", "split", {"children": children})
+                out.publish("end", {"status": "completed", "outcome": "split",
+                                    "children": children})
+                await self._closing()
+                return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
+                                      children=children)
         try:
             if inp.carry is not None:  # a continued run: on from where the last one stopped
-                self._restore_counters(inp.carry["counters"])
+                self._restore(RunState.from_counters(inp.carry["counters"]))
                 call = SegmentCall(**inp.carry["call"])
                 result = SegmentResult(**inp.carry["result"])
                 rounds = int(inp.carry["rounds"])
@@ -136,11 +239,12 @@ class SegmentRunWorkflow(RunWorkflowBase):
                 rounds = 0
             while result.status != "done":
                 if self._continue_as_new_due():
-                    await self._continue_segments_as_new(call, result, rounds)
+                    await self._continue_as_new(call, result, rounds)
                 if result.status == "budget":  # stopped before a chat-model call past the budget
-                    await self._within_budget(result.stopped_at or "a node", result.blocked)
+                    await self._budget.within_budget(result.stopped_at or "a node", result.blocked)
                     call.go_on, call.leg = True, call.leg + 1
-                    result = await self._segment(call, f"after budget stop {self._budget_stops}")
+                    result = await self._segment(
+                        call, f"after budget stop {self._state.budget_stops}")
                     continue
                 if result.status == "paused":  # before a node with options, or after its step
                     call.input, call.resume, call.checkpoint_id = None, None, None
@@ -151,7 +255,7 @@ class SegmentRunWorkflow(RunWorkflowBase):
                 pending = [SimpleNamespace(id=i["id"], value=i["value"])
                            for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
                 if call.stream:
-                    self._publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
+                    out.publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
                 answers = await self._ask(pending, rounds)  # the ones decided so far
                 call.input, call.resume = None, encode(answers)
                 call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
@@ -173,65 +277,28 @@ class SegmentRunWorkflow(RunWorkflowBase):
                 "node": details.get("node") if isinstance(details, dict) else None})
         values = result.values or {}
         status, outcome = (("rejected", "budget_denied") if self._denied
-                           else final_status(values, self._last_decision))
-        spec_result = self._spec.result(values) if self._spec.result else {}
+                           else final_status(values, self._state.last_decision))
+        spec_result = spec.result(values) if spec.result else {}
         if isinstance(spec_result.get("outcome"), str):
             outcome = spec_result["outcome"]
         await self._finish(status, outcome, spec_result or {"output": values})
-        self._publish("end", {"status": status, "outcome": outcome})
-        if self._run_stream is not None:
-            self._emit(self._run_stream.end(status, outcome, values))
-        self.stream.detach_pollers()
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        await self._webhooks_sent()
+        out.publish("end", {"status": status, "outcome": outcome})
+        if out.run_stream is not None:
+            out.emit(out.run_stream.end(status, outcome, values))
+        await self._closing()
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
-                              result=spec_result, final_event=self._final)
+                              result=spec_result, final_event=out.final)
 
-    def _continue_as_new_due(self) -> bool:
-        """Temporal suggests it (the history is large), or the run's options say so.
-
-        Checked between segments; ``continue_as_new_after_segments`` (tests and tuning)
-        continues after that many segments of this workflow run.
-        """
-        assert self._inp is not None
-        limit = int(self._inp.options.get("continue_as_new_after_segments") or 0)
-        return workflow.info().is_continue_as_new_suggested() or \
-            (limit > 0 and self._segments_run >= limit)
-
-    async def _continue_segments_as_new(self, call: SegmentCall, result: SegmentResult,
-                                        rounds: int) -> None:
-        """Continue as new between two segments: the graph's state is in LangGraph's checkpointer.
-
-        What goes along is the run's counters, the segment that just ended (so the new run
-        asks its interrupts or goes on as this one would have), the next segment's call and
-        the newest items of the event stream; nothing of the graph itself.
-        """
-        assert self._inp is not None
-        workflow.logger.info("continuing as new", extra={"run_id": self._inp.run_id,
-                                                         "segments": self._segments_run})
-        await self._hand_over({"counters": self._counters(), "call": dataclasses.asdict(call),
-                               "result": dataclasses.asdict(result), "rounds": rounds})
+    # -- segments -------------------------------------------------------------------------------
 
     async def _next(self, call: SegmentCall, nodes: list[str],
                     label: str = "go on") -> SegmentResult:
-        """The next segment: one step in its own activity when ``nodes`` has a node with options.
-
-        Such a node's superstep runs alone, with the node's time-out, heartbeat, attempts (or
-        the plugin's ``retry_policy``) and summary (the first such node's, in name order, when
-        a superstep has several).
-        """
-        placed = sorted(set(nodes) & set(self._placed()))
-        call.one_step = bool(placed)
-        if not placed:
+        """The next segment: one step in its own activity when ``nodes`` has a node with options."""
+        placed = self._runner.placed(call, nodes)
+        if placed is None:
             return await self._segment(call, label)
-        opts, retry = node_options(
-            get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
-        return await self._segment(call, f"node {opts.summary or placed[0]}", opts, retry)
-
-    def _placed(self) -> list[str]:
-        if self._placed_nodes is None:
-            self._placed_nodes = placed_nodes(get_registry().builder(self._pipeline))
-        return self._placed_nodes
+        opts, retry, node_label = placed
+        return await self._segment(call, node_label, opts, retry)
 
     async def _segment(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,
                        retry: RetryPolicy | None = None) -> SegmentResult:
@@ -240,15 +307,16 @@ class SegmentRunWorkflow(RunWorkflowBase):
         An Agent Server run's state goes to :meth:`get_thread_state`; its chunks went live
         from the segment itself (:mod:`overseer.token_stream`).
         """
-        if any(v is not None for v in self._budget.values()):
-            call.budget, call.spent = dict(self._budget), dict(self._spent)
-        call.stream_base = self._published  # its tokens come before its items (token_stream)
-        result = await self._run_segment(call, label, opts, retry)
+        state = self._state
+        if any(v is not None for v in state.budget.values()):
+            call.budget, call.spent = dict(state.budget), dict(state.spent)
+        call.stream_base = state.published  # its tokens come before its items (token_stream)
+        result = await self._runner.run(call, label, opts, retry)
         task = asyncio.current_task()
         if task is not None and task.cancelling():  # the run was cancelled while the segment
             raise asyncio.CancelledError  # finished before it heard: the run ends cancelled
         self._segments_run += 1
-        self._count_usage(result.usage)
+        self._budget.count_usage(result.usage)
         self._keep_state(call, result)
         return result
 
@@ -259,60 +327,161 @@ class SegmentRunWorkflow(RunWorkflowBase):
         pipeline's ``check_decision`` reads them (``SegmentCall.values_at_pause``).
         """
         if result.snapshot is not None:
-            self._snapshot = result.snapshot
+            self._out.snapshot = result.snapshot
         elif call.values_at_pause and result.values is not None:
-            self._snapshot = {"values": result.values}
+            self._out.snapshot = {"values": result.values}
 
-    async def _run_segment(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,
-                           retry: RetryPolicy | None = None) -> SegmentResult:
-        """One segment, retried by Temporal; first tried as a local activity when the run allows.
+    # -- interrupts -----------------------------------------------------------------------------
 
-        Without ``segment_local_seconds`` or a pipeline that calls the run's input short
-        (``Pipeline.local_segments``), or when the local try does not finish in time, it is
-        a heartbeating activity.
+    async def _ask(self, pending: list[Any], rounds: int) -> dict[str, Any]:
+        """Every pending interrupt is its own approval; wait until one has its decision.
 
-        A bug fails the run once, on either path. A local try that times out or fails
-        otherwise hands over to the activity, which goes on from the checkpoints the local
-        try wrote (at most the superstep it was in runs again).
+        An interrupt whose approval is open already (the run went on with another one's
+        answer and paused again on it) keeps it: its claim, its ladder and any decision
+        taken meanwhile. Each approval climbs its own ladder in its own task.
+
+        Returns:
+            ``{interrupt id: what interrupt() returns}`` for every pending interrupt decided
+            (at least one): the resume map of the next segment.
         """
-        assert self._inp is not None
-        if opts is not None:  # a node with options: its own activity, with them
-            step: SegmentResult = await workflow.execute_activity(
-                "run_segment", dataclasses.replace(
-                    call, heartbeat_seconds=opts.heartbeat_seconds or call.heartbeat_seconds),
-                result_type=SegmentResult,
-                start_to_close_timeout=timedelta(seconds=opts.timeout_seconds),
-                heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
-                                   if opts.heartbeat_seconds else None),
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                retry_policy=retry or RetryPolicy(
-                    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
-                    maximum_attempts=opts.max_attempts,
-                    non_retryable_error_types=[NODE_ERROR, "invalid_durability",
-                                               *opts.non_retryable]),
-                summary=label)
-            return step
-        local_seconds = self._local_seconds
-        if local_seconds > 0:
-            try:
-                local: SegmentResult = await workflow.execute_local_activity(
-                    "run_segment", call, result_type=SegmentResult,
-                    start_to_close_timeout=timedelta(seconds=local_seconds),
-                    retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
-                return local
-            except (ActivityError, ApplicationError) as err:
-                cause = failure_cause(err)
-                if cause is not None and cause.non_retryable:
-                    raise
-                call.go_on, call.leg = True, call.leg + 1  # the caller goes on from here too
-        result: SegmentResult = await workflow.execute_activity(
-            "run_segment", call, result_type=SegmentResult,
-            start_to_close_timeout=SEGMENT_TIMEOUT,
-            heartbeat_timeout=timedelta(seconds=call.heartbeat_seconds),
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                     maximum_interval=timedelta(seconds=30), maximum_attempts=5,
-                                     non_retryable_error_types=[NODE_ERROR,
-                                                                "invalid_durability"]),
-            summary=f"segment: {label}")
-        return result
+        gate, out, recorder = self._gate, self._out, self._recorder
+        ladder = EscalationLadder.from_options(self._inp.options)
+        sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
+        ids = [i.id for i in pending]
+        self._state.moves += 1  # the run reached its next state
+        known = {a.interrupt_id for a in self._state.open}
+        fresh = [gate.new_approval(question(i, ids), sla=sla, key=f"{rounds}:{i.id}",
+                                   interrupt_id=i.id) for i in pending if i.id not in known]
+        recorder.pause = out.paused_hand_off(  # goes with approval.requested
+            f"{rounds}:{ids[0]}", self.get_thread_state())
+        if out.run_stream is not None:
+            for approval in fresh:
+                out.emit(out.run_stream.interrupt(approval.payload))
+        if fresh:
+            await gate.open_approvals(fresh)
+        else:  # paused again on approvals open already
+            if recorder.status != "awaiting_approval":  # a continued run's
+                await recorder.set_status("awaiting_approval")
+            if recorder.pause is not None:  # the thread's pause goes on without a new request
+                hand_off, recorder.pause = recorder.pause, None
+                await recorder.record_batch([], "paused again", hand_off)
+        asking = [a for a in self._state.open if a.interrupt_id in ids]
+        gate.moving = any(a.decision is not None for a in asking)  # decided meanwhile
+        for approval in asking:
+            if approval.key not in self._ladders:
+                self._ladders[approval.key] = asyncio.create_task(gate.climb(ladder, approval))
+        decided: list[Approval] = []
+        while not decided:  # a ladder ends when its approval is decided
+            done, _ = await asyncio.wait([self._ladders[a.key] for a in asking],
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a ladder's own failure fails the run
+            decided = [a for a in asking if a.decision is not None]
+        for approval in decided:
+            self._ladders.pop(approval.key, None)
+        answers: dict[str, Any] = {}
+        for approval, decision in zip(decided, await gate.take_decisions(decided), strict=True):
+            self._state.last_decision = decision["decision"]
+            if out.run_stream is not None:
+                out.emit(out.run_stream.decision(decision))
+            answers[str(approval.interrupt_id)] = answer(decision)
+        return answers
+
+    # -- continue-as-new ------------------------------------------------------------------------
+
+    def _continue_as_new_due(self) -> bool:
+        """Temporal suggests it (the history is large), or the run's options say so.
+
+        Checked between segments; ``continue_as_new_after_segments`` (tests and tuning)
+        continues after that many segments of this workflow run.
+        """
+        limit = int(self._inp.options.get("continue_as_new_after_segments") or 0)
+        return workflow.info().is_continue_as_new_suggested() or \
+            (limit > 0 and self._segments_run >= limit)
+
+    async def _continue_as_new(self, call: SegmentCall, result: SegmentResult,
+                               rounds: int) -> NoReturn:
+        """Continue as new between two segments: the graph's state is in LangGraph's checkpointer.
+
+        What goes along is the run's :class:`RunState`, the segment that just ended (so the
+        new run asks its interrupts or goes on as this one would have), the next segment's
+        call and the newest items of the event stream; nothing of the graph itself. Waits
+        for the handlers in flight and the webhooks first.
+        """
+        workflow.logger.info("continuing as new", extra={"run_id": self._inp.run_id,
+                                                         "segments": self._segments_run})
+        carry = {"counters": self._state.counters(), "call": dataclasses.asdict(call),
+                 "result": dataclasses.asdict(result), "rounds": rounds}
+        self.stream.detach_pollers()
+        self._gate.handing_over = True  # a decide waiting for the next state answers "running"
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._recorder.webhooks_sent()
+        workflow.continue_as_new(dataclasses.replace(
+            self._inp, carry=carry, stream_state=self._out.carried(), resume_from=None))
+
+    def _restore(self, state: RunState) -> None:
+        """Go on with a continued run's state (the one instance every part holds)."""
+        for f in dataclasses.fields(RunState):
+            setattr(self._state, f.name, getattr(state, f.name))
+
+    # -- endings --------------------------------------------------------------------------------
+
+    async def _record_end(self, event_type: str, data: dict[str, Any]) -> None:
+        """``run.finished`` (and the thread's hand-off), once the ladders still climbing stop."""
+        for task in self._ladders.values():
+            task.cancel()
+        self._ladders = {}
+        await self._recorder.record_batch(
+            [{"run_id": self._inp.run_id, "key": "run.finished", "type": event_type,
+              "data": data, "actor": "workflow", "occurred_at": workflow.now().isoformat()}],
+            event_type, self._out.ending_hand_off(event_type, self.get_thread_state()))
+
+    async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
+        self._recorder.outcome = outcome
+        await self._record_end(RUN_COMPLETED, {"status": status, "outcome": outcome,
+                                               "snapshot": {**snapshot, "outcome": outcome}})
+        await self._recorder.set_status(status)
+
+    async def _closing(self) -> None:
+        """Let the stream's pollers go, finish the handlers in flight and the webhooks."""
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._recorder.webhooks_sent()
+
+    async def _cancelled(self) -> None:
+        """Record and announce a cancelled run (the caller re-raises the cancellation)."""
+        self._recorder.outcome = "cancelled"
+        await self._record_end(RUN_CANCELLED, {"status": "cancelled", "outcome": "cancelled",
+                                               "snapshot": {"outcome": "cancelled"}})
+        await self._recorder.set_status("cancelled")
+        self._out.publish("end", {"status": "cancelled", "outcome": "cancelled"})
+        if self._out.run_stream is not None:
+            self._out.emit(self._out.run_stream.cancelled())
+        await self._closing()
+
+    async def _fail(self, error: dict[str, Any]) -> NoReturn:
+        """Record and announce a failed run, then fail the workflow (non-retryable)."""
+        await self._record_end(RUN_FAILED, {"status": "failed", "outcome": None, "error": error,
+                                            "snapshot": {"outcome": None}})
+        await self._recorder.set_status("failed")
+        self._out.publish("error", error)
+        if self._out.run_stream is not None:
+            self._out.emit(self._out.run_stream.failed(error))
+        await self._closing()
+        raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
+
+
+def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
+    """``(status, outcome)`` of a finished graph.
+
+    The graph decides: a final state with ``status: "rejected"`` (or ``completed``) and a
+    string ``outcome`` says so itself. Otherwise the run is ``completed``, with the last
+    decision as its outcome (``approved``, ``rejected``, ``revised`` …) or ``completed``.
+    """
+    if isinstance(values, dict):
+        status = values.get("status")
+        outcome = values.get("outcome")
+        if status in ("completed", "rejected"):
+            return status, outcome if isinstance(outcome, str) else status
+    past = {"approve": "approved", "reject": "rejected", "revise": "revised"}
+    return "completed", past.get(last_decision or "", last_decision or "completed")

@@ -1,0 +1,129 @@
+"""Running a segment: the ``run_segment`` activity with the run's placement, time-outs and retries.
+
+A *segment* is one heartbeating ``run_segment`` activity (:mod:`activities.segments`) that
+runs LangGraph's own loop on its Postgres checkpointer from a start or a resume to the
+next interrupt or the end; a retried segment resumes from its last checkpoint. A node with
+options (node metadata ``{"overseer": {...}}``) runs its superstep alone, as its own
+activity with its time-out, heartbeat and attempts. A run may first try each segment as a
+local activity (``segment_local_seconds``, or ``Pipeline.local_segments`` for a short
+input) and go on as a heartbeating activity from the local try's checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from activities.graph_nodes import NODE_ERROR
+    from activities.segments import SegmentCall, SegmentResult
+    from overseer.pipelines import NodeOptions, get_registry, node_options, placed_nodes
+
+SEGMENT_HEARTBEAT_SECONDS = 10.0
+"""A dead worker's segment runs again on another worker after this long; the run option
+``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
+LOCAL_SEGMENT_SECONDS = 5.0
+"""How long a segment a pipeline calls short for its input (``Pipeline.local_segments``) may
+run as a local activity before it goes on as a heartbeating activity."""
+SEGMENT_TIMEOUT = timedelta(hours=1)
+"""Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
+
+
+class SegmentRunner:
+    """Runs a run's segments with its placement (see the module docstring).
+
+    Args:
+        pipeline: the run's pipeline (its graph's nodes with options are placed apart).
+        local_seconds: how long a segment is first tried as a local activity (0 = never).
+    """
+
+    def __init__(self, pipeline: str, local_seconds: float) -> None:
+        self._pipeline, self.local_seconds = pipeline, local_seconds
+        self._placed_nodes: list[str] | None = None
+
+    def placed(self, call: SegmentCall, nodes: list[str]
+               ) -> tuple[NodeOptions, RetryPolicy | None, str] | None:
+        """The options of the first node with options among ``nodes`` (name order), or None.
+
+        Sets ``call.one_step``: such a node's superstep runs alone, with the node's
+        time-out, heartbeat, attempts (or the node's ``retry_policy``) and summary.
+
+        Returns:
+            ``(options, retry policy, label)`` or None when no node of ``nodes`` has options.
+        """
+        if self._placed_nodes is None:
+            self._placed_nodes = placed_nodes(get_registry().builder(self._pipeline))
+        placed = sorted(set(nodes) & set(self._placed_nodes))
+        call.one_step = bool(placed)
+        if not placed:
+            return None
+        opts, retry = node_options(get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
+        return opts, retry, f"node {opts.summary or placed[0]}"
+
+    async def run(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,
+                  retry: RetryPolicy | None = None) -> SegmentResult:
+        """One segment, retried by Temporal; first tried as a local activity when the run allows.
+
+        A bug fails the run once, on either path. A local try that times out or fails
+        otherwise hands over to the activity, which goes on from the checkpoints the local
+        try wrote (at most the superstep it was in runs again).
+
+        Raises:
+            ActivityError, ApplicationError: the segment failed for good.
+        """
+        if opts is not None:  # a node with options: its own activity, with them
+            step: SegmentResult = await workflow.execute_activity(
+                "run_segment", dataclasses.replace(
+                    call, heartbeat_seconds=opts.heartbeat_seconds or call.heartbeat_seconds),
+                result_type=SegmentResult,
+                start_to_close_timeout=timedelta(seconds=opts.timeout_seconds),
+                heartbeat_timeout=(timedelta(seconds=opts.heartbeat_seconds)
+                                   if opts.heartbeat_seconds else None),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                retry_policy=retry or RetryPolicy(
+                    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                    maximum_attempts=opts.max_attempts,
+                    non_retryable_error_types=[NODE_ERROR, "invalid_durability",
+                                               *opts.non_retryable]),
+                summary=label)
+            return step
+        if self.local_seconds > 0:
+            try:
+                local: SegmentResult = await workflow.execute_local_activity(
+                    "run_segment", call, result_type=SegmentResult,
+                    start_to_close_timeout=timedelta(seconds=self.local_seconds),
+                    retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
+                return local
+            except (ActivityError, ApplicationError) as err:
+                cause = failure_cause(err)
+                if cause is not None and cause.non_retryable:
+                    raise
+                call.go_on, call.leg = True, call.leg + 1  # the caller goes on from here too
+        result: SegmentResult = await workflow.execute_activity(
+            "run_segment", call, result_type=SegmentResult,
+            start_to_close_timeout=SEGMENT_TIMEOUT,
+            heartbeat_timeout=timedelta(seconds=call.heartbeat_seconds),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                     maximum_interval=timedelta(seconds=30), maximum_attempts=5,
+                                     non_retryable_error_types=[NODE_ERROR,
+                                                                "invalid_durability"]),
+            summary=f"segment: {label}")
+        return result
+
+
+def failure_cause(err: BaseException) -> ApplicationError | None:
+    """The ``ApplicationError`` an activity or local activity failed with, if any.
+
+    A scheduled activity's failure arrives as ``ActivityError`` with the error as its
+    cause; a local activity's failure (sdk-core) arrives as the ``ApplicationError`` itself.
+    """
+    if isinstance(err, ApplicationError):
+        return err
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, ApplicationError) else None
