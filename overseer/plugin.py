@@ -2,31 +2,71 @@
 
 A pipeline contributes its graph, its :class:`Pipeline` entry and, optionally, its own HTTP
 routes (``Pipeline.router``) and stream protocol (:class:`RunStream`). Everything it needs
-from the runtime for those is named here, and a pipeline never imports the API
-(``services``) or the workflows (``workflows``): ``make lint`` holds it to that
-(import-linter). The names, by what they are for:
+from the runtime is named here. Of Overseer, a pipeline imports only this module and the two
+libraries it shares with the runtime, :mod:`overseer.documents` (reading and OCR) and
+:mod:`overseer.embeddings`, and it never imports the API (``services``) or the workflows
+(``workflows``): ``make lint`` holds it to that (import-linter). The names, by what they
+are for:
 
 - **the contract**: :class:`Pipeline`, :class:`RunStream`, :class:`DecisionRefusedError`
   (a refusal from ``check_decision``);
+- **errors** (:mod:`overseer.errors`): the :class:`OverseerError` family a pipeline raises
+  and catches, each with its stable code and HTTP status: :class:`InvalidRequestError`,
+  :class:`NotFoundError`, :class:`ConflictError`, :class:`DependencyUnavailableError`;
+  a model call's :class:`LLMCallError` (:class:`LLMClientError`,
+  :class:`LLMRateLimitedError`, :class:`LLMRefusedError`, :class:`LLMResponseError`) and
+  :class:`BudgetExceededError`; and :class:`BudgetStop`, which a node raises instead of a
+  call the run's LLM budget cannot pay for (:mod:`overseer.budget`);
+- **the event log** (:mod:`overseer.store.events`): :class:`NewEvent`, :func:`append_events`
+  and the event types a pipeline writes: :data:`LLM_CALLED`, :data:`ROUTE_DECIDED`,
+  :data:`REVIEW_SUGGESTED`, and :data:`RUN_SUBMITTED` / :data:`RUN_COMPLETED` for a run a
+  route answers itself;
+- **settings** (:mod:`overseer.settings`): :class:`Settings`, :func:`get_settings`;
+- **artifacts** (:mod:`overseer.store.artifacts`): :func:`store_artifact`,
+  :func:`load_artifact`, and a document's pages read once (:func:`cached_pages`,
+  :func:`cache_pages`);
+- **options** (:mod:`overseer.catalogue`): :func:`approval_ladder_options` for a pipeline's
+  options snapshot, :func:`request_options` (a request's per-run options);
 - **the run service** (:mod:`overseer.runs`): :func:`submit_run` with :class:`Upload`
   (a ``/v1``-shaped submission), or, for a route that records its own submission,
-  :func:`run_options` and :func:`start_or_record`; :func:`decide` (a person's
-  decision through the run's gate; :func:`send_update` for claims),
-  :func:`cancel_run_workflow`, :func:`visible_run` (a run the caller may read,
-  :class:`RunRef`);
+  :class:`GraphRunInput` (its input :func:`encode`-d), :func:`run_options` and
+  :func:`start_or_record`; :func:`decide` (a person's decision through the run's gate;
+  :func:`send_update` for claims), :func:`cancel_run_workflow`, :func:`visible_run` (a run
+  the caller may read, :class:`RunRef`);
 - **a run's stream** (:mod:`overseer.token_stream`): :func:`durable_items` and
   :func:`merge_live` read the workflow's durable stream and the run's live rows in one
   order; :func:`count_own` counts a stream protocol's live events;
 - **HTTP routes** (:mod:`overseer.web`): the dependencies (``PoolDep``, ``SettingsDep``,
   ``TemporalDep``, ``PrincipalDep``, ``SubmitterDep``, ``ReviewerDep``), the caller
   (:class:`Principal`), bounded uploads (:func:`read_bounded`, :func:`parse_metadata`)
-  and the ``202`` answer (:class:`RunAccepted`).
+  and the ``202`` answer (:class:`RunAccepted`). The names of :mod:`overseer.web` are
+  imported on first use: a worker loads every pipeline's graph, and with it this module,
+  but serves no route, so it does not import FastAPI.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from overseer.access import Principal
+from overseer.budget import BudgetStop
+from overseer.catalogue import approval_ladder_options, request_options
+from overseer.errors import (
+    BudgetExceededError,
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    LLMCallError,
+    LLMClientError,
+    LLMRateLimitedError,
+    LLMRefusedError,
+    LLMResponseError,
+    NotFoundError,
+    OverseerError,
+)
+from overseer.graph_codec import encode
 from overseer.pipelines import DecisionRefusedError, Pipeline, RunStream
+from overseer.run_types import GraphRunInput
 from overseer.runs import (
     RunRef,
     Upload,
@@ -38,21 +78,72 @@ from overseer.runs import (
     submit_run,
     visible_run,
 )
-from overseer.token_stream import count_own, durable_items, merge_live
-from overseer.web import (
-    PoolDep,
-    PrincipalDep,
-    ReviewerDep,
-    RunAccepted,
-    SettingsDep,
-    SubmitterDep,
-    TemporalDep,
-    parse_metadata,
-    read_bounded,
+from overseer.settings import Settings, get_settings
+from overseer.store.artifacts import cache_pages, cached_pages, load_artifact, store_artifact
+from overseer.store.events import (
+    LLM_CALLED,
+    REVIEW_SUGGESTED,
+    ROUTE_DECIDED,
+    RUN_COMPLETED,
+    RUN_SUBMITTED,
+    NewEvent,
+    append_events,
 )
+from overseer.token_stream import count_own, durable_items, merge_live
+
+if TYPE_CHECKING:
+    from overseer.web import (
+        PoolDep,
+        PrincipalDep,
+        ReviewerDep,
+        RunAccepted,
+        SettingsDep,
+        SubmitterDep,
+        TemporalDep,
+        parse_metadata,
+        read_bounded,
+    )
+
+_HTTP_NAMES = frozenset({"PoolDep", "PrincipalDep", "ReviewerDep", "RunAccepted", "SettingsDep",
+                         "SubmitterDep", "TemporalDep", "parse_metadata", "read_bounded"})
+"""The names of :mod:`overseer.web`, imported on first use (see the module docstring)."""
+
+if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would hide typos
+
+    def __getattr__(name: str) -> Any:
+        """An HTTP route name (:data:`_HTTP_NAMES`) from :mod:`overseer.web`, imported now.
+
+        Raises:
+            AttributeError: ``name`` is not a name of this module.
+        """
+        if name in _HTTP_NAMES:
+            from overseer import web
+
+            return getattr(web, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
+    "LLM_CALLED",
+    "REVIEW_SUGGESTED",
+    "ROUTE_DECIDED",
+    "RUN_COMPLETED",
+    "RUN_SUBMITTED",
+    "BudgetExceededError",
+    "BudgetStop",
+    "ConflictError",
     "DecisionRefusedError",
+    "DependencyUnavailableError",
+    "GraphRunInput",
+    "InvalidRequestError",
+    "LLMCallError",
+    "LLMClientError",
+    "LLMRateLimitedError",
+    "LLMRefusedError",
+    "LLMResponseError",
+    "NewEvent",
+    "NotFoundError",
+    "OverseerError",
     "Pipeline",
     "PoolDep",
     "Principal",
@@ -61,20 +152,30 @@ __all__ = [
     "RunAccepted",
     "RunRef",
     "RunStream",
+    "Settings",
     "SettingsDep",
     "SubmitterDep",
     "TemporalDep",
     "Upload",
+    "append_events",
+    "approval_ladder_options",
+    "cache_pages",
+    "cached_pages",
     "cancel_run_workflow",
     "count_own",
     "decide",
     "durable_items",
+    "encode",
+    "get_settings",
+    "load_artifact",
     "merge_live",
     "parse_metadata",
     "read_bounded",
+    "request_options",
     "run_options",
     "send_update",
     "start_or_record",
+    "store_artifact",
     "submit_run",
     "visible_run",
 ]

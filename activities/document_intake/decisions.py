@@ -12,7 +12,7 @@ from typing import Any
 
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import can_approve_record, validate_updates
-from overseer.pipelines import DecisionRefusedError
+from overseer.plugin import DecisionRefusedError
 
 
 def check_decision(payload: Mapping[str, Any], decision: Mapping[str, Any],

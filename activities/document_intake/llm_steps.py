@@ -24,9 +24,8 @@ from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import normalise_value, validate_value
 from activities.llm import LLMContext, call_json, extraction_messages
 from activities.runtime import get_runtime
-from overseer.budget import BudgetStop
 from overseer.documents import PageText
-from overseer.errors import BudgetExceededError, LLMCallError, LLMResponseError
+from overseer.plugin import BudgetExceededError, BudgetStop, LLMCallError, LLMResponseError
 
 LLM_MAX_ATTEMPTS = 3
 """Attempts of an LLM-calling node (its Temporal retry policy says the same)."""

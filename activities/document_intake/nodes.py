@@ -52,7 +52,7 @@ from activities.events import append_from_activity
 from activities.llm import llm_enabled
 from activities.runtime import get_runtime
 from overseer.documents import PageText
-from overseer.store.events import REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
+from overseer.plugin import REVIEW_SUGGESTED, ROUTE_DECIDED, NewEvent
 
 # --- run_pipeline -------------------------------------------------------------------------------
 

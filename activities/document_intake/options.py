@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from overseer.catalogue import approval_ladder_options
-from overseer.settings import Settings
+from overseer.plugin import Settings, approval_ladder_options
 
 
 def document_intake_options(settings: Settings) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from overseer.documents import (
     PageText,
     extract_pages,
 )
-from overseer.store.artifacts import cache_pages, cached_pages, load_artifact
+from overseer.plugin import cache_pages, cached_pages, load_artifact
 
 
 def limits_from_options(options: dict[str, Any]) -> DocumentLimits:

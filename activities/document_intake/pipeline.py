@@ -16,7 +16,7 @@ from typing import Any
 from activities.document_intake.assess import public_snapshot
 from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
-from overseer.pipelines import Pipeline
+from overseer.plugin import Pipeline
 
 SHORT_TEXT_LAYER_PAGES = 10
 """A text-layer document of at most this many pages is split, and its segments run, in local
@@ -48,7 +48,7 @@ def make_input(ctx: Any) -> dict[str, Any]:
     """
     from activities.document_intake.options import document_intake_options
     from activities.document_intake.schema import load_field_schema
-    from overseer.catalogue import request_options
+    from overseer.plugin import request_options
 
     options = {**document_intake_options(ctx.settings), **request_options(ctx.metadata)}
     return initial_state(ctx.run_id, ctx.document, options,

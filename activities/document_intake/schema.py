@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from overseer.errors import OverseerError
+from overseer.plugin import OverseerError
 
 __all__ = [
     "DEFAULT_SCHEMA_FILE",

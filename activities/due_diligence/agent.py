@@ -242,7 +242,7 @@ def unusable_reply(reply: Any, *, used_tools: bool) -> Exception | None:
         whose only tool calls could not be read; None otherwise (tool calls, or "done"
         after tools were used).
     """
-    from overseer.errors import LLMRefusedError, LLMResponseError
+    from overseer.plugin import LLMRefusedError, LLMResponseError
 
     meta = getattr(reply, "response_metadata", None) or {}
     extra = getattr(reply, "additional_kwargs", None) or {}
@@ -293,7 +293,7 @@ async def _call(bound: Any, messages: list[BaseMessage], *, run_id: str, node: s
     from temporalio import activity
 
     from activities.llm import classify_error, price_usd
-    from overseer.store.events import LLM_CALLED, NewEvent
+    from overseer.plugin import LLM_CALLED, NewEvent
 
     try_no = activity.info().attempt if activity.in_activity() else 1
     base = {"task": "extraction", "model": model, "node": node, "step": attempt,
@@ -336,6 +336,6 @@ def _settings() -> Any:
     try:
         return get_runtime().settings
     except RuntimeError:
-        from overseer.settings import Settings
+        from overseer.plugin import Settings
 
         return Settings()

@@ -6,7 +6,7 @@ from activities.due_diligence.graph import AGENTS, build_due_diligence_graph
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.report import render_report
 from activities.due_diligence.strategies import run_result
-from overseer.pipelines import Pipeline
+from overseer.plugin import Pipeline
 
 PIPELINE = Pipeline(
     name="due_diligence",

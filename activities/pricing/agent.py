@@ -33,7 +33,7 @@ from typing import Any
 from activities.pricing.catalog import Catalog
 from activities.pricing.stream import RULES, chunks, final, token, tool_call
 from activities.pricing.tools import describe_item_answer
-from overseer.store.events import LLM_CALLED, NewEvent
+from overseer.plugin import LLM_CALLED, NewEvent
 
 log = logging.getLogger("overseer.pricing.agent")
 
@@ -112,7 +112,7 @@ async def single_agent(message: str, catalog: Catalog, options: dict[str, Any], 
 
 def stream_error_code(failure: Any) -> str:
     """The stream contract's code for an LLM failure: ``rate_limit`` for a 429, else its code."""
-    from overseer.errors import LLMRateLimitedError
+    from overseer.plugin import LLMRateLimitedError
 
     return "rate_limit" if isinstance(failure, LLMRateLimitedError) else str(failure.code)
 

@@ -34,6 +34,7 @@ from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import Catalog, current_catalog
 from activities.pricing.options import pricing_options
+from activities.pricing.pipeline import PIPELINE as PRICING
 from activities.pricing.router import RouteDecision, classify_with_llm, decide_route, resolve_scope
 from activities.pricing.run import initial_state
 from activities.pricing.schemas import (
@@ -46,40 +47,35 @@ from activities.pricing.schemas import (
 )
 from activities.pricing.settings import get_pricing_settings
 from activities.pricing.tools import TOOLS
-from overseer.catalogue import get_pipeline
-from overseer.errors import (
+from overseer.plugin import (
+    LLM_CALLED,
+    RUN_COMPLETED,
+    RUN_SUBMITTED,
     ConflictError,
     DependencyUnavailableError,
+    GraphRunInput,
     InvalidRequestError,
+    NewEvent,
     NotFoundError,
-)
-from overseer.graph_codec import encode
-from overseer.plugin import (
     PoolDep,
     Principal,
     PrincipalDep,
     ReviewerDep,
+    Settings,
     SettingsDep,
     SubmitterDep,
     TemporalDep,
+    append_events,
     cancel_run_workflow,
     count_own,
     decide,
     durable_items,
+    encode,
     merge_live,
     run_options,
     start_or_record,
+    store_artifact,
     visible_run,
-)
-from overseer.run_types import GraphRunInput
-from overseer.settings import Settings
-from overseer.store.artifacts import store_artifact
-from overseer.store.events import (
-    LLM_CALLED,
-    RUN_COMPLETED,
-    RUN_SUBMITTED,
-    NewEvent,
-    append_events,
 )
 
 log = logging.getLogger("overseer.api.chat")
@@ -368,14 +364,13 @@ async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal,
     ``run.submitted``, every model attempt (``llm.called``), ``run.completed``; a model
     failure that fell back to the rules answer is in the snapshot's ``fallback``.
     """
-    spec = get_pipeline(PIPELINE)
     async with pool.acquire() as conn:
         await append_events(conn, [
             NewEvent(run_id=run_id, key="run.submitted", type=RUN_SUBMITTED,
                      actor=f"api:{principal.subject}",
                      # The id its workflow would have: none exists, so Temporal answers
                      # NOT_FOUND to anything sent there (the admin API's 409), never a 5xx.
-                     data={"pipeline": spec.name, "workflow_id": spec.workflow_id(run_id),
+                     data={"pipeline": PRICING.name, "workflow_id": PRICING.workflow_id(run_id),
                            "submitted_by": principal.subject,
                            "input": {"message": body.message, "session_id": body.session_id,
                                      "path": "single_agent", "route": route.to_dict(),
@@ -401,8 +396,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                              model: str, reason: str, hint: str | None,
                              idempotency_key: str | None) -> None:
     """Snapshot the catalog, record ``run.submitted`` and start the workflow (idempotent by key)."""
-    spec = get_pipeline(PIPELINE)
-    workflow_id = spec.workflow_id(run_id)
+    workflow_id = PRICING.workflow_id(run_id)
     data = catalog.to_csv()
     async with pool.acquire() as conn, conn.transaction():
         existing = await conn.fetchrow("SELECT input FROM runs WHERE run_id = $1",
@@ -414,7 +408,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                              filename="catalog.csv", content_type="text/csv")
         await append_events(conn, [NewEvent(
             run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{principal.subject}",
-            data={"pipeline": spec.name, "workflow_id": workflow_id,
+            data={"pipeline": PRICING.name, "workflow_id": workflow_id,
                   "submitted_by": principal.subject, "idempotency_key": idempotency_key,
                   "input": {"message": body.message, "session_id": body.session_id,
                             "path": "orchestrator", "route": route.to_dict(), "scope": scope,
@@ -476,7 +470,7 @@ async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_off
 async def _durable_events(temporal: Any, run_id: str, poll_cooldown: timedelta,
                           max_errors: int) -> AsyncIterator[tuple[Any, ...]]:
     """The workflow's stream from offset 0: ``("item", offset, event)``, or a last error event."""
-    workflow_id = get_pipeline(PIPELINE).workflow_id(run_id)
+    workflow_id = PRICING.workflow_id(run_id)
     async for entry in durable_items(
             temporal, workflow_id, events.STREAM_TOPIC,
             lambda _, data: isinstance(data, dict) and bool(data.get("done")),

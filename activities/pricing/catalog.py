@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.pricing.settings import PricingSettings, get_pricing_settings
-from overseer.errors import InvalidRequestError
+from overseer.plugin import InvalidRequestError
 
 DEFAULT_TIERS: tuple[str, ...] = ("new", "exchange", "repair", "usm")
 """Tier order, highest first (seed 003 AC4: New > Exchange > Repair > USM)."""
@@ -406,7 +406,7 @@ def _main(argv: Sequence[str]) -> int:
     if argv[:1] == ["import"] and len(argv) >= 2:
         import asyncpg
 
-        from overseer.settings import get_settings
+        from overseer.plugin import get_settings
 
         table = argv[3] if len(argv) >= 4 and argv[2] == "--table" else "pricing_catalog"
         catalog = parse_catalog_csv(Path(argv[1]).read_bytes())

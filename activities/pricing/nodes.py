@@ -20,7 +20,7 @@ from activities.pricing import tools
 from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
 from activities.pricing.stream import RULES, chunks, token
-from overseer.store.events import ROUTE_DECIDED, NewEvent
+from overseer.plugin import ROUTE_DECIDED, NewEvent
 
 log = logging.getLogger("overseer.pricing")
 
@@ -133,7 +133,7 @@ async def _model_report(state: PricingState, model_name: str, facts: str, sink: 
     from langchain_core.messages import AIMessage, HumanMessage
 
     from activities.pricing.reporter import REASK, invented_numbers
-    from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError
+    from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError
 
     history: list[Any] = []
     problem: dict[str, str] | None = None
@@ -192,7 +192,7 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
 
     from activities.events import append_from_activity
     from activities.llm import chat_model, classify_error, price_usd
-    from overseer.store.events import LLM_CALLED
+    from overseer.plugin import LLM_CALLED
 
     model = chat_model(settings, model_name)
     if model is None:

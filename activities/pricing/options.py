@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from activities.pricing.settings import get_pricing_settings
-from overseer.catalogue import approval_ladder_options
-from overseer.settings import Settings
+from overseer.plugin import Settings, approval_ladder_options
 
 
 def pricing_options(settings: Settings) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from activities.pricing.graph import build_pricing_graph
 from activities.pricing.run import PricingStream, check_decision, node_snapshot, result
-from overseer.pipelines import Pipeline
+from overseer.plugin import Pipeline
 
 
 def build_router() -> Any:

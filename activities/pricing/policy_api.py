@@ -8,8 +8,7 @@ from activities.pricing.catalog import current_catalog
 from activities.pricing.options import pricing_options
 from activities.pricing.policy import PolicyConfig, PolicyReport, check_all_policies
 from activities.pricing.schemas import PolicyCheckRequest, PolicyCheckResponse
-from overseer.errors import InvalidRequestError, NotFoundError
-from overseer.plugin import PoolDep, PrincipalDep, SettingsDep
+from overseer.plugin import InvalidRequestError, NotFoundError, PoolDep, PrincipalDep, SettingsDep
 
 router = APIRouter(prefix="/api/v1/policy", tags=["policy"])
 

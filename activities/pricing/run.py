@@ -23,7 +23,7 @@ from typing import Any
 from activities.pricing import stream as events
 from activities.pricing.graph import NODE_TOOLS, STEP_NODES
 from activities.pricing.policy import PolicyConfig, check_all_policies
-from overseer.pipelines import DecisionRefusedError, RunStream
+from overseer.plugin import DecisionRefusedError, RunStream
 
 WORKER_STEPS = {node: step for step, node in STEP_NODES.items()}
 """Node name → plan step."""

@@ -23,7 +23,7 @@ from activities.pricing.policy import PolicyConfig, check_all_policies
 from activities.pricing.sensitivity import sensitivity_analysis
 from activities.pricing.sensitivity import summarise as summarise_sensitivity
 from activities.pricing.stream import VIOLATIONS_IN_STREAM
-from overseer.errors import NotFoundError
+from overseer.plugin import NotFoundError
 
 TOOLS: list[dict[str, str]] = [
     {"name": "optimize_price",

@@ -20,8 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from temporalio import activity
 
 from activities.llm import LLMContext, call_json, llm_enabled
-from overseer.errors import LLMResponseError
-from overseer.settings import Settings
+from overseer.plugin import LLMResponseError, Settings
 
 NODE = "resume_drafting_agent"
 

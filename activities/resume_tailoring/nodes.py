@@ -259,7 +259,7 @@ async def finalization_agent(state: ResumeState) -> dict[str, Any]:
 
 async def _model_draft(state: ResumeState, base: dict[str, Any], job: dict[str, Any],
                        directives: list[dict[str, Any]], revision: int) -> dict[str, Any]:
-    from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError
+    from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError
 
     try:
         result = await llm_drafting.draft_with_model(state, base, job, directives)

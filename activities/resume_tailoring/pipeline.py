@@ -19,7 +19,7 @@ from activities.resume_tailoring.graph import (
     DEFAULT_TARGET_ATS,
     build_resume_tailoring_graph,
 )
-from overseer.pipelines import DecisionRefusedError, Pipeline
+from overseer.plugin import DecisionRefusedError, Pipeline
 
 MAX_TEXT_CHARS = 100_000
 

@@ -21,8 +21,7 @@ from activities.thematic_analysis import nlp
 from activities.thematic_analysis.dataset import Corpus
 from activities.thematic_analysis.identities import Identity
 from activities.thematic_analysis.options import ThematicOptions
-from overseer.errors import OverseerError
-from overseer.pipelines import DecisionRefusedError
+from overseer.plugin import DecisionRefusedError, OverseerError
 
 
 class CodingFailedError(OverseerError):

@@ -29,7 +29,7 @@ from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
-from overseer.errors import OverseerError
+from overseer.plugin import OverseerError
 
 REQUIRED_COLUMNS = ("interaction_id", "account_id", "occurred_at", "text")
 MAX_REPORTED_PROBLEMS = 10
@@ -248,7 +248,7 @@ ArtifactLoader = Callable[[str], Awaitable[bytes]]
 
 async def _postgres_loader(sha: str) -> bytes:
     from activities.runtime import get_runtime
-    from overseer.store.artifacts import load_artifact
+    from overseer.plugin import load_artifact
 
     content, _kind = await load_artifact(get_runtime().pool, sha)
     return content

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from overseer.errors import OverseerError
+from overseer.plugin import OverseerError
 
 DEFAULT_IDENTITIES_PATH = Path(__file__).with_name("identities.yaml")
 IDENTITIES_PATH_ENV = "OVERSEER_THEMATIC_IDENTITIES_PATH"

@@ -73,7 +73,7 @@ def settings() -> Any:
     try:
         return get_runtime().settings
     except RuntimeError:
-        from overseer.settings import Settings
+        from overseer.plugin import Settings
 
         return Settings()
 
@@ -201,7 +201,7 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
             ``llm_calls`` entries of every reply that came back (``err.llm_calls``).
     """
     from activities.llm import LLMContext, call_json
-    from overseer.errors import LLMResponseError
+    from overseer.plugin import LLMResponseError
 
     ctx = LLMContext(run_id=run_id, node=node, step=0, budget_usd=options.llm_budget_usd,
                      budget_tokens=options.llm_budget_tokens, hint=options.llm_model_hint)

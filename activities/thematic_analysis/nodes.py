@@ -45,7 +45,7 @@ from activities.thematic_analysis.llm_steps import (
     model_theme_coder,
 )
 from activities.thematic_analysis.options import ThematicOptions, run_options
-from overseer.errors import LLMClientError, LLMRefusedError, LLMResponseError, OverseerError
+from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError, OverseerError
 
 log = logging.getLogger("overseer.thematic_analysis")
 
@@ -483,7 +483,7 @@ async def _persist_checkpoint(state: dict[str, Any], entry: dict[str, Any]) -> b
         if not activity.in_activity() or not state.get("run_id"):
             return False
         from activities.events import append_from_activity
-        from overseer.store.events import NewEvent
+        from overseer.plugin import NewEvent
 
         await append_from_activity([NewEvent(
             run_id=state["run_id"], key=f"{CHECKPOINT_RECORDED}:{entry['stage']}:{entry['status']}",

@@ -8,7 +8,7 @@ from typing import Any
 from activities.thematic_analysis.coding import check_decision
 from activities.thematic_analysis.graph import build_thematic_analysis_graph
 from activities.thematic_analysis.options import ThematicOptions
-from overseer.pipelines import Pipeline
+from overseer.plugin import Pipeline
 
 
 async def quotes(state: Mapping[str, Any], ids: list[str]) -> dict[str, str]:

@@ -26,7 +26,7 @@ from activities.thematic_analysis.coding import code_members
 from activities.thematic_analysis.dataset import Corpus
 from activities.thematic_analysis.identities import Identity
 from activities.thematic_analysis.options import ThematicOptions
-from overseer.errors import OverseerError
+from overseer.plugin import OverseerError
 
 CODE_SENTENCES_FOR_VECTOR = 60
 SENTIMENT_SAMPLE = 1000
