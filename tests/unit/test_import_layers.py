@@ -22,3 +22,20 @@ def test_every_import_contract_is_kept() -> None:
                           timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "0 broken" in done.stdout and "7 kept" in done.stdout
+
+
+def test_the_plugin_contract_forbids_every_runtime_module_but_the_plugin_api() -> None:
+    """A new module of ``overseer`` is forbidden to pipelines until someone says otherwise."""
+    import pkgutil
+    import tomllib
+
+    import overseer
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"]
+                    if c["name"].startswith("Pipelines import the runtime only"))
+    allowed = {"overseer.plugin", "overseer.documents", "overseer.embeddings"}
+    modules = {f"overseer.{m.name}" for m in pkgutil.iter_modules(overseer.__path__)}
+    assert allowed <= modules
+    assert modules - allowed <= set(contract["forbidden_modules"]), \
+        sorted(modules - allowed - set(contract["forbidden_modules"]))
