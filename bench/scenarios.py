@@ -511,7 +511,8 @@ async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResul
     approved, timed until completed (``approve_to_done_s``), with the stack's CPU per run.
     What chose the pipeline's runtime (docs/performance.md).
     """
-    from overseer.runs import send_update, submit_run
+    from overseer.run_decisions import send_update
+    from overseer.runs import submit_run
 
     res = ScenarioResult("resume_tailoring_review", "s submit → review question",
                          higher_is_better=False)
@@ -590,8 +591,8 @@ async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     from activities.pricing.router import decide_route, resolve_scope
     from activities.pricing.run import initial_state
     from overseer.graph_codec import encode
+    from overseer.run_decisions import send_update
     from overseer.run_types import GraphRunInput
-    from overseer.runs import send_update
     from overseer.store.artifacts import store_artifact
     from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from overseer.settings import Settings
+from overseer.settings import Settings, get_settings
 
 
 async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
@@ -21,8 +21,6 @@ async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
     LangGraph's own.
     """
     from activities.segments import compiled
-    from overseer.settings import get_settings
-
     return await compiled(pipeline, database_url=str((settings or get_settings()).database_url))
 
 

@@ -27,8 +27,9 @@ are for:
   :func:`cache_pages`);
 - **options** (:mod:`overseer.catalogue`): :func:`approval_ladder_options` for a pipeline's
   options snapshot, :func:`request_options` (a request's per-run options);
-- **the run service** (:mod:`overseer.runs`): :func:`submit_run` with :class:`Upload`
-  (a ``/v1``-shaped submission), or, for a route that records its own submission,
+- **the run service** (:mod:`overseer.runs`, :mod:`overseer.run_decisions`):
+  :func:`submit_run` with :class:`Upload` (a ``/v1``-shaped submission), or, for a route
+  that records its own submission,
   :class:`GraphRunInput` (its input :func:`encode`-d), :func:`run_options` and
   :func:`start_or_record`; :func:`decide` (a person's decision through the run's gate;
   :func:`send_update` for claims), :func:`cancel_run_workflow`, :func:`visible_run` (a run
@@ -66,14 +67,13 @@ from overseer.errors import (
 )
 from overseer.graph_codec import encode
 from overseer.pipelines import DecisionRefusedError, Pipeline, RunStream
+from overseer.run_decisions import decide, send_update
 from overseer.run_types import GraphRunInput
 from overseer.runs import (
     RunRef,
     Upload,
     cancel_run_workflow,
-    decide,
     run_options,
-    send_update,
     start_or_record,
     submit_run,
     visible_run,

@@ -15,6 +15,7 @@ from typing import Any
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import Pipeline, get_registry
+from overseer.runs import input_keys
 
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools", "events")
 """LangGraph's own chunks the segment writes live when the run asks for them
@@ -194,7 +195,6 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
     """
     from langgraph.types import Command
 
-    from overseer.runs import input_keys
 
     command = body.get("command") or {}
     if "resume" in command:  # a thread's next tasks, resumed (create_run: no run waits)

@@ -24,7 +24,9 @@ from overseer.errors import OverseerError
 from overseer.graph_codec import encode, to_jsonable
 from overseer.pipelines import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
-from overseer.settings import Settings
+from overseer.run_types import GraphRunInput
+from overseer.runs import run_options, start_run_workflow
+from overseer.settings import Settings, get_settings
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from overseer.thread_sync import cancel_thread_run, cancel_workflow, refresh, save_snapshot
 from overseer.threads import ACTIVE_RUN_STATUSES, get_thread, parse_json, parse_uuid, run_view
@@ -59,8 +61,6 @@ async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     paused on an interrupt with runs queued behind it drops the interrupt first, as new
     input on a paused thread does.
     """
-    from overseer.settings import get_settings
-
     settings = settings or get_settings()
     for _ in range(3):
         row = await refresh(pool, temporal, thread_id)
@@ -183,9 +183,6 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
-    from overseer.run_types import GraphRunInput
-    from overseer.runs import run_options, start_run_workflow
-
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
                               run["thread_id"])
     if row is None or row["last_run_id"] != run["run_id"]:

@@ -31,10 +31,11 @@ from overseer.errors import (
     InvalidRequestError,
     NotAwaitingApprovalError,
     NotFoundError,
+    PermissionDeniedError,
 )
 from overseer.pipelines import Pipeline, get_registry
 from overseer.run_body import check_run_body, check_webhook, graph_input, resume_target, run_kwargs
-from overseer.runs import decide
+from overseer.run_decisions import decide
 from overseer.settings import Settings
 from overseer.thread_queue import advance_queue, sync_thread
 from overseer.thread_sync import cancel_thread_run, query_state, refresh, segment_status, thread_status
@@ -139,8 +140,6 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         PermissionDeniedError: the role may not do this (403).
         InvalidRequestError: malformed input or strategy (422).
     """
-    from overseer.errors import PermissionDeniedError
-
     pipeline = resolve_assistant(str(body.get("assistant_id") or ""))
     command = body.get("command") or {}
     resuming = "resume" in command
@@ -199,14 +198,14 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
     """A ``command.resume``: a run that is ``principal``'s decision on the thread's interrupt.
 
     The decision goes through the run's gate like every person's decision
-    (:func:`overseer.runs.decide`, answered as soon as the gate has taken it); the run's
+    (:func:`overseer.run_decisions.decide`, answered as soon as the gate has taken it); the run's
     row is written first, so the workflow's hand-offs see it. The interrupt is on the
     stream a moment before its approval opens: a refusal in that moment is tried again
     for up to 10 s.
 
     Raises:
         NotAwaitingApprovalError: nothing waits, or someone else answered first (409).
-        The other refusals of :func:`overseer.runs.send_update` (409, 422, 503).
+        The other refusals of :func:`overseer.run_decisions.send_update` (409, 422, 503).
     """
     if row["last_run_id"] is None or row["graph_id"] is None:
         raise NotAwaitingApprovalError(f"thread {row['thread_id']} has no pending interrupt",

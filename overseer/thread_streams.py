@@ -27,6 +27,7 @@ from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, stream_modes
+from overseer.run_types import STREAM_TOPIC
 from overseer.thread_queue import advance_queue, run_error, sync_thread
 from overseer.thread_sync import refresh, workflow_closed
 from overseer.threads import (
@@ -86,7 +87,6 @@ async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
     one ``("fail", sse id, error payload)`` entry when the stream ends without one or
     Temporal cannot be read.
     """
-    from overseer.run_types import STREAM_TOPIC
 
     def ending(offset: int, data: Any) -> bool:
         return isinstance(data, dict) and data.get("event") in RUN_ENDINGS \

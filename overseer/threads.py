@@ -37,6 +37,7 @@ from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
 from overseer.errors import ConflictError, NotFoundError
 from overseer.pipelines import get_registry
 from overseer.runs import cancel_run_workflow
+from overseer.token_stream import delete_tokens
 
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
 
@@ -179,8 +180,6 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     if segments:
         await segments_app(row["graph_id"])  # LangGraph's tables exist
     async with pool.acquire() as conn, conn.transaction():
-        from overseer.token_stream import delete_tokens
-
         await delete_tokens(conn, [r["workflow_run_id"] for r in await conn.fetch(
             "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
             row["thread_id"])])  # the tokens its runs streamed (overseer.token_stream)

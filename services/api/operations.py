@@ -1,7 +1,7 @@
 """What the approval routes and the review console do: decide, claim, release, reassign, list.
 
 HTTP-free: every operation talks to the run's workflow through the run service's one
-update path (:func:`overseer.runs.send_update`), so validation lives in the workflow's
+update path (:func:`overseer.run_decisions.send_update`), so validation lives in the workflow's
 validators and every refusal comes back with the same stable code wherever it was sent.
 """
 
@@ -15,8 +15,8 @@ from temporalio.client import Client
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.pipelines import get_registry
+from overseer.run_decisions import decide, send_update
 from overseer.run_types import ClaimInput, ReassignInput
-from overseer.runs import decide, send_update
 from services.api.readmodels import approval_view, parse_run_id
 from services.api.schemas import ApprovalView, DecisionRequest, DecisionResponse, ReassignRequest
 

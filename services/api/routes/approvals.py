@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from overseer.runs import ClaimedByOtherError
+from overseer.run_decisions import ClaimedByOtherError
 from overseer.web import PoolDep, ReviewerDep, TemporalDep
 from services.api.operations import (
     claim_run,
