@@ -160,7 +160,7 @@ def progress_snapshot(node: str, progress_nodes: list[str] | tuple[str, ...],
 
     Args:
         node: the node that finished.
-        progress_nodes: the pipeline's ordered progress nodes (``Pipeline.progress_nodes``).
+        progress_nodes: the pipeline's ordered progress nodes (``Pipeline.nodes.progress_nodes``).
         output: the node's update (a dict; anything else has no snapshot).
 
     Returns:

@@ -136,7 +136,7 @@ class SegmentCall:
         subgraphs: with ``stream``, stream subgraphs' chunks too, their event named
             ``"<mode>|<namespace>"`` as the Agent Server names them (``stream_subgraphs``).
         values_at_pause: return the thread's values at an interrupt too: the pipeline's
-            ``check_decision`` reads the state at the pause (``Pipeline.decides_on_state``).
+            ``check_decision`` reads the state at the pause (``Pipeline.gate.decides_on_state``).
     """
 
     run_id: str
@@ -465,13 +465,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     # a pipeline's node_snapshot reads the state after each node: the state before its
     # superstep (LangGraph's values chunks) with the node's update
     spec = get_registry().get(call.pipeline)
-    snapshot_of_node = spec.node_snapshot
+    snapshot_of_node = spec.nodes.node_snapshot
     if snapshot_of_node is not None and "values" not in modes:
         modes.append("values")
     before: Any = None
-    # a pipeline's own stream protocol (Pipeline.stream): its chunk events (and what its
+    # a pipeline's own stream protocol (Pipeline.run.stream): its chunk events (and what its
     # nodes write with get_stream_writer()) go out live, as rows, as tokens do
-    own = _OwnStream.open(spec, call) if spec.stream is not None else None
+    own = _OwnStream.open(spec, call) if spec.run.stream is not None else None
     if own is not None:
         modes += [m for m in ("updates", "custom", *own.modes) if m not in modes]
     # tokens and custom writes go live through Postgres (overseer.token_stream)
@@ -907,7 +907,7 @@ def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
     Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
     task no run metadata named. ``view`` (a pipeline's ``node_snapshot`` of the state after
     the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
-    progress node (``Pipeline.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
+    progress node (``Pipeline.nodes.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
     result: the channels it wrote) with the run's progress instead
     (:func:`activities.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
     off the graph's path (:class:`NodeEvents`). ``recovered``: read back from a checkpoint
@@ -923,7 +923,7 @@ def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
     if view is not None:
         data["snapshot"] = to_jsonable(view)
     spec = get_registry().get(call.pipeline)
-    progress = progress_snapshot(node, spec.progress_nodes, update) if spec.progress_nodes \
+    progress = progress_snapshot(node, spec.nodes.progress_nodes, update) if spec.nodes.progress_nodes \
         else None
     if progress is not None:
         data["snapshot"] = progress

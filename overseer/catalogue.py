@@ -63,8 +63,8 @@ def spec_of(pipeline: Pipeline) -> PipelineSpec:
     """The catalogue entry of a registered pipeline."""
     return PipelineSpec(
         name=pipeline.name, workflow_type="SegmentRunWorkflow", seed=pipeline.seed or "",
-        description=pipeline.description, accepts=pipeline.accepts,
-        human_gate=pipeline.human_gate, submit_path=pipeline.submit_path)
+        description=pipeline.description, accepts=pipeline.intake.accepts,
+        human_gate=pipeline.gate.human_gate, submit_path=pipeline.intake.submit_path)
 
 
 CATALOGUE: Mapping[str, PipelineSpec] = _Catalogue()

@@ -10,8 +10,8 @@ named in a config file and found through one registry.
 What a graph sees (nothing here needs the graph to import Overseer):
 
 - **Input state.** A JSON run (``POST /v1/pipelines/{name}/runs`` with ``{"input": {...}}``)
-  starts the graph with ``input`` (validated by :attr:`Pipeline.input_model` when given).
-  An upload run (a pipeline whose :attr:`Pipeline.accepts` names media types) starts it
+  starts the graph with ``input`` (validated by :attr:`Intake.input_model` when given).
+  An upload run (a pipeline whose :attr:`Intake.accepts` names media types) starts it
   with ``{"document": {sha256, kind, filename, content_type, size_bytes, page_count}}``.
   In both cases the runtime adds ``run_id`` (str), ``options`` (the options model's
   ``model_dump(mode="json")``, plus the request's per-run ``llm_budget_usd``,
@@ -20,7 +20,7 @@ What a graph sees (nothing here needs the graph to import Overseer):
   when the graph's input schema declares that key.
 - **Interrupts.** ``interrupt(payload)`` opens an approval whose payload (JSON) the
   reviewer sees; ``interrupt()`` returns ``{"decision", "note", "updates", "resume",
-  "decided_by"}``. ``decision`` is one of :attr:`Pipeline.decisions`.
+  "decided_by"}``. ``decision`` is one of :attr:`Gate.decisions`.
 - **Nodes.** Node metadata ``{"overseer": {...}}`` chooses placement and limits; see
   :class:`NodeOptions`. Without it a node runs as an activity with the default retry
   policy and timeouts.
@@ -51,7 +51,7 @@ DEFAULT_DECISIONS: tuple[str, ...] = ("approve", "reject")
 class DecisionRefusedError(OverseerError):
     """A decision the pipeline's own rules refuse (answered 422 with ``code``).
 
-    Raise it from :attr:`Pipeline.check_decision` with a stable code of your own, e.g.
+    Raise it from :attr:`Gate.check_decision` with a stable code of your own, e.g.
     ``DecisionRefusedError("feedback is required", code="feedback_required")``.
     """
 
@@ -97,7 +97,7 @@ class NodeOptions(BaseModel):
 
 
 class RunStream:
-    """A run's own event stream (:attr:`Pipeline.stream`), driven by the run's workflow.
+    """A run's own event stream (:attr:`RunHooks.stream`), driven by the run's workflow.
 
     One instance per run, living in the workflow: every method is pure and deterministic
     (no I/O, clock or randomness) and returns the events (JSON dicts) to publish, in order,
@@ -143,8 +143,130 @@ class RunStream:
 
 
 @dataclass(frozen=True)
+class Intake:
+    """How a run starts. Runs in the API, before the run's workflow exists.
+
+    Attributes:
+        accepts: ``("application/json",)`` for JSON runs, or the media types of an upload.
+        input_model: validates a JSON run's ``input`` (pydantic); None accepts any object.
+        options_model: the pipeline's options (pydantic, every field with a default), read
+            from ``OVERSEER_<NAME>__<FIELD>`` environment variables; None = no options.
+        make_input: ``(StartContext) -> dict``: the graph's input state for a new run, when
+            the default (the JSON input or ``{"document": ...}``, plus the declared
+            ``run_id``/``options``/``metadata``) is not what the graph takes.
+        submit_path: where its runs start when not at ``POST /v1/pipelines/{name}/runs``
+            (a route of its own :attr:`Api.router`); that generic route then answers 409
+            naming it.
+    """
+
+    accepts: tuple[str, ...] = ("application/json",)
+    input_model: type[BaseModel] | None = None
+    options_model: type[BaseModel] | None = None
+    make_input: Callable[[Any], dict[str, Any]] | None = None
+    submit_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the run's approvals take. Runs in the workflow's update validator: pure and deterministic.
+
+    The recorded histories in ``tests/workflows/histories`` replay these hooks.
+
+    Attributes:
+        decisions: the decisions its human gate takes (``approve``/``reject`` by default;
+            e.g. add ``revise``).
+        check_decision: ``(payload, decision, state) -> dict | None``: the pipeline's own
+            refusal rules. ``decision`` is the dict ``interrupt()`` will return (plus
+            ``apply_proposal``); ``state`` is the graph's state at the pause with
+            :attr:`decides_on_state`, else ``{}``. Raise :class:`DecisionRefusedError`;
+            return a dict to replace fields of the decision (e.g. ``updates`` merged with a
+            proposal), or None to keep it.
+        decides_on_state: ``check_decision`` reads the graph's state at the pause, so each
+            segment that ends at an interrupt hands the thread's values to the workflow
+            (a larger history); False by default.
+        human_gate: one line: what a reviewer decides (``GET /v1/pipelines``).
+    """
+
+    decisions: tuple[str, ...] = DEFAULT_DECISIONS
+    check_decision: Callable[[Mapping[str, Any], dict[str, Any], Mapping[str, Any]],
+                             dict[str, Any] | None] | None = None
+    decides_on_state: bool = False
+    human_gate: str = "approve or reject at each interrupt"
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How the run's workflow goes. Runs in the workflow: pure and deterministic (replayed).
+
+    Attributes:
+        result: ``(state) -> dict``: the run's result (``GET /v1/runs/{id}`` ``result``) from
+            its final state; default ``{"output": state}``. A string ``outcome`` in it is the
+            run's outcome.
+        split: name of an activity ``(input state) -> [dict, ...]`` (registered with
+            ``Pipeline.worker_parts``) that splits one submission into parts; with more than
+            one part the run becomes a parent that starts one child run per part (input
+            ``{**input, **part}``) and completes with outcome ``split``. It must heartbeat at
+            least every 3 s while it works (``activities.heartbeat.with_heartbeats``), so a
+            dead worker is noticed.
+        split_locally: ``(input state) -> bool``: True when this input's split is short (a
+            text layer of a few pages), so it runs as a local activity in the run's own
+            workflow task instead of a scheduled activity (one task-queue round trip fewer;
+            docs/performance.md). Default: always a scheduled, heartbeating activity.
+        local_segments: ``(input state) -> bool``: True when this input's segments are short
+            (a text layer rather than a scan), so each is first tried as a local activity in
+            the run's own workflow task (one task-queue round trip fewer; it falls back to a
+            heartbeating activity after ``LOCAL_SEGMENT_SECONDS``, going on from the local
+            try's checkpoints).
+        stream: ``(input) -> RunStream``: a stream protocol of its own (e.g. a chat SSE
+            contract) for the run's events: its methods run in the workflow, but
+            :meth:`RunStream.chunk` in the segment activity. The run's generic ``graph``
+            topic is then not published, so the pipeline's offsets stay dense.
+    """
+
+    result: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    split: str | None = None
+    split_locally: Callable[[Any], bool] | None = None
+    local_segments: Callable[[Any], bool] | None = None
+    stream: Callable[[Any], RunStream] | None = None
+
+
+@dataclass(frozen=True)
+class NodeHooks:
+    """What the run records per node. Runs in the segment activity, as each node completes.
+
+    Attributes:
+        node_snapshot: ``(state after the node) -> dict``: what each ``node.completed`` event
+            merges into the run's result while it runs (live partial results), if anything.
+        progress_nodes: ordered nodes whose completion is progress (``"3 of 5 complete"``).
+    """
+
+    node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    progress_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Api:
+    """What the API and the console serve for it. Runs in the API process.
+
+    Attributes:
+        router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
+        report: ``(state) -> str`` (or a coroutine function): Markdown of a run's final or
+            partial state, served at ``GET /v1/runs/{id}/report.md``.
+        quotes: ``async (state, ids) -> {id: text}``: resolves quote ids the state holds
+            (served to reviewers at ``GET /v1/runs/{id}/quotes``).
+        record_fields: ``() -> {name: {"label", "required"}}``: the fields of the record its
+            approvals edit (payload ``record``), in display order, for the console's form.
+    """
+
+    router: Callable[[], Any] | None = None
+    report: Callable[[Mapping[str, Any]], Any] | None = None
+    quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
+    record_fields: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+
+
+@dataclass(frozen=True)
 class Pipeline:
-    """One hosted pipeline: a graph and what Overseer needs to run it.
+    """One hosted pipeline: a graph and what Overseer needs to run it, grouped by where it runs.
 
     Attributes:
         name: wire name (paths, workflow ids ``<name>-<run_id>``); ``[a-z0-9_-]+``.
@@ -152,57 +274,11 @@ class Pipeline:
             the graph itself (as ``langgraph.json`` allows).
         description: one line for ``GET /v1/pipelines``.
         seed: the seed system it comes from (``"004"``), if any.
-        input_model: validates a JSON run's ``input`` (pydantic); None accepts any object.
-        options_model: the pipeline's options (pydantic, every field with a default), read
-            from ``OVERSEER_<NAME>__<FIELD>`` environment variables; None = no options.
-        accepts: ``("application/json",)`` for JSON runs, or the media types of an upload.
-        decisions: the decisions its human gate takes (``approve``/``reject`` by default;
-            e.g. add ``revise``).
-        check_decision: ``(payload, decision, state) -> dict | None``: the pipeline's own
-            refusal rules, pure and deterministic (it runs in the update validator).
-            ``decision`` is the dict ``interrupt()`` will return (plus ``apply_proposal``);
-            ``state`` is the graph's state at the pause with :attr:`decides_on_state`, else
-            ``{}``. Raise :class:`DecisionRefusedError`; return a dict to replace fields of
-            the decision (e.g. ``updates`` merged with a proposal), or None to keep it.
-        decides_on_state: ``check_decision`` reads the graph's state at the pause, so each
-            segment that ends at an interrupt hands the thread's values to the workflow
-            (a larger history); False by default.
-        progress_nodes: ordered nodes whose completion is progress (``"3 of 5 complete"``).
-        human_gate: one line: what a reviewer decides.
-        report: ``(state) -> str`` (or a coroutine function): Markdown of a run's final or
-            partial state, served at ``GET /v1/runs/{id}/report.md``.
-        quotes: ``async (state, ids) -> {id: text}``: resolves quote ids the state holds
-            (served to reviewers at ``GET /v1/runs/{id}/quotes``).
-        record_fields: ``() -> {name: {"label", "required"}}``: the fields of the record its
-            approvals edit (payload ``record``), in display order, for the console's form.
-        router: builds an extra FastAPI ``APIRouter`` for this pipeline, if any.
-        submit_path: where its runs start when not at ``POST /v1/pipelines/{name}/runs``
-            (a route of its own ``router``); that generic route then answers 409 naming it.
-        make_input: ``(StartContext) -> dict``: the graph's input state for a new run, when
-            the default (the JSON input or ``{"document": ...}``, plus the declared
-            ``run_id``/``options``/``metadata``) is not what the graph takes.
-        result: ``(state) -> dict``: the run's result (``GET /v1/runs/{id}`` ``result``) from
-            its final state; default ``{"output": state}``. A string ``outcome`` in it is the
-            run's outcome.
-        node_snapshot: ``(state after the node) -> dict``: what each ``node.completed`` event
-            merges into the run's result while it runs (live partial results), if anything.
-        stream: ``(input) -> RunStream``: a pipeline with a stream protocol of its own (e.g.
-            a chat SSE contract) maps the run's graph events onto its own topic; the run's
-            generic ``graph`` topic is then not published, so the pipeline's offsets stay dense.
-        split: name of an activity ``(input state) -> [dict, ...]`` that splits one
-            submission into parts; with more than one part the run becomes a parent that
-            starts one child run per part (input ``{**input, **part}``) and completes with
-            outcome ``split``. It must heartbeat at least every 3 s while it works
-            (``activities.heartbeat.with_heartbeats``), so a dead worker is noticed.
-        split_locally: ``(input state) -> bool``, pure: True when this input's split is short
-            (a text layer of a few pages), so it runs as a local activity in the run's own
-            workflow task instead of a scheduled activity (one task-queue round trip fewer;
-            docs/performance.md). Default: always a scheduled, heartbeating activity.
-        local_segments: ``(input state) -> bool``, pure: True when this input's segments are
-            short (a text layer rather than a scan), so each is first tried as a local
-            activity in the run's own workflow task (``SegmentRunWorkflow``; one task-queue
-            round trip fewer; it falls back to a heartbeating activity after
-            ``LOCAL_SEGMENT_SECONDS``, going on from the local try's checkpoints).
+        intake: how a run starts (the API, before the workflow): :class:`Intake`.
+        gate: what its approvals take (the workflow's update validator; pure): :class:`Gate`.
+        run: how its workflow goes (the workflow; pure): :class:`RunHooks`.
+        nodes: what is recorded per node (the segment activity): :class:`NodeHooks`.
+        api: what the API and console serve for it (the API process): :class:`Api`.
         worker_parts: ``() -> {"activities": [...], "workflows": [...]}``: what the worker
             registers for the pipeline besides the graph runtime (e.g. its split activity).
         source: where it was registered from (``langgraph.json`` path and entry).
@@ -212,46 +288,36 @@ class Pipeline:
     graph: Any
     description: str = ""
     seed: str | None = None
-    input_model: type[BaseModel] | None = None
-    options_model: type[BaseModel] | None = None
-    accepts: tuple[str, ...] = ("application/json",)
-    decisions: tuple[str, ...] = DEFAULT_DECISIONS
-    check_decision: Callable[[Mapping[str, Any], dict[str, Any], Mapping[str, Any]],
-                             dict[str, Any] | None] | None = None
-    decides_on_state: bool = False
-    progress_nodes: tuple[str, ...] = ()
-    human_gate: str = "approve or reject at each interrupt"
-    report: Callable[[Mapping[str, Any]], Any] | None = None
-    quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
-    record_fields: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
-    router: Callable[[], Any] | None = None
-    make_input: Callable[[Any], dict[str, Any]] | None = None
-    result: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    node_snapshot: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    split: str | None = None
-    split_locally: Callable[[Any], bool] | None = None
-    local_segments: Callable[[Any], bool] | None = None
-    stream: Callable[[Any], RunStream] | None = None
+    intake: Intake = Intake()
+    gate: Gate = Gate()
+    run: RunHooks = RunHooks()
+    nodes: NodeHooks = NodeHooks()
+    api: Api = Api()
     worker_parts: Callable[[], dict[str, Any]] | None = None
     source: str = ""
-    submit_path: str | None = None
+
+    @property
+    def entry_path(self) -> str:
+        """The path that starts a run of this pipeline (:attr:`Intake.submit_path` or ``/v1``'s)."""
+        return self.intake.submit_path or f"/v1/pipelines/{self.name}/runs"
 
     def checked_decision(self, payload: Mapping[str, Any], decision: dict[str, Any],
                          state: Mapping[str, Any]) -> dict[str, Any]:
-        """``decision`` after the pipeline's :attr:`check_decision` (the fields it replaces merged in).
+        """``decision`` after the pipeline's :attr:`Gate.check_decision` (the fields it replaces merged in).
 
         Raises:
             DecisionRefusedError: the pipeline refuses the decision.
         """
-        if self.check_decision is None:
+        if self.gate.check_decision is None:
             return decision
-        replaced = self.check_decision(payload, decision, state if self.decides_on_state else {})
+        replaced = self.gate.check_decision(payload, decision,
+                                            state if self.gate.decides_on_state else {})
         return {**decision, **(replaced or {})}
 
     @property
     def takes_upload(self) -> bool:
         """True when runs start from an uploaded file (multipart) rather than JSON."""
-        return self.accepts != ("application/json",)
+        return self.intake.accepts != ("application/json",)
 
     def workflow_id(self, run_id: str) -> str:
         """``<pipeline>-<run_id>``: the workflow id of a run, unique per run, readable in the Temporal UI."""
@@ -271,18 +337,19 @@ class Pipeline:
         Raises:
             pydantic.ValidationError: a variable does not validate (at start-up).
         """
-        if self.options_model is None:
+        model = self.intake.options_model
+        if model is None:
             return {}
         environ = os.environ if environ is None else environ
         raw: dict[str, Any] = {}
-        for field_name in self.options_model.model_fields:
+        for field_name in model.model_fields:
             value = environ.get(self.env_prefix + field_name.upper())
             if value is not None:
                 try:
                     raw[field_name] = json.loads(value)
                 except json.JSONDecodeError:
                     raw[field_name] = value
-        return self.options_model.model_validate(raw).model_dump(mode="json")
+        return model.model_validate(raw).model_dump(mode="json")
 
 
 # --- the registry ------------------------------------------------------------------------------

@@ -1,15 +1,18 @@
 """The plug-in API: what a pipeline package (``activities/<name>/``) builds on.
 
 A pipeline contributes its graph, its :class:`Pipeline` entry and, optionally, its own HTTP
-routes (``Pipeline.router``) and stream protocol (:class:`RunStream`). Everything it needs
+routes (``Pipeline.api.router``) and stream protocol (:class:`RunStream`). Everything it needs
 from the runtime is named here. Of Overseer, a pipeline imports only this module and the two
 libraries it shares with the runtime, :mod:`overseer.documents` (reading and OCR) and
 :mod:`overseer.embeddings`, and it never imports the API (``services``) or the workflows
 (``workflows``): ``make lint`` holds it to that (import-linter). The names, by what they
 are for:
 
-- **the contract**: :class:`Pipeline`, :class:`RunStream`, :class:`DecisionRefusedError`
-  (a refusal from ``check_decision``);
+- **the contract**: :class:`Pipeline` with its hooks grouped by where they run
+  (:class:`Intake` in the API before a run, :class:`Gate` in the workflow's update
+  validator, :class:`RunHooks` in the workflow, :class:`NodeHooks` in the segment
+  activity, :class:`Api` in the API process), :class:`RunStream`,
+  :class:`DecisionRefusedError` (a refusal from ``Gate.check_decision``);
 - **errors** (:mod:`overseer.errors`): the :class:`OverseerError` family a pipeline raises
   and catches, each with its stable code and HTTP status: :class:`InvalidRequestError`,
   :class:`NotFoundError`, :class:`ConflictError`, :class:`DependencyUnavailableError`;
@@ -66,7 +69,16 @@ from overseer.errors import (
     OverseerError,
 )
 from overseer.graph_codec import encode
-from overseer.pipelines import DecisionRefusedError, Pipeline, RunStream
+from overseer.pipelines import (
+    Api,
+    DecisionRefusedError,
+    Gate,
+    Intake,
+    NodeHooks,
+    Pipeline,
+    RunHooks,
+    RunStream,
+)
 from overseer.run_decisions import decide, send_update
 from overseer.run_types import GraphRunInput
 from overseer.runs import (
@@ -124,6 +136,11 @@ if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would 
 
 
 __all__ = [
+    "Api",
+    "Gate",
+    "Intake",
+    "NodeHooks",
+    "RunHooks",
     "LLM_CALLED",
     "REVIEW_SUGGESTED",
     "ROUTE_DECIDED",

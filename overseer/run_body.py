@@ -210,8 +210,8 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
         value = {}
     if not isinstance(value, dict):
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
-    if pipeline.input_model is not None and not has_state:
-        value = pipeline.input_model.model_validate(value).model_dump(mode="json")
+    if pipeline.intake.input_model is not None and not has_state:
+        value = pipeline.intake.input_model.model_validate(value).model_dump(mode="json")
     declared = input_keys(get_registry().builder(pipeline.name))
     extras = {"run_id": run_id, "options": pipeline.options(),
               "metadata": dict(body.get("metadata") or {})}

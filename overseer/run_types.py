@@ -48,7 +48,7 @@ class GraphRunInput:
             LangGraph's checkpointer holds the thread's state, so a new run on it starts from
             there (reducers see the old values).
         parent_run_id: the run that split its submission into this one (a child never
-            splits again; see :attr:`overseer.pipelines.Pipeline.split`).
+            splits again; see :attr:`overseer.pipelines.Pipeline.run.split`).
         carry: set by the run itself when it continues as new: the run's counters, the
             segment that just ended and the next one's call (the graph's state stays in
             LangGraph's checkpointer).
@@ -75,11 +75,11 @@ class GraphRunResult:
 
     Attributes:
         output: the graph's final state (JSON); None for a run that split.
-        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.result`),
+        result: the pipeline's result view of it (:attr:`~overseer.pipelines.Pipeline.run.result`),
             ``{}`` when the pipeline declares none.
         children: the child runs of a run that split (outcome ``split``).
         final_event: the final event of the pipeline's own stream
-            (:attr:`~overseer.pipelines.Pipeline.stream`), if it has one.
+            (:attr:`~overseer.pipelines.Pipeline.run.stream`), if it has one.
     """
 
     run_id: str

@@ -8,9 +8,9 @@ started twice. A start that fails is recorded (``run.failed`` with ``start_faile
 answered 503: nothing accepted is silently dropped.
 
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
-schema snapshot, options from settings) builds its input with ``Pipeline.make_input``.
+schema snapshot, options from settings) builds its input with ``Pipeline.intake.make_input``.
 Every starter of a run — this service, an Agent Server thread's run
-(:mod:`overseer.thread_queue`) and a pipeline's own routes (``Pipeline.router``) — builds the
+(:mod:`overseer.thread_queue`) and a pipeline's own routes (``Pipeline.api.router``) — builds the
 workflow's options with :func:`run_options` and starts it through :func:`start_run_workflow`
 (:func:`start_or_record` records a start Temporal did not take). Decisions reach a run
 through :mod:`overseer.run_decisions`.
@@ -176,16 +176,16 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         DependencyUnavailableError: Temporal did not take the start (503; recorded).
     """
     pipeline = get_registry().get(pipeline_name)
-    if pipeline.submit_path:
+    if pipeline.intake.submit_path:
         raise InvalidRequestError(
-            f"runs of {pipeline.name} start at {pipeline.submit_path}",
-            details={"submit_path": pipeline.submit_path})
+            f"runs of {pipeline.name} start at {pipeline.intake.submit_path}",
+            details={"submit_path": pipeline.intake.submit_path})
     request_options(metadata)  # refuse bad per-run options before storing anything
     if (upload is None) == pipeline.takes_upload:
         wanted = "a file upload (multipart/form-data)" if pipeline.takes_upload else \
             'a JSON body {"input": {...}}'
         raise InvalidRequestError(f"pipeline {pipeline.name} takes {wanted}",
-                                  details={"accepts": list(pipeline.accepts)})
+                                  details={"accepts": list(pipeline.intake.accepts)})
     run_id = run_id_for(subject, pipeline.name, idempotency_key)
     workflow_id = pipeline.workflow_id(run_id)
     document = await _inspect(upload, pipeline, settings) if upload else None
@@ -249,7 +249,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["status"] != "failed":
         raise ConflictError("only a failed run can be retried", details={"status": row["status"]})
     pipeline = get_registry().get(row["pipeline"])
-    if pipeline.submit_path:
+    if pipeline.intake.submit_path:
         raise InvalidRequestError(f"runs of {pipeline.name} cannot be retried from a node")
     recorded = json.loads(row["input"])
     tries = await pool.fetchval("SELECT count(*) FROM runs WHERE parent_run_id = $1", rid)
@@ -302,8 +302,8 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) 
     """
     from overseer.run_types import GraphRunInput
 
-    if ctx.pipeline.make_input is not None:
-        graph_input = ctx.pipeline.make_input(ctx)
+    if ctx.pipeline.intake.make_input is not None:
+        graph_input = ctx.pipeline.intake.make_input(ctx)
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     declared = input_keys(get_registry().builder(ctx.pipeline.name))
@@ -355,10 +355,10 @@ def input_keys(builder: Any) -> set[str]:
 def _validated_input(pipeline: Pipeline, graph_input: Any) -> Any:
     if not isinstance(graph_input, dict):
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
-    if pipeline.input_model is None:
+    if pipeline.intake.input_model is None:
         return graph_input
     try:
-        return pipeline.input_model.model_validate(graph_input).model_dump(mode="json")
+        return pipeline.intake.input_model.model_validate(graph_input).model_dump(mode="json")
     except ValidationError as err:
         raise InvalidRequestError(
             "input does not validate",
@@ -372,7 +372,7 @@ async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> di
 
     sha = sha256_hex(upload.data)
     filename = safe_name(upload.filename)
-    if DOCUMENT_TYPES & set(pipeline.accepts):
+    if DOCUMENT_TYPES & set(pipeline.intake.accepts):
         kind = sniff_kind(upload.data, upload.filename, upload.content_type)
         limits = DocumentLimits(max_pages=settings.max_document_pages,
                                 max_pixels_per_page=settings.max_pixels_per_page,
@@ -392,7 +392,7 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
     """Start a run's ``SegmentRunWorkflow`` (idempotent): the one place a run's workflow starts.
 
     Every starter — ``/v1`` submissions and retries, an Agent Server thread's run, a
-    pipeline's own routes (``Pipeline.router``) — goes through here (a split's child runs
+    pipeline's own routes (``Pipeline.api.router``) — goes through here (a split's child runs
     are started by their parent workflow). The starter sets the search attributes
     (``OverseerPipeline``, ``OverseerStatus=running``), so the workflow upserts none;
     conflict policy ``USE_EXISTING`` and reuse policy ``REJECT_DUPLICATE`` map a retried

@@ -97,7 +97,7 @@ class Settings(BaseSettings):
     run's ``metadata.durability`` says otherwise (``sync``: before the next step; ``async``:
     while it runs, LangGraph's default; ``exit``: only when the segment ends). Unset: ``async``,
     and ``exit`` for the local segments of an input its pipeline calls short
-    (``Pipeline.local_segments``: a crash reruns such a segment, under 5 s, from its start)."""
+    (``Pipeline.run.local_segments``: a crash reruns such a segment, under 5 s, from its start)."""
     segment_local_seconds: float = 0.0
     """``OVERSEER_SEGMENT_LOCAL_SECONDS``: a run segment is first tried as a local activity
     with this time-out (no activity task on the server); one that takes longer goes on as a

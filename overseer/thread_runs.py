@@ -211,7 +211,7 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record, pip
         raise NotAwaitingApprovalError(f"thread {row['thread_id']} has no pending interrupt",
                                        details={"status": row["status"]})
     graph = get_registry().get(row["graph_id"])
-    kind = "approve" if "approve" in graph.decisions else graph.decisions[0]
+    kind = "approve" if "approve" in graph.gate.decisions else graph.gate.decisions[0]
     interrupt_id, value, more = resume_target(body["command"]["resume"], (
         parse_json(row["checkpoint"]) or {}).get("interrupts") or [])
     run_id = uuid.uuid4()

@@ -498,7 +498,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     pipeline with its own stream protocol (which hands nothing over) is followed on its
     stream.
     """
-    if get_registry().get(run["graph_id"]).stream is not None:
+    if get_registry().get(run["graph_id"]).run.stream is not None:
         return await _wait_following_stream(pool, temporal, run)
     started, failed = await _started(pool, temporal, run)
     if started is None or failed is not None:

@@ -102,7 +102,7 @@ def chunk_item(mode: str, data: Any) -> dict[str, Any]:
 
 
 def own_item(event: dict[str, Any]) -> dict[str, Any]:
-    """``{"own": event}``: one event of a pipeline's own stream protocol (``Pipeline.stream``), live.
+    """``{"own": event}``: one event of a pipeline's own stream protocol (``Pipeline.run.stream``), live.
 
     ``event`` is what the pipeline's :class:`~overseer.pipelines.RunStream` made of a chunk
     (or a node wrote with ``get_stream_writer()``), already JSON; the pipeline's reader

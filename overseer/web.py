@@ -1,4 +1,4 @@
-"""What an HTTP route of Overseer needs, the API's and a pipeline's own alike (``Pipeline.router``).
+"""What an HTTP route of Overseer needs, the API's and a pipeline's own alike (``Pipeline.api.router``).
 
 FastAPI dependencies for the app's settings, Postgres pool and Temporal client, and the
 caller (:class:`~overseer.access.Principal` from the bearer token; ``SubmitterDep`` /

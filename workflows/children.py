@@ -1,6 +1,6 @@
 """A submission of several parts: the pipeline's split activity, then one child run per part.
 
-A pipeline that splits a submission (``Pipeline.split``) names an activity that returns
+A pipeline that splits a submission (``Pipeline.run.split``) names an activity that returns
 one dict per part; with more than one part the run starts one child run of its own
 workflow per part (``run.submitted`` recorded first, so none is lost) and completes with
 outcome ``split``.
@@ -37,28 +37,28 @@ async def split_parts(spec: Pipeline, graph_input: Any,
                       fail: Callable[[dict[str, Any]], Awaitable[NoReturn]]) -> list[dict[str, Any]]:
     """The pipeline's split activity on the run's input: one dict per part.
 
-    A short split (``Pipeline.split_locally``) is a local activity in the run's own
+    A short split (``Pipeline.run.split_locally``) is a local activity in the run's own
     workflow task; otherwise a heartbeating activity. A split that fails for good fails
     the run through ``fail`` (``{code, message, node}``).
     """
-    assert spec.split is not None
+    assert spec.run.split is not None
     arg = to_jsonable(graph_input)
     retry = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5,
                         non_retryable_error_types=[NODE_ERROR])
     try:
-        if spec.split_locally is not None and spec.split_locally(arg):
+        if spec.run.split_locally is not None and spec.run.split_locally(arg):
             parts: list[dict[str, Any]] = await workflow.execute_local_activity(
-                spec.split, arg, start_to_close_timeout=timedelta(minutes=2),
+                spec.run.split, arg, start_to_close_timeout=timedelta(minutes=2),
                 retry_policy=retry, summary="split the submission into parts")
         else:
             parts = await workflow.execute_activity(
-                spec.split, arg, start_to_close_timeout=timedelta(minutes=30),
+                spec.run.split, arg, start_to_close_timeout=timedelta(minutes=30),
                 heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
                 retry_policy=retry, summary="split the submission into parts")
     except (ActivityError, ApplicationError) as err:
         cause = failure_cause(err)
         await fail({"code": cause.type if cause and cause.type else "activity_failed",
-                    "message": cause.message if cause else str(err), "node": spec.split})
+                    "message": cause.message if cause else str(err), "node": spec.run.split})
     return parts
 
 

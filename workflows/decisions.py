@@ -37,7 +37,7 @@ class PipelineDecisions:
         """Decision kinds ``approval`` accepts (the pipeline's; a budget stop's approve/reject)."""
         if approval.payload.get("kind") == LLM_BUDGET_KIND:
             return ("approve", "reject")
-        return self._spec.decisions
+        return self._spec.gate.decisions
 
     def check_decision(self, decision: DecisionInput, approval: Approval) -> dict[str, Any]:
         """The decision as the run takes it, after the pipeline's own rules (pure; runs in the validator).

@@ -2,7 +2,7 @@
 
 Every run publishes on a ``WorkflowStream`` (topic :data:`overseer.run_types.STREAM_TOPIC`):
 ``metadata``, each ``interrupt``, the ``end`` or ``error``; a pipeline with a stream
-protocol of its own (``Pipeline.stream``) publishes its events on its own topic instead, so
+protocol of its own (``Pipeline.run.stream``) publishes its events on its own topic instead, so
 its offsets stay dense. The live rows a segment writes (tokens, custom writes) come before
 the item at the segment's ``stream_base`` (:mod:`overseer.token_stream`), so every item
 counts in :attr:`RunState.published <workflows.run_state.RunState>`.

@@ -181,14 +181,14 @@ class SegmentRunWorkflow:
         self._state.budget = {"usd": inp.options.get("llm_budget_usd"),
                               "tokens": inp.options.get("llm_budget_tokens")}
         durability = "async"
-        if not self._runner.local_seconds and spec.local_segments is not None and \
-                spec.local_segments(decode(inp.input) or {}):
+        if not self._runner.local_seconds and spec.run.local_segments is not None and \
+                spec.run.local_segments(decode(inp.input) or {}):
             # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
             self._runner.local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
         durability = str(inp.options.get("durability") or durability)  # the run's, or the operator's
-        if spec.stream is not None:  # the pipeline's own stream protocol (its chunks go out
+        if spec.run.stream is not None:  # the pipeline's own stream protocol (its chunks go out
             # live from the segments, the rest from here)
-            run_stream = spec.stream(decode(inp.input) or {})
+            run_stream = spec.run.stream(decode(inp.input) or {})
             out.use_protocol(run_stream)
             if inp.carry is None:
                 out.emit(run_stream.start())
@@ -214,8 +214,8 @@ class SegmentRunWorkflow:
                            interrupt_before=inp.options.get("interrupt_before"),
                            interrupt_after=inp.options.get("interrupt_after"),
                            subgraphs=bool(inp.options.get("stream_subgraphs")),
-                           values_at_pause=spec.decides_on_state and inp.thread_id is None)
-        if spec.split and inp.carry is None and inp.parent_run_id is None and \
+                           values_at_pause=spec.gate.decides_on_state and inp.thread_id is None)
+        if spec.run.split and inp.carry is None and inp.parent_run_id is None and \
                 inp.resume_from is None:  # a submission of several parts: one child run each
             graph_input = decode(inp.input)
             parts = await split_parts(spec, graph_input, self._fail)
@@ -278,7 +278,7 @@ class SegmentRunWorkflow:
         values = result.values or {}
         status, outcome = (("rejected", "budget_denied") if self._denied
                            else final_status(values, self._state.last_decision))
-        spec_result = spec.result(values) if spec.result else {}
+        spec_result = spec.run.result(values) if spec.run.result else {}
         if isinstance(spec_result.get("outcome"), str):
             outcome = spec_result["outcome"]
         await self._finish(status, outcome, spec_result or {"output": values})

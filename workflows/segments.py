@@ -5,7 +5,7 @@ runs LangGraph's own loop on its Postgres checkpointer from a start or a resume 
 next interrupt or the end; a retried segment resumes from its last checkpoint. A node with
 options (node metadata ``{"overseer": {...}}``) runs its superstep alone, as its own
 activity with its time-out, heartbeat and attempts. A run may first try each segment as a
-local activity (``segment_local_seconds``, or ``Pipeline.local_segments`` for a short
+local activity (``segment_local_seconds``, or ``Pipeline.run.local_segments`` for a short
 input) and go on as a heartbeating activity from the local try's checkpoints.
 """
 
@@ -28,7 +28,7 @@ SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long; the run option
 ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
 LOCAL_SEGMENT_SECONDS = 5.0
-"""How long a segment a pipeline calls short for its input (``Pipeline.local_segments``) may
+"""How long a segment a pipeline calls short for its input (``Pipeline.run.local_segments``) may
 run as a local activity before it goes on as a heartbeating activity."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""

@@ -40,7 +40,7 @@ async def split_document(document: dict[str, Any], field_schema: dict[str, Any],
 @activity.defn(name="document_intake.split")
 @temporal_errors
 async def split_parts(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pipeline's split (``Pipeline.split``): one part ``{"span": EntrySpan dict}`` per entry.
+    """The pipeline's split (``Pipeline.run.split``): one part ``{"span": EntrySpan dict}`` per entry.
 
     Args:
         state: the run's input state (``document``, ``field_schema``, ``options``).

@@ -1,6 +1,6 @@
 """document_intake's own route: ``POST /v1/submissions``, seed 000's name for an upload run.
 
-The pipeline's :attr:`~overseer.pipelines.Pipeline.router`; the run itself is started by the
+The pipeline's :attr:`~overseer.pipelines.Pipeline.api.router`; the run itself is started by the
 run service exactly as ``POST /v1/pipelines/document_intake/runs`` does.
 """
 
@@ -24,7 +24,7 @@ from overseer.plugin import (
 
 
 def build_router() -> APIRouter:
-    """The pipeline's extra routes (``Pipeline.router``)."""
+    """The pipeline's extra routes (``Pipeline.api.router``)."""
     router = APIRouter(tags=["submissions"])
     router.add_api_route("/v1/submissions", submit_document, methods=["POST"],
                          status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted)

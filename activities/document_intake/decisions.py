@@ -1,6 +1,6 @@
 """The human gate's refusal rules for document_intake (seed 000 §2.5), pure and deterministic.
 
-``check_decision`` is the pipeline's :attr:`overseer.pipelines.Pipeline.check_decision`: it
+``check_decision`` is the pipeline's :attr:`overseer.pipelines.Pipeline.gate.check_decision`: it
 runs in the workflow's update validator, so a decision that cannot apply is refused before
 it reaches the history, with a stable code the API answers as 422.
 """

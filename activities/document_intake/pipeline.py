@@ -16,7 +16,7 @@ from typing import Any
 from activities.document_intake.assess import public_snapshot
 from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
-from overseer.plugin import Pipeline
+from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks
 
 SHORT_TEXT_LAYER_PAGES = 10
 """A text-layer document of at most this many pages is split, and its segments run, in local
@@ -26,7 +26,7 @@ activities."""
 def short_text_layer(state: Mapping[str, Any]) -> bool:
     """Whether this run's work is short: a text layer (no OCR expected) of ≤ 10 pages.
 
-    ``Pipeline.split_locally`` and ``Pipeline.local_segments``; pure (reads the document
+    ``Pipeline.run.split_locally`` and ``Pipeline.run.local_segments``; pure (reads the document
     reference the API stored). A scanned document's split and segments OCR its pages, so
     they stay heartbeating activities.
     """
@@ -36,7 +36,7 @@ def short_text_layer(state: Mapping[str, Any]) -> bool:
 
 
 def make_input(ctx: Any) -> dict[str, Any]:
-    """The graph's input state for a new run (``Pipeline.make_input``).
+    """The graph's input state for a new run (``Pipeline.intake.make_input``).
 
     Args:
         ctx: the run service's ``StartContext`` (the stored upload, settings, metadata).
@@ -68,7 +68,7 @@ def initial_state(run_id: str, document: dict[str, Any], options: dict[str, Any]
 
 
 def record_fields() -> dict[str, dict[str, Any]]:
-    """The console's field form (``Pipeline.record_fields``): label and required flag per field."""
+    """The console's field form (``Pipeline.api.record_fields``): label and required flag per field."""
     from activities.document_intake.schema import load_field_schema
 
     return {f.name: {"label": f.label_variants[0], "required": f.required}
@@ -76,7 +76,7 @@ def record_fields() -> dict[str, dict[str, Any]]:
 
 
 def build_router() -> Any:
-    """The pipeline's own route (``Pipeline.router``): ``POST /v1/submissions``."""
+    """The pipeline's own route (``Pipeline.api.router``): ``POST /v1/submissions``."""
     from activities.document_intake.api import build_router as intake_router
 
     return intake_router()
@@ -95,17 +95,15 @@ PIPELINE = Pipeline(
     seed="000",
     description=("Essay-contest entry forms: text layer / OCR → extract → validate → confidence "
                  "routing to complete, retry, review agent or a human"),
-    accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff", "text/plain"),
-    human_gate="approve (with field edits) or reject an escalated record",
-    check_decision=check_decision,
-    decides_on_state=True,  # its refusal rules read the state at the pause
-    make_input=make_input,
-    result=public_snapshot,
-    node_snapshot=public_snapshot,
-    split="document_intake.split",
-    split_locally=short_text_layer,
-    local_segments=short_text_layer,
-    router=build_router,
-    record_fields=record_fields,
+    intake=Intake(accepts=("application/pdf", "image/png", "image/jpeg", "image/tiff",
+                           "text/plain"),
+                  make_input=make_input),
+    gate=Gate(human_gate="approve (with field edits) or reject an escalated record",
+              check_decision=check_decision,
+              decides_on_state=True),  # its refusal rules read the state at the pause
+    run=RunHooks(result=public_snapshot, split="document_intake.split",
+                 split_locally=short_text_layer, local_segments=short_text_layer),
+    nodes=NodeHooks(node_snapshot=public_snapshot),
+    api=Api(router=build_router, record_fields=record_fields),
     worker_parts=worker_parts,
 )

@@ -6,7 +6,7 @@ from activities.due_diligence.graph import AGENTS, build_due_diligence_graph
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.report import render_report
 from activities.due_diligence.strategies import run_result
-from overseer.plugin import Pipeline
+from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks
 
 PIPELINE = Pipeline(
     name="due_diligence",
@@ -14,10 +14,11 @@ PIPELINE = Pipeline(
     seed="004",
     description=("Contract due diligence: clauses with verbatim quotes, risks, an extractive "
                  "summary and a checklist, by five agents in a fixed order."),
-    options_model=DueDiligenceOptions,
-    accepts=("application/pdf", "image/png", "image/tiff", "image/jpeg", "text/plain"),
-    progress_nodes=AGENTS,
-    human_gate="optional sign-off: approve or reject the findings and checklist",
-    report=render_report,
-    result=run_result,
+    intake=Intake(accepts=("application/pdf", "image/png", "image/tiff", "image/jpeg",
+                           "text/plain"),
+                  options_model=DueDiligenceOptions),
+    gate=Gate(human_gate="optional sign-off: approve or reject the findings and checklist"),
+    run=RunHooks(result=run_result),
+    nodes=NodeHooks(progress_nodes=AGENTS),
+    api=Api(report=render_report),
 )

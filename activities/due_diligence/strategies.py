@@ -29,7 +29,7 @@ def strategies_of(findings: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def run_result(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's result (``Pipeline.result``): the final state plus how it was produced.
+    """The run's result (``Pipeline.run.result``): the final state plus how it was produced.
 
     Returns:
         ``{output: state, strategies, fallbacks}``: ``strategies`` is ``rules`` (risks,

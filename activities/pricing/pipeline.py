@@ -13,11 +13,11 @@ from typing import Any
 
 from activities.pricing.graph import build_pricing_graph
 from activities.pricing.run import PricingStream, check_decision, node_snapshot, result
-from overseer.plugin import Pipeline
+from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks
 
 
 def build_router() -> Any:
-    """The pipeline's own routes (``Pipeline.router``).
+    """The pipeline's own routes (``Pipeline.api.router``).
 
     The chat (``/api/v1/chat``, SSE, sign-off, cancel) and the policy check utility
     (``/api/v1/policy/check``).
@@ -39,14 +39,12 @@ PIPELINE = Pipeline(
     description=("Pricing policy orchestrator: router → optimizer → policy check → explainer / "
                  "sensitivity → analyst report → sign-off, streamed over SSE; simple asks answer "
                  "on a single-agent fast path"),
-    accepts=("application/json",),
-    human_gate=("approve (with price edits that must keep the policy) or reject a price "
-                "proposal; cancel by thread id"),
-    check_decision=check_decision,
-    decides_on_state=True,  # its refusal rules read the state at the pause
-    result=result,
-    node_snapshot=node_snapshot,
-    stream=PricingStream,
-    router=build_router,
-    submit_path="/api/v1/chat",
+    intake=Intake(accepts=("application/json",), submit_path="/api/v1/chat"),
+    gate=Gate(human_gate=("approve (with price edits that must keep the policy) or reject a "
+                          "price proposal; cancel by thread id"),
+              check_decision=check_decision,
+              decides_on_state=True),  # its refusal rules read the state at the pause
+    run=RunHooks(result=result, stream=PricingStream),
+    nodes=NodeHooks(node_snapshot=node_snapshot),
+    api=Api(router=build_router),
 )

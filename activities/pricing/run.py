@@ -191,7 +191,7 @@ def decision_tail(state: Mapping[str, Any]) -> str:
 
 
 def result(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's result (``Pipeline.result``).
+    """The run's result (``Pipeline.run.result``).
 
     Report with the sign-off's tail, plan, scope, tools, strategy, model, change count,
     uplift, violations, approved prices, catalog hash; ``strategies`` (``rules`` for the

@@ -19,7 +19,7 @@ from activities.resume_tailoring.graph import (
     DEFAULT_TARGET_ATS,
     build_resume_tailoring_graph,
 )
-from overseer.plugin import DecisionRefusedError, Pipeline
+from overseer.plugin import DecisionRefusedError, Gate, Intake, NodeHooks, Pipeline
 
 MAX_TEXT_CHARS = 100_000
 
@@ -135,12 +135,11 @@ PIPELINE = Pipeline(
     seed="001",
     description="Tailor a JSON Resume to a job: ATS quality gate, reflexion loop, "
                 "never invents experience",
-    input_model=ResumeInput,
-    options_model=ResumeOptions,
-    decisions=("approve", "reject", "revise"),
-    check_decision=check_decision,
-    progress_nodes=("input_processing_agent", "format_strategy_agent", "resume_drafting_agent",
-                    "ats_optimization_agent", "finalization_agent"),
-    human_gate="approve the tailored resume, reject it, or revise with feedback "
-               "(bounded by max_revisions)",
+    intake=Intake(input_model=ResumeInput, options_model=ResumeOptions),
+    gate=Gate(decisions=("approve", "reject", "revise"), check_decision=check_decision,
+              human_gate="approve the tailored resume, reject it, or revise with feedback "
+                         "(bounded by max_revisions)"),
+    nodes=NodeHooks(progress_nodes=("input_processing_agent", "format_strategy_agent",
+                                    "resume_drafting_agent", "ats_optimization_agent",
+                                    "finalization_agent")),
 )

@@ -8,7 +8,7 @@ from typing import Any
 from activities.thematic_analysis.coding import check_decision
 from activities.thematic_analysis.graph import build_thematic_analysis_graph
 from activities.thematic_analysis.options import ThematicOptions
-from overseer.plugin import Pipeline
+from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline
 
 
 async def quotes(state: Mapping[str, Any], ids: list[str]) -> dict[str, str]:
@@ -32,12 +32,13 @@ PIPELINE = Pipeline(
     seed="002",
     description=("Thematic analysis of an account's interactions in a date window: coders per "
                  "identity, a reviewed codebook, themes with verbatim quotes and sentiment"),
-    accepts=("text/csv", "application/jsonl", "application/x-ndjson", "text/plain"),
-    options_model=ThematicOptions,
-    check_decision=check_decision,
-    progress_nodes=("load_dataset", "code_aggregator", "reviewer", "theme_aggregator", "finish"),
-    human_gate=("optional codebook review (metadata.review_codebook): approve with merge / "
-                "rename / delete edits, or reject"),
-    report=report,
-    quotes=quotes,
+    intake=Intake(accepts=("text/csv", "application/jsonl", "application/x-ndjson",
+                           "text/plain"),
+                  options_model=ThematicOptions),
+    gate=Gate(check_decision=check_decision,
+              human_gate=("optional codebook review (metadata.review_codebook): approve with "
+                          "merge / rename / delete edits, or reject")),
+    nodes=NodeHooks(progress_nodes=("load_dataset", "code_aggregator", "reviewer",
+                                    "theme_aggregator", "finish")),
+    api=Api(report=report, quotes=quotes),
 )

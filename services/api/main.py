@@ -68,9 +68,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     from overseer.pipelines import get_registry
 
-    for pipeline in get_registry():  # a pipeline's own routes (Pipeline.router)
-        if pipeline.router is not None:
-            app.include_router(pipeline.router())
+    for pipeline in get_registry():  # a pipeline's own routes (Pipeline.api.router)
+        if pipeline.api.router is not None:
+            app.include_router(pipeline.api.router())
     from services.api.routes import agent_assistants, agent_crons, agent_protocol, agent_store, langgraph_api
 
     app.include_router(langgraph_api.router)  # the LangGraph Agent Server API (issue 12)

@@ -30,7 +30,7 @@ async def decide_run(run_id: str, body: DecisionRequest, principal: Principal, p
         NotAwaitingApprovalError, ClaimedByOtherError: 409.
         InvalidFieldEditsError, InvalidRequestError: 422.
     """
-    known = sorted({d for p in get_registry() for d in p.decisions})
+    known = sorted({d for p in get_registry() for d in p.gate.decisions})
     if body.decision not in known:
         raise InvalidRequestError(f"decision must be one of {', '.join(known)}",
                                   details={"field": "decision", "allowed": known})

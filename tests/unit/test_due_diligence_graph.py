@@ -47,7 +47,7 @@ async def test_five_agents_run_in_order_and_each_writes_its_key() -> None:
     assert set(AGENTS) - {"clause_extraction", "risk_scoring"} <= set(final)
     for key in ("ingestion", "clauses", "risks", "summary", "checklist"):
         assert final[key], key
-    assert PIPELINE.progress_nodes == AGENTS
+    assert PIPELINE.nodes.progress_nodes == AGENTS
 
 
 async def test_clause_subgraph_retries_until_three_searches() -> None:

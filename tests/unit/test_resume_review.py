@@ -123,10 +123,10 @@ async def test_gate_refusal_matches_the_payload_the_run_shows():
 def test_pipeline_declaration():
     assert PIPELINE.name == "resume_tailoring"
     assert PIPELINE.seed == "001"
-    assert PIPELINE.decisions == ("approve", "reject", "revise")
-    assert PIPELINE.check_decision is check_decision
-    assert PIPELINE.options_model is not None
-    assert PIPELINE.options_model().model_dump()["target_ats_objective"] == 0.85
+    assert PIPELINE.gate.decisions == ("approve", "reject", "revise")
+    assert PIPELINE.gate.check_decision is check_decision
+    assert PIPELINE.intake.options_model is not None
+    assert PIPELINE.intake.options_model().model_dump()["target_ats_objective"] == 0.85
     # as segments, with no node leaving them (docs/performance.md, resume_tailoring_review)
     assert placed_nodes(PIPELINE.graph()) == []
 

@@ -107,8 +107,8 @@ async def test_four_identities_give_four_coder_results():
 
 def test_pipeline_declaration():
     assert PIPELINE.name == "thematic_analysis" and PIPELINE.seed == "002"
-    assert PIPELINE.takes_upload and "text/csv" in PIPELINE.accepts
-    assert PIPELINE.options_model is not None and PIPELINE.options_model().max_themes == 8
+    assert PIPELINE.takes_upload and "text/csv" in PIPELINE.intake.accepts
+    assert PIPELINE.intake.options_model is not None and PIPELINE.intake.options_model().max_themes == 8
     # as segments (docs/performance.md, thematic_example); each coder and theme-coder step
     # leaves the segment as its own activity, with the coders' attempts and time-outs
     graph = build_thematic_analysis_graph()
@@ -264,20 +264,20 @@ async def test_codebook_review_interrupt_and_edits_are_applied():
     keep, absorbed, dropped = ids[0], ids[1], ids[2]
 
     with pytest.raises(DecisionRefusedError) as refused:
-        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
+        PIPELINE.gate.check_decision(payload, {"decision": "approve", "updates": {
             "merge": [[keep]], "rename": {"c_nope": "x"}, "delete": [keep], "split": []}}, {})
     assert refused.value.code == "invalid_codebook_edits"
     with pytest.raises(DecisionRefusedError, match="unknown code id c_nope"):
-        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {"delete": ["c_nope"]}},
+        PIPELINE.gate.check_decision(payload, {"decision": "approve", "updates": {"delete": ["c_nope"]}},
                                 {})
     with pytest.raises(DecisionRefusedError, match="both deleted and merged or renamed"):
-        PIPELINE.check_decision(payload, {"decision": "approve", "updates": {
+        PIPELINE.gate.check_decision(payload, {"decision": "approve", "updates": {
             "delete": [keep], "rename": {keep: "x"}}}, {})
 
     decision = {"decision": "approve", "note": "tidy", "resume": None, "decided_by": "reviewer:ann",
                 "updates": {"merge": [[keep, absorbed]], "rename": {keep: "Renamed code"},
                             "delete": [dropped]}}
-    PIPELINE.check_decision(payload, decision, {})  # valid: no error
+    PIPELINE.gate.check_decision(payload, decision, {})  # valid: no error
     done = await graph.ainvoke(Command(resume=decision), config)
     final = {c["code_id"]: c for c in done["codebook"]}
     assert final[keep]["label"] == "Renamed code"

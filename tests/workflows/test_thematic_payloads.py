@@ -104,7 +104,7 @@ async def test_5000_reviews_run_through_the_stack_with_no_payload_over_2_mb(
 
     # Every theme quote names a verbatim sentence of a review in the window.
     ids = [q for theme in out["themes"] for q in theme["quote_ids"]]
-    quotes = await PIPELINE.quotes(out, ids)
+    quotes = await PIPELINE.api.quotes(out, ids)
     assert ids and set(quotes) == set(ids)
     window = set(out["interaction_ids"])
     by_hash = {dataset.quote_id(i, 0).partition("-")[0]: i for i in window}

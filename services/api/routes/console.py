@@ -390,7 +390,7 @@ def _extra_decisions(pipeline: str) -> list[str]:
 
     if pipeline not in get_registry():
         return []
-    return [d for d in get_registry().get(pipeline).decisions if d not in ("approve", "reject")]
+    return [d for d in get_registry().get(pipeline).gate.decisions if d not in ("approve", "reject")]
 
 
 def _render(request: Request, session: sessions.ConsoleSession | None, name: str,
@@ -652,13 +652,13 @@ def _field_rows(approval: ApprovalView | None, form_values: dict[str, str] | Non
 def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
     """Labels and required flags of the record a pipeline's approvals edit, in its order.
 
-    From ``Pipeline.record_fields``; ``{}`` when it declares none (the record's own keys
+    From ``Pipeline.api.record_fields``; ``{}`` when it declares none (the record's own keys
     show).
     """
     from overseer.pipelines import get_registry
 
     try:
-        fields = get_registry().get(pipeline).record_fields
+        fields = get_registry().get(pipeline).api.record_fields
         return {k: dict(v) for k, v in fields().items()} if fields is not None else {}
     except Exception:  # a console without the pipeline's fields still shows the record
         log.warning("record fields of %s could not be read", pipeline, exc_info=True)

@@ -95,9 +95,9 @@ async def report(run_id: str, principal: PrincipalDep, pool: PoolDep) -> PlainTe
     """The pipeline's Markdown report of the run (partial while it runs, final when done)."""
     view = await get_run(pool, run_id, principal)
     pipeline = get_registry().get(view.pipeline)
-    if pipeline.report is None:
+    if pipeline.api.report is None:
         raise NotFoundError(f"pipeline {pipeline.name} has no report")
-    rendered = pipeline.report(_state_of(view))
+    rendered = pipeline.api.report(_state_of(view))
     text = await rendered if inspect.isawaitable(rendered) else rendered
     return PlainTextResponse(str(text), media_type="text/markdown; charset=utf-8")
 
@@ -110,10 +110,10 @@ async def quotes(run_id: str, principal: ReviewerDep, pool: PoolDep,
     """Reviewers only: the source text of quote ids the run's result holds (unknown ids left out)."""
     view = await get_run(pool, run_id, principal)
     pipeline = get_registry().get(view.pipeline)
-    if pipeline.quotes is None:
+    if pipeline.api.quotes is None:
         raise NotFoundError(f"pipeline {pipeline.name} keeps no quote ids")
     wanted = [i.strip() for i in ids.split(",") if i.strip()][:500]
-    return {"run_id": view.run_id, "quotes": await pipeline.quotes(_state_of(view), wanted)}
+    return {"run_id": view.run_id, "quotes": await pipeline.api.quotes(_state_of(view), wanted)}
 
 
 @router.post("/{run_id}/retry", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted)
