@@ -13,14 +13,22 @@ checkpoint is stored never runs again (and a segment that had already ended, or 
 interrupt, only ends again). With ``durability="sync"`` at most the nodes of the superstep in
 flight run twice; with ``async`` (the default) also the superstep before, when its
 checkpoint was still being written; with ``exit`` the whole segment. ``node.completed`` is
-keyed by the task's superstep and path (:class:`TaskSteps`), the same when a superstep runs
-again, so a node execution is recorded once.
+keyed by the task's superstep and path (:class:`activities.segment_record.TaskSteps`), the
+same when a superstep runs again, so a node execution is recorded once.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
 task (handed to a writer beside the loop as it finishes, a superstep's in one commit, all
-in the log before the segment reports: :class:`NodeEvents`; a retried segment writes those
-a crash lost from the run's checkpoints: :func:`recoverable_tasks`), a heartbeat naming
-the node in progress, and the segment's result names the nodes it ran.
+in the log before the segment reports: :class:`activities.segment_record.NodeEvents`; a
+retried segment writes those a crash lost from the run's checkpoints:
+:func:`activities.segment_record.recoverable_tasks`), a heartbeat naming the node in
+progress, and the segment's result names the nodes it ran.
+
+What the activity runs with lives beside it: the compiled graph and its checkpointer
+(:mod:`activities.segment_graph`), the thread's state as a segment hands it on
+(:mod:`activities.segment_state`), the live stream (:mod:`activities.segment_stream`), the
+per-node records (:mod:`activities.segment_record`) and the budget and one-step callbacks
+(:mod:`activities.segment_guards`). This module holds the activity, its call and result,
+its config and breakpoints, and what a retried segment runs.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow`, every run's workflow (``/v1``
 runs and Agent Server runs alike): the five reference pipelines and every graph of a
@@ -30,57 +38,39 @@ runs and Agent Server runs alike): the five reference pipelines and every graph 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import as_application_error
-from activities.graph_nodes import (
-    BUG_TYPES,
-    NODE_ERROR,
-    UsageMeter,
-    progress_snapshot,
-    put_state_blob,
-    record_ledger,
-)
+from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
 from activities.runtime import get_runtime
-from overseer.budget import BudgetStop, over_budget, set_run_budget
+from activities.segment_graph import RUN_ID_KEY, compiled, placed
+from activities.segment_guards import BudgetGuard, StepBarrier
+from activities.segment_record import (
+    NodeEvents,
+    TaskSteps,
+    inner_task,
+    node_completed,
+    observe,
+    recoverable_tasks,
+)
+from activities.segment_state import claim_checked, snapshot_of
+from activities.segment_stream import (
+    EXTRA_STREAM_MODES,
+    STREAM_MODES,
+    OwnStream,
+    chunks_and_events,
+    live_chunk,
+)
+from overseer.budget import BudgetStop, set_run_budget
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
-from overseer.graph_codec import (
-    CLAIM_CHECK_BYTES,
-    decode,
-    encode,
-    encoded_size,
-    ref_marker,
-    to_jsonable,
-)
-from overseer.store.events import NODE_COMPLETED, NewEvent
-from overseer.token_stream import (
-    CHUNK_FLUSH_SECONDS,
-    FLUSH_SECONDS,
-    TokenWriter,
-    chunk_item,
-    custom_item,
-    event_item,
-    own_item,
-    token_item,
-)
-
-STREAM_MODES = ("values", "updates", "custom")
-"""What an Agent Server run's segment always streams, live (:mod:`overseer.token_stream`)."""
-EXTRA_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools")
-"""LangGraph modes an Agent Server run may also ask for (``SegmentCall.modes``)."""
-RUN_ID_KEY = "overseer_run_id"
-"""Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
-
-logger = logging.getLogger(__name__)
+from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.token_stream import TokenWriter, custom_item, token_item
 
 
 @dataclass
@@ -118,9 +108,10 @@ class SegmentCall:
             stops before any superstep that has such a node
             (:func:`overseer.pipelines.placed_nodes`; ``interrupt_before``).
         modes: with ``stream``, LangGraph stream modes the run asked for beyond
-            :data:`STREAM_MODES` (``tasks``, ``checkpoints``, ``debug``): their chunks are
-            returned too; ``messages``: LangGraph's messages chunks (tokens as a model makes
-            them) are written live to ``agent_run_tokens`` (:mod:`overseer.token_stream`).
+            :data:`activities.segment_stream.STREAM_MODES` (``tasks``, ``checkpoints``,
+            ``debug``): their chunks are returned too; ``messages``: LangGraph's messages
+            chunks (tokens as a model makes them) are written live to ``agent_run_tokens``
+            (:mod:`overseer.token_stream`).
         stream_base: with ``stream``, how many items the run's durable stream held when the
             segment started: LangGraph's ``messages`` chunks (tokens as they come) are
             written with it to ``agent_run_tokens`` (:mod:`overseer.token_stream`).
@@ -206,125 +197,6 @@ class SegmentResult:
     interrupted_in: list[str] = field(default_factory=list)
 
 
-class BudgetGuard(AsyncCallbackHandler):
-    """Stops a node, or a chat-model call, before it starts once the run's spend has passed its budget.
-
-    ``raise_error`` makes LangChain raise :class:`BudgetStop` at the start of the next task
-    (a node, or a subgraph's node: before any of its code runs) or from a chat-model call in
-    a node, so the call (and its cost) never happens; LangGraph keeps the writes of the
-    superstep's finished tasks, and the next segment (after a reviewer raised the budget)
-    runs the stopped node again from its start. A node that catches every exception of its
-    model call goes on without the model's answer, and the run stops before its next node.
-
-    Args:
-        meter: this segment's :class:`UsageMeter` (its calls count on top of ``spent``).
-        spent: the run's spend before the segment ``{"usd", "tokens"}``.
-        budget: ``{"usd", "tokens"}``; None entries are not limited.
-    """
-
-    raise_error = True  # not run_inline: an inline raise leaves the other handlers' calls unawaited
-
-    def __init__(self, meter: UsageMeter, spent: dict[str, Any], budget: dict[str, Any]) -> None:
-        self.meter, self.spent, self.budget = meter, spent, budget
-        self._tasks: set[str] = set()
-
-    def total(self) -> dict[str, Any]:
-        """The run's spend so far ``{"usd", "tokens", "calls"}`` (before plus this segment)."""
-        return {"usd": float(self.spent.get("usd") or 0) + self.meter.cost_usd,
-                "tokens": int(self.spent.get("tokens") or 0) + self.meter.input_tokens
-                + self.meter.output_tokens,
-                "calls": int(self.spent.get("calls") or 0) + self.meter.calls}
-
-    async def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
-                                  metadata: dict[str, Any] | None = None,
-                                  **kwargs: Any) -> None:
-        """Raise :class:`BudgetStop` when the spend so far has passed the budget."""
-        if over_budget(self.total(), self.budget):
-            raise BudgetStop((metadata or {}).get("langgraph_node"))
-
-    async def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
-                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """Raise :class:`BudgetStop` as a task starts when the spend so far has passed the budget.
-
-        A task's first chain is its node (LangGraph's ``langgraph_checkpoint_ns`` ends in
-        its task id); the chains a node calls itself are left to run.
-        """
-        meta = metadata or {}
-        ns = str(meta.get("langgraph_checkpoint_ns") or "")
-        if not ns or "langgraph_node" not in meta:
-            return
-        task = ns.rpartition(":")[2]
-        if task in self._tasks:
-            return
-        self._tasks.add(task)
-        if over_budget(self.total(), self.budget):
-            parts = tuple(ns.split("|"))
-            raise BudgetStop(node_path(parts[:-1], str(meta["langgraph_node"])))
-
-
-class StepBarrier(AsyncCallbackHandler):
-    """In a one-step segment, a task that fails waits for the step's other tasks before it raises.
-
-    LangGraph cancels a superstep's tasks still running when one of them fails; in the step
-    of a node with options (run as its own activity, with its attempts) that would run them
-    again on the next attempt (their model calls twice, from a higher attempt number). A
-    task's error is reported through ``on_chain_error`` of its first chain, which LangGraph
-    awaits in the task before the error reaches its runner, so waiting there until the other
-    tasks are done (their writes kept) lets the retry run the failed tasks only. Tasks that
-    fail together do not wait for each other.
-    """
-
-    run_inline = True  # awaited in the task itself: asyncio.current_task() is the task
-
-    def __init__(self) -> None:
-        self._first: dict[Any, asyncio.Task[Any]] = {}  # a task's first chain → the task
-        self._seen: set[str] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._failing: set[asyncio.Task[Any]] = set()
-
-    async def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
-                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """Note a top-level task's first chain, and the asyncio task it runs in."""
-        meta = metadata or {}
-        ns = str(meta.get("langgraph_checkpoint_ns") or "")
-        current = asyncio.current_task()
-        if not ns or "|" in ns or "langgraph_node" not in meta or current is None:
-            return
-        task = ns.rpartition(":")[2]
-        if task in self._seen:
-            return
-        self._seen.add(task)
-        self._first[run_id] = current
-        self._tasks.add(current)
-
-    async def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
-        """A task failed: unless the run fails, wait until the step's other tasks are done."""
-        me = self._first.pop(run_id, None)
-        if me is None or not _retried(error):
-            return
-        self._failing.add(me)
-        try:
-            while others := [t for t in self._tasks
-                             if t is not me and not t.done() and t not in self._failing]:
-                await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._failing.discard(me)
-
-
-def _retried(error: BaseException) -> bool:
-    """Whether Temporal retries a segment that failed with ``error``.
-
-    Not after a bug, an interrupt, a cancellation or a permanent domain error.
-    """
-    from langgraph.errors import GraphBubbleUp
-
-    if isinstance(error, (*BUG_TYPES, GraphBubbleUp, asyncio.CancelledError)):
-        return False
-    if isinstance(error, ApplicationError):
-        return not error.non_retryable
-    return error.retryable if isinstance(error, OverseerError) else True
-
-
 async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
                       started: dict[str, tuple[str, float]], wall_started: dict[str, int],
                       where: TaskSteps, out: NodeEvents) -> list[str]:
@@ -348,9 +220,10 @@ async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
                 and task.result is not None and not task.interrupts:  # ran in this attempt
             name, began = started.pop(task.id)
             seconds = time.perf_counter() - began
-            _observe(call, task.id, name, seconds, wall_started.pop(task.id, None))
-            _node_completed(out, call, task.id, name, seconds * 1000, where.of(task.id),
-                            task.result)
+            observe(call.run_id, call.pipeline, task.id, name, seconds,
+                    wall_started.pop(task.id, None))
+            node_completed(out, call.run_id, call.pipeline, task.id, name, seconds * 1000,
+                           where.of(task.id), task.result)
     return failed
 
 
@@ -362,53 +235,6 @@ def _naming(err: ApplicationError, node: str) -> ApplicationError:
     return ApplicationError(err.message, {**details, "node": node}, type=err.type,
                             non_retryable=err.non_retryable,
                             next_retry_delay=err.next_retry_delay)
-
-
-_saver: Any = None
-_saver_lock = asyncio.Lock()
-_compiled: dict[str, Any] = {}
-
-
-async def checkpointer(database_url: str | None = None) -> Any:
-    """This process's ``AsyncPostgresSaver`` on Overseer's Postgres (tables made once by ``setup()``).
-
-    Args:
-        database_url: where (default: the activity runtime's settings; the API passes its own).
-    """
-    global _saver
-    async with _saver_lock:
-        if _saver is None:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-            from psycopg.rows import dict_row
-            from psycopg_pool import AsyncConnectionPool
-
-            settings = get_runtime().settings if database_url is None else None
-            url = database_url or str(settings.database_url if settings else "")
-            size = settings.worker_max_concurrent_activities if settings else 4
-            pool = AsyncConnectionPool(
-                url, min_size=1, max_size=max(4, size), open=False,
-                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-            await pool.open(wait=True)
-            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # dict rows, as it expects
-            await saver.setup()
-            _saver = saver
-    return _saver
-
-
-async def compiled(pipeline: str, database_url: str | None = None) -> Any:
-    """The pipeline's graph compiled with :func:`checkpointer` and the store (once per process).
-
-    The store is :func:`overseer.graph_store.graph_store`: nodes get it as LangGraph's
-    ``BaseStore`` (``store`` argument, ``get_store()``).
-    """
-    if pipeline not in _compiled:
-        from overseer.graph_store import graph_store
-        from overseer.pipelines import get_registry
-
-        _compiled[pipeline] = get_registry().builder(pipeline).compile(
-            checkpointer=await checkpointer(database_url),
-            store=await graph_store(None if database_url else get_runtime().settings))
-    return _compiled[pipeline]
 
 
 @activity.defn(name="run_segment")
@@ -452,8 +278,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             start = config  # on from this run's own latest checkpoint
     if activity.info().attempt > 1:  # a crash may have lost events of nodes that finished
         for task, key in await recoverable_tasks(app, config, call.run_id):
-            _node_completed(nodes, call, str(task.id), str(task.name), None, key,
-                            task.result, recovered=True)
+            node_completed(nodes, call.run_id, call.pipeline, str(task.id), str(task.name), None,
+                           key, task.result, recovered=True)
     local = activity.info().is_local
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
@@ -471,14 +297,14 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     before: Any = None
     # a pipeline's own stream protocol (Pipeline.run.stream): its chunk events (and what its
     # nodes write with get_stream_writer()) go out live, as rows, as tokens do
-    own = _OwnStream.open(spec, call) if spec.run.stream is not None else None
+    own = OwnStream.open(spec, call.run_id, call.input, call.stream_base) \
+        if spec.run.stream is not None else None
     if own is not None:
         modes += [m for m in ("updates", "custom", *own.modes) if m not in modes]
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
-    placed = _placed(call.pipeline)
-    breakpoints = _breakpoints(call, placed)
+    breakpoints = _breakpoints(call, placed(call.pipeline))
     # LangGraph streams subgraphs' chunks only when asked; the segment always asks, for the
     # tasks of subgraph nodes (each its own node.completed), and drops the rest unless the
     # run asked (stream_subgraphs): what the client gets is LangGraph's subgraphs=False then
@@ -491,13 +317,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     try:
         loop_args: dict[str, Any] = {"stream_mode": modes, "durability": call.durability,
                                      "subgraphs": True, "context": call.context, **breakpoints}
-        chunks = (_chunks_and_events(app.astream_events(graph_input, start, version="v2",
-                                                        **loop_args), tokens)
+        chunks = (chunks_and_events(app.astream_events(graph_input, start, version="v2",
+                                                       **loop_args), tokens)
                   if tokens is not None and "events" in call.modes
                   else app.astream(graph_input, start, **loop_args))
         async for ns, mode, chunk in chunks:
             if ns and mode == "tasks":  # a subgraph node starts or ends
-                _inner_task(call, ns, chunk, inner, where, nodes)
+                inner_task(call.run_id, call.pipeline, ns, chunk, inner, where, nodes)
             if ns and not subgraphs:
                 continue
             if mode == "messages":  # a token (or a node's whole message), live to the API
@@ -512,10 +338,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 continue
             if ns:  # a subgraph's chunk: the client's, named by its namespace
                 if tokens is not None and (mode != "tasks" or "tasks" in asked):
-                    await _live_chunk(tokens, f"{mode}|{'|'.join(ns)}", chunk)
+                    await live_chunk(tokens, f"{mode}|{'|'.join(ns)}", chunk)
                 continue
             if tokens is not None and (mode != "tasks" or "tasks" in asked):
-                await _live_chunk(tokens, mode, chunk)
+                await live_chunk(tokens, mode, chunk)
             if own is not None:
                 await own.chunk(mode, chunk)
             if mode == "values":
@@ -536,14 +362,15 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 seconds = time.perf_counter() - began
                 ran.append(name)
                 last_step.append(name)
-                _observe(call, task_id, name, seconds, wall_started.pop(task_id, None))
+                observe(call.run_id, call.pipeline, task_id, name, seconds,
+                        wall_started.pop(task_id, None))
                 view = None
                 if snapshot_of_node is not None and isinstance(chunk.get("result"), dict):
                     if before is None:  # no values chunk yet (a resume): the last checkpoint's
                         before = (await app.aget_state(config)).values
                     view = snapshot_of_node({**before, **chunk["result"]})
-                _node_completed(nodes, call, task_id, name, seconds * 1000,
-                                where.of(task_id), chunk.get("result"), view)
+                node_completed(nodes, call.run_id, call.pipeline, task_id, name, seconds * 1000,
+                               where.of(task_id), chunk.get("result"), view)
         ended = True
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped, ended = err, True
@@ -604,41 +431,6 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     return SegmentResult(status="done", values=values, nodes=ran, **extra)
 
 
-class _OwnStream:
-    """A pipeline's own stream protocol in a segment: :meth:`RunStream.chunk` events, live.
-
-    Written as rows of the run's live stream (:func:`overseer.token_stream.own_item`, in
-    the loop's order, within :data:`overseer.token_stream.FLUSH_SECONDS`), as tokens are;
-    the workflow publishes the protocol's other events (start, interrupt, decision, end)
-    on its durable stream, and the pipeline's reader merges both
-    (:func:`overseer.token_stream.merge_live`). Nothing of it crosses Temporal.
-    """
-
-    def __init__(self, stream: Any, writer: TokenWriter) -> None:
-        self._stream, self._writer = stream, writer
-        self.modes: tuple[str, ...] = tuple(stream.stream_modes)
-
-    @classmethod
-    def open(cls, spec: Any, call: SegmentCall) -> _OwnStream:
-        """The stream of ``spec`` for this segment's run, writing from ``call.stream_base``."""
-        graph_input = decode(call.input) if call.input is not None else None
-        return cls(spec.stream(graph_input or {"run_id": call.run_id}),
-                   TokenWriter(get_runtime().pool, call.run_id, call.stream_base))
-
-    async def chunk(self, mode: str, chunk: Any) -> None:
-        """Buffer the protocol's events for one top-level LangGraph chunk."""
-        for event in self._stream.chunk(mode, chunk):
-            await self._writer.add(own_item(event))
-
-    async def close(self) -> None:
-        """Write what is buffered (before the segment reports).
-
-        Raises:
-            asyncpg.PostgresError, OSError: a write failed (Temporal retries the segment).
-        """
-        await self._writer.close()
-
-
 RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")
 """``configurable`` keys the runtime sets; a run's own ``config`` cannot change them."""
 
@@ -648,8 +440,8 @@ def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
 
     The run's own ``config`` (:attr:`SegmentCall.config`: ``configurable``, ``tags``,
     ``metadata``) under the runtime's keys: the thread id, the run id in the metadata
-    (:data:`RUN_ID_KEY`), the recursion limit and the callbacks. Keys LangGraph reserves
-    for itself (``__pregel_*``, ``__``-prefixed) are dropped.
+    (:data:`activities.segment_graph.RUN_ID_KEY`), the recursion limit and the callbacks.
+    Keys LangGraph reserves for itself (``__pregel_*``, ``__``-prefixed) are dropped.
     """
     own = call.config if isinstance(call.config, dict) else {}
     configurable = {k: v for k, v in (own.get("configurable") or {}).items()
@@ -685,18 +477,6 @@ def _own_breakpoint(call: SegmentCall, following: list[str], last_step: list[str
                 or set(before or []) & set(following) or set(after or []) & set(last_step))
 
 
-_placed_by_pipeline: dict[str, list[str]] = {}
-
-
-def _placed(pipeline: str) -> list[str]:
-    """The pipeline's nodes with options (each runs as its own activity), once per process."""
-    if pipeline not in _placed_by_pipeline:
-        from overseer.pipelines import get_registry, placed_nodes
-
-        _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
-    return _placed_by_pipeline[pipeline]
-
-
 async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
                       ran: list[str], inner: dict[str, tuple[str, float, int]]) -> None:
     """Heartbeat three times per heartbeat time-out, naming the nodes in progress.
@@ -710,111 +490,6 @@ async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
         await asyncio.sleep(every)
         running = {n for n, _ in started.values()} | {p for p, _, _ in inner.values()}
         activity.heartbeat({"node": ", ".join(sorted(running)), "ran": ran})
-
-
-def node_path(ns: tuple[str, ...], name: str) -> str:
-    """A subgraph node's path as the run's events name it: ``"<parent>/…/<name>"``.
-
-    ``ns`` is LangGraph's namespace of the task's graph (``("clause_extraction:<task id>",)``).
-    """
-    return "/".join([*(part.partition(":")[0] for part in ns), name])
-
-
-def _inner_task(call: SegmentCall, ns: tuple[str, ...], chunk: dict[str, Any],
-                inner: dict[str, tuple[str, float, int]], where: TaskSteps,
-                out: NodeEvents) -> None:
-    """A subgraph node's ``tasks`` chunk: note its start, or record it once it finished.
-
-    One ``node.completed`` per execution, keyed by the steps and paths of its enclosing
-    tasks and its own (:class:`TaskSteps`), so a subgraph run again after a crash (or
-    again in a later superstep) is recorded once per execution; one duration sample and span.
-    """
-    task_id = str(chunk["id"])
-    if "result" not in chunk and "error" not in chunk:
-        inner[task_id] = (node_path(ns, str(chunk["name"])), time.perf_counter(),
-                          time.time_ns())
-        return
-    path, began, wall = inner.pop(task_id, (node_path(ns, str(chunk["name"])),
-                                            time.perf_counter(), 0))
-    if chunk.get("error") is None and not chunk.get("interrupts"):
-        seconds = time.perf_counter() - began
-        _observe(call, task_id, path, seconds, wall or None)
-        _node_completed(out, call, task_id, path, seconds * 1000, where.of(task_id))
-
-
-async def _chunks_and_events(events: AsyncIterator[dict[str, Any]],
-                             tokens: TokenWriter) -> AsyncIterator[Any]:
-    """LangGraph's ``(namespace, mode, chunk)`` out of ``astream_events``; the rest, live as ``events``.
-
-    The run asked for the ``events`` stream mode: the loop runs under LangChain's
-    ``astream_events(version="v2")``, as the Agent Server runs it then. The root run's
-    ``on_chain_stream`` events carry LangGraph's chunks (the loop goes on with them as with
-    ``astream``); every other event (the graph's and each node's, chat-model and tool
-    events …) goes to the run's ``events`` readers, except those tagged
-    ``langsmith:hidden`` (LangGraph's internal writers), which the Agent Server drops too.
-    """
-    async for event in events:
-        if "langsmith:hidden" in (event.get("tags") or ()):
-            continue
-        if event.get("event") == "on_chain_stream" and not event.get("parent_ids"):
-            yield event["data"]["chunk"]
-        else:
-            await tokens.add(event_item(event))
-
-
-async def _live_chunk(tokens: TokenWriter, mode: str, chunk: Any) -> None:
-    """One of LangGraph's chunks, live to the run's readers as the loop makes it.
-
-    Claim-checked like the thread's state; a chunk holding the pause (``__interrupt__``)
-    is left to the workflow's one ``interrupt`` item (the API gives ``updates``, then
-    ``values``, as LangGraph streams a pause).
-    """
-    if isinstance(chunk, dict) and "__interrupt__" in chunk and mode in ("updates", "values"):
-        return
-    if mode == "updates" and isinstance(chunk, dict):  # {node: update}
-        data: Any = {node: await claim_checked(update) for node, update in chunk.items()}
-    else:
-        data = await claim_checked(chunk)
-    await tokens.add(chunk_item(mode, data), within=(  # a tool's start shows at once
-        FLUSH_SECONDS if mode.split("|")[0] == "tools" else CHUNK_FLUSH_SECONDS))
-
-
-async def claim_checked(values: Any) -> Any:
-    """``values`` as JSON, each top-level value over the claim-check size stored and referenced.
-
-    What crosses Temporal from a segment (its result, stream chunks, the thread's state)
-    stays under the payload limit however large the graph's state grows; the API resolves
-    the references (:func:`services.api.readmodels.resolve_output_refs`).
-    """
-    if not isinstance(values, dict):
-        return to_jsonable(values)
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        encoded = encode(value)
-        size = encoded_size(encoded)
-        out[key] = ref_marker(await put_state_blob(encoded), size) \
-            if size > CLAIM_CHECK_BYTES else to_jsonable(value)
-    return out
-
-
-def snapshot_of(state: Any) -> dict[str, Any]:
-    """A LangGraph ``StateSnapshot`` as the workflow's ``get_thread_state`` shapes it."""
-    conf = (state.config or {}).get("configurable") or {}
-    parent = (state.parent_config or {}).get("configurable") or {}
-    return {
-        "values": to_jsonable(state.values), "encoded": encode(state.values),
-        "next": list(state.next),
-        "tasks": [{"id": t.id, "name": t.name,
-                   "error": None if t.error is None else repr(t.error)[:500],
-                   "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
-                                  for i in t.interrupts],
-                   "result": to_jsonable(t.result)} for t in state.tasks],
-        "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
-        "checkpoint_id": conf.get("checkpoint_id"),
-        "parent_checkpoint_id": parent.get("checkpoint_id"),
-        "metadata": to_jsonable(dict(state.metadata or {})),
-        "created_at": state.created_at,
-    }
 
 
 async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
@@ -836,186 +511,3 @@ async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
     if mine:
         return None, True
     return first_input, False
-
-
-def _observe(call: SegmentCall, task_id: str, node: str, seconds: float,
-             started_ns: int | None) -> None:
-    """One duration sample and, while spans are recorded, one span per node (as node activities have)."""
-    from opentelemetry import trace
-
-    from observability import metrics
-    from observability.tracing import tracer
-
-    metrics.observe_node(call.pipeline, node, seconds, outcome="ok")
-    if started_ns is not None and trace.get_current_span().is_recording():
-        span = tracer().start_span(f"node {node}", start_time=started_ns, attributes={
-            "overseer.pipeline": call.pipeline, "overseer.run_id": call.run_id,
-            "langgraph.graph": call.pipeline, "langgraph.node": node,
-            "langgraph.task_id": task_id})
-        span.end()
-
-
-class TaskSteps(BaseCallbackHandler):
-    """Where each task of a segment runs: its superstep and path, from LangGraph's run metadata.
-
-    LangGraph tags every run inside a task with ``langgraph_step``, ``langgraph_path`` and
-    ``langgraph_checkpoint_ns`` (``"<node>:<task id>"`` at the top level). A superstep that
-    runs again after a crash — from an earlier checkpoint than the first attempt wrote, or
-    from the same one re-created when an ``async``/``exit`` write never reached Postgres —
-    has the same step and path, where its task ids can differ; ``node.completed`` is keyed
-    by them, so a node execution is recorded once whatever the durability.
-    """
-
-    run_inline = True
-
-    def __init__(self) -> None:
-        self._where: dict[str, str] = {}
-
-    def on_chain_start(self, serialized: Any, inputs: Any, *, metadata: dict[str, Any] | None = None,
-                       **kwargs: Any) -> None:
-        """Note the task's step and path; a subgraph's task's after its enclosing task's."""
-        meta = metadata or {}
-        ns = str(meta.get("langgraph_checkpoint_ns") or "")
-        if not ns or "langgraph_step" not in meta:
-            return
-        parts = ns.split("|")
-        task_id = parts[-1].rpartition(":")[2]
-        if task_id in self._where:
-            return
-        path = meta.get("langgraph_path") or ()
-        here = f"{meta['langgraph_step']}:" + "/".join(map(str, path))
-        if len(parts) > 1:  # inside a subgraph: where its enclosing task ran comes first
-            outer = self._where.get(parts[-2].rpartition(":")[2])
-            if outer is None:
-                return
-            here = f"{outer}|{here}"
-        self._where[task_id] = here
-
-    def of(self, task_id: str) -> str | None:
-        """``"<step>:<path>"`` of a task seen to start, else None.
-
-        Inside a subgraph: ``"<its enclosing task's>|<step>:<path>"``.
-        """
-        return self._where.get(task_id)
-
-
-def _node_completed(out: NodeEvents, call: SegmentCall, task_id: str, node: str,
-                    duration_ms: float | None, where: str | None, update: Any = None,
-                    view: dict[str, Any] | None = None, *, recovered: bool = False) -> None:
-    """``node.completed`` for one finished task, once per node execution.
-
-    Keyed by the task's step and path (:class:`TaskSteps`), or by LangGraph's task id for a
-    task no run metadata named. ``view`` (a pipeline's ``node_snapshot`` of the state after
-    the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
-    progress node (``Pipeline.nodes.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
-    result: the channels it wrote) with the run's progress instead
-    (:func:`activities.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
-    off the graph's path (:class:`NodeEvents`). ``recovered``: read back from a checkpoint
-    after a crash (:func:`recoverable_tasks`); its duration is unknown (None).
-    """
-    from overseer.pipelines import get_registry
-
-    data: dict[str, Any] = {"node": node, "task_id": task_id,
-                            "duration_ms": None if duration_ms is None else round(duration_ms, 3),
-                            "attempt": activity.info().attempt, "placement": "segment"}
-    if recovered:
-        data["recovered"] = True
-    if view is not None:
-        data["snapshot"] = to_jsonable(view)
-    spec = get_registry().get(call.pipeline)
-    progress = progress_snapshot(node, spec.nodes.progress_nodes, update) if spec.nodes.progress_nodes \
-        else None
-    if progress is not None:
-        data["snapshot"] = progress
-    out.add(NewEvent(
-        run_id=call.run_id, key=f"node.completed:{node}:{where or task_id}", type=NODE_COMPLETED,
-        actor=f"activity:{node}", data=data))
-
-
-async def recoverable_tasks(app: Any, config: dict[str, Any], run_id: str
-                            ) -> list[tuple[Any, str]]:
-    """This run's finished top-level tasks that LangGraph's checkpoints kept, each with its key.
-
-    A worker killed between a node's end and the write of its ``node.completed``
-    (:class:`NodeEvents`) leaves the node's writes in the checkpointer (LangGraph never runs
-    it again) and no event. A retried segment reads the thread's history back to the first
-    checkpoint another run wrote and returns ``(task, "<step>:<path>")`` for every task that
-    finished without error (one that interrupted did once it was resumed): the task of a
-    checkpoint at step ``k`` ran at LangGraph step ``k + 1``, so the key is the one
-    :class:`TaskSteps` gave it when it ran, and an event already in the log is not written
-    twice. Hidden tasks (``__start__``) and
-    subgraphs' inner tasks are not returned.
-
-    Args:
-        app: the compiled graph, on the run's checkpointer.
-        config: the segment's config (its ``thread_id``).
-        run_id: the run (checkpoints carry it in their metadata, :data:`RUN_ID_KEY`).
-
-    Returns:
-        ``[(PregelTask, where)]``, newest checkpoint first.
-    """
-    found: list[tuple[Any, str]] = []
-    async for snap in app.aget_state_history({"configurable": config["configurable"]}):
-        metadata = snap.metadata or {}
-        if metadata.get(RUN_ID_KEY) != run_id:
-            break
-        step = metadata.get("step")
-        if not isinstance(step, int):
-            continue
-        for task in snap.tasks:
-            if str(task.name).startswith("__") or task.error is not None or task.result is None:
-                continue  # a task still waiting on an interrupt has no result yet
-            found.append((task, f"{step + 1}:" + "/".join(map(str, task.path))))
-    return found
-
-
-class NodeEvents:
-    """A segment's ``node.completed`` events, written beside the graph's loop, in batches.
-
-    :meth:`add` hands an event over without waiting; one background write at a time appends
-    everything handed over since the last write in one transaction
-    (:func:`activities.events.append_from_activity`). So LangGraph's next superstep does not
-    wait for Postgres, and the nodes of a superstep cost one commit, not one each. A node's
-    event reaches the log a write later than its ``tasks`` chunk reaches the loop (a few
-    milliseconds); :meth:`close` writes the rest before the segment reports. Ids are uuid5
-    of the run and the key, so a retried segment writes none twice.
-    """
-
-    def __init__(self) -> None:
-        self._pending: list[NewEvent] = []
-        self._writing: asyncio.Task[None] | None = None
-
-    def add(self, event: NewEvent) -> None:
-        """Queue ``event``; start a write unless one is under way (or the last one failed)."""
-        self._pending.append(event)
-        if self._writing is None or (self._writing.done() and not self._writing.cancelled()
-                                     and self._writing.exception() is None):
-            self._writing = asyncio.create_task(self._drain())
-
-    async def _drain(self) -> None:
-        from activities.events import append_from_activity
-
-        while self._pending:
-            batch, self._pending = self._pending, []
-            await append_from_activity(batch)
-
-    async def close(self, *, quiet: bool = False) -> None:
-        """Write what is queued and wait for it.
-
-        Args:
-            quiet: log a failed write instead of raising it (the segment is failing anyway,
-                with its own error).
-
-        Raises:
-            asyncpg.PostgresError, OSError: a write failed (the segment fails; Temporal
-                retries it).
-        """
-        try:
-            if self._writing is not None:
-                await self._writing
-            await self._drain()
-        except Exception:
-            if not quiet:
-                raise
-            logger.warning("node.completed events of a failing segment not written",
-                           exc_info=True)

@@ -20,7 +20,8 @@ async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
     The API's view of a thread that runs as segments: its state, history and updates are
     LangGraph's own.
     """
-    from activities.segments import compiled
+    from activities.segment_graph import compiled
+
     return await compiled(pipeline, database_url=str((settings or get_settings()).database_url))
 
 
@@ -59,13 +60,13 @@ async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
     """Rewind a thread to before a run: delete the checkpoints the run wrote, and their writes.
 
     LangGraph marks each checkpoint with the run that wrote it (metadata
-    :data:`activities.segments.RUN_ID_KEY`), so what is left is the thread as the run found
-    it. The run's channel blobs stay (unreferenced: LangGraph's versions never repeat).
+    :data:`activities.segment_graph.RUN_ID_KEY`), so what is left is the thread as the run
+    found it. The run's channel blobs stay (unreferenced: LangGraph's versions never repeat).
 
     Returns:
         How many checkpoints were deleted.
     """
-    from activities.segments import RUN_ID_KEY
+    from activities.segment_graph import RUN_ID_KEY
 
     ids = [r["checkpoint_id"] for r in await conn.fetch(
         "SELECT checkpoint_id FROM checkpoints WHERE thread_id = $1 AND metadata->>$2 = $3",
@@ -80,7 +81,7 @@ async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
 
 def checkpoint_view(thread_id: str, state: Any) -> dict[str, Any]:
     """A LangGraph ``StateSnapshot`` as the SDK reads a ``ThreadState``."""
-    from activities.segments import snapshot_of
+    from activities.segment_state import snapshot_of
 
     snap = snapshot_of(state)
     created = snap["created_at"]

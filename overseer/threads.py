@@ -253,7 +253,7 @@ async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str)
     The row's ``values``/``state``/``checkpoint`` are what thread search and ``GET
     /threads/{id}`` show; they follow the checkpointer.
     """
-    from activities.segments import snapshot_of
+    from activities.segment_state import snapshot_of
 
     app = await segments_app(graph_id)
     snap = snapshot_of(await app.aget_state({"configurable": {"thread_id": str(thread_id)}}))

@@ -18,14 +18,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.document_intake.extract import (
-    LabelHit,
+from activities.document_intake.extract_labels import LabelHit, label_table, line_labels
+from activities.document_intake.extract_lines import (
     Line,
     PageLike,
     document_lines,
     is_prose_line,
-    label_table,
-    line_labels,
     word_counts,
 )
 from activities.document_intake.schema import FieldSchema
@@ -65,7 +63,7 @@ class EntrySpan(BaseModel):
 
 
 class PageSlice(BaseModel):
-    """The part of one page that belongs to an entry (satisfies ``extract.PageLike``).
+    """The part of one page that belongs to an entry (satisfies ``extract_lines.PageLike``).
 
     Attributes:
         page_number: the original page number.

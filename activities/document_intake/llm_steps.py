@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from temporalio import activity
 
-from activities.document_intake.extract import MAX_SNIPPET_CHARS, Evidence
+from activities.document_intake.extract_candidates import MAX_SNIPPET_CHARS, Evidence
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import normalise_value, validate_value
 from activities.llm import LLMContext, call_json, extraction_messages

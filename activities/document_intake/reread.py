@@ -36,15 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from activities.document_intake.extract import (
-    ExtractionResult,
-    Line,
-    document_lines,
-    essay_start_index,
-    extract_fields,
-    label_table,
-    line_labels,
-)
+from activities.document_intake.extract import ExtractionResult, extract_fields
+from activities.document_intake.extract_labels import label_table, line_labels
+from activities.document_intake.extract_lines import Line, document_lines, essay_start_index
 from activities.document_intake.schema import FieldSchema
 
 # The media module's own rendering, preprocessing and Tesseract call, so that a region is

@@ -23,15 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.document_intake.extract import (
+from activities.document_intake.extract import resolve_candidates
+from activities.document_intake.extract_candidates import (
     Candidate,
     CandidateMode,
     Evidence,
-    PageLike,
-    document_lines,
     find_candidates,
-    resolve_candidates,
 )
+from activities.document_intake.extract_lines import PageLike, document_lines
 from activities.document_intake.llm_steps import QUOTE_NOT_FOUND, LLMExtraction
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import (

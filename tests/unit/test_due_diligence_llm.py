@@ -133,7 +133,7 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
 
     The agent calls the model through LangChain inside the run's segment, whose
     :class:`activities.graph_nodes.UsageMeter` counts its tokens; once the request's
-    ``metadata.llm_budget_tokens`` is passed, :class:`activities.segments.BudgetGuard`
+    ``metadata.llm_budget_tokens`` is passed, :class:`activities.segment_guards.BudgetGuard`
     refuses the next chat-model call (``initial_search``'s second: the agent catches it and
     goes on with its rules) and stops the run before the next node starts. Each scripted
     reply reports 360 tokens (360 > 100).

@@ -6,12 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from activities.document_intake.extract import (
-    Evidence,
-    document_lines,
-    essay_start_index,
-    extract_fields,
-)
+from activities.document_intake.extract import extract_fields
+from activities.document_intake.extract_candidates import Evidence
+from activities.document_intake.extract_lines import document_lines, essay_start_index
 from activities.document_intake.schema import load_field_schema
 
 SCHEMA = load_field_schema()

@@ -114,7 +114,7 @@ async def test_the_retry_extraction_step_gets_only_verified_values(model_reply):
 
 def test_an_unverified_update_is_never_acceptable():
     schema = load_field_schema()
-    from activities.document_intake.extract import Evidence
+    from activities.document_intake.extract_candidates import Evidence
     from activities.document_intake.review import Proposal
 
     ev = Evidence(page_number=1, snippet="Grade: 9", label="llm", method="llm_quote", score=0.95)

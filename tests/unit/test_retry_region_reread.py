@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 from PIL import Image, ImageDraw
 
-from activities.document_intake.extract import label_table, line_labels
+from activities.document_intake.extract_labels import label_table, line_labels
 from activities.document_intake.nodes import retry_extraction, run_pipeline
 from activities.document_intake.reread import anchor_lines, reread_regions
 from activities.document_intake.schema import load_field_schema

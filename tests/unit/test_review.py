@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from activities.document_intake.extract import Evidence, extract_fields
+from activities.document_intake.extract import extract_fields
+from activities.document_intake.extract_candidates import Evidence
 from activities.document_intake.review import (
     Proposal,
     proposal_is_acceptable,

@@ -12,7 +12,8 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from activities.segments import RUN_ID_KEY, SegmentCall, _retry_input
+from activities.segment_graph import RUN_ID_KEY
+from activities.segments import SegmentCall, _retry_input
 from overseer.pipelines import builder_of, load_langgraph_json
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
@@ -65,7 +66,7 @@ async def test_a_superstep_run_again_from_a_recreated_checkpoint_keeps_its_event
     yet in Postgres), the retry re-creates it with a new id, so LangGraph's task ids change;
     the step and path that key ``node.completed`` do not (``constructs`` has ``Send``
     fan-out, a subgraph and ``Command``)."""
-    from activities.segments import TaskSteps
+    from activities.segment_record import TaskSteps
 
     app = app_of("constructs")
 
@@ -89,7 +90,7 @@ async def test_recovered_tasks_carry_the_keys_their_events_were_written_under():
     """A retried segment recovers node.completed from checkpoints (recoverable_tasks) under
     the key TaskSteps gave each task as it ran, Send fan-out and a resume included, so an
     event already in the log is never written twice."""
-    from activities.segments import TaskSteps, recoverable_tasks
+    from activities.segment_record import TaskSteps, recoverable_tasks
 
     for graph, first, then in (("constructs", {"topic": "one two three"}, None),
                                ("approvals", {"topic": "x"}, "resume")):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessageChunk
 
+from activities.segment_graph import RUN_ID_KEY
 from activities.segments import (
-    RUN_ID_KEY,
     SegmentCall,
     _breakpoints,
     _own_breakpoint,

@@ -16,7 +16,7 @@ import pytest
 from langgraph._internal._runnable import RunnableCallable
 from temporalio.client import WorkflowFailureError
 
-from activities import segments
+from activities import segment_graph
 from activities.due_diligence.graph import build_due_diligence_graph
 from activities.due_diligence.pipeline import PIPELINE
 from overseer.pipelines import Registry, set_registry
@@ -47,10 +47,10 @@ def graph_with_a_broken_risk_agent() -> Any:
 def broken_registry() -> Iterator[None]:
     set_registry(Registry({"due_diligence": dataclasses.replace(
         PIPELINE, graph=graph_with_a_broken_risk_agent)}))
-    segments._compiled.clear()  # the graph is compiled once per process: drop the good one
+    segment_graph._compiled.clear()  # the graph is compiled once per process: drop the good one
     yield
     set_registry(None)
-    segments._compiled.clear()
+    segment_graph._compiled.clear()
 
 
 async def node_names(pool: Any, run_id: str) -> list[str]:

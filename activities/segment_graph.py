@@ -1,0 +1,84 @@
+"""The graph a run segment runs: compiled once per process on LangGraph's Postgres checkpointer.
+
+:func:`checkpointer` is this process's ``AsyncPostgresSaver`` on Overseer's Postgres
+(LangGraph's tables, made by its own ``setup()``); :func:`compiled` is a pipeline's graph
+compiled with it and the store, once per process (the worker's segments and the API's view of
+a thread both use it); :func:`placed` names the graph's nodes with options. Each checkpoint
+names the run that wrote it (:data:`RUN_ID_KEY`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from activities.runtime import get_runtime
+
+RUN_ID_KEY = "overseer_run_id"
+"""Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
+
+
+_saver: Any = None
+_saver_lock = asyncio.Lock()
+_compiled: dict[str, Any] = {}
+
+
+async def checkpointer(database_url: str | None = None) -> Any:
+    """This process's ``AsyncPostgresSaver`` on Overseer's Postgres (tables made once by ``setup()``).
+
+    Args:
+        database_url: where (default: the activity runtime's settings; the API passes its own).
+    """
+    global _saver
+    async with _saver_lock:
+        if _saver is None:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from psycopg.rows import dict_row
+            from psycopg_pool import AsyncConnectionPool
+
+            settings = get_runtime().settings if database_url is None else None
+            url = database_url or str(settings.database_url if settings else "")
+            size = settings.worker_max_concurrent_activities if settings else 4
+            pool = AsyncConnectionPool(
+                url, min_size=1, max_size=max(4, size), open=False,
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+            await pool.open(wait=True)
+            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # dict rows, as it expects
+            await saver.setup()
+            _saver = saver
+    return _saver
+
+
+async def compiled(pipeline: str, database_url: str | None = None) -> Any:
+    """The pipeline's graph compiled with :func:`checkpointer` and the store (once per process).
+
+    The store is :func:`overseer.graph_store.graph_store`: nodes get it as LangGraph's
+    ``BaseStore`` (``store`` argument, ``get_store()``).
+    """
+    if pipeline not in _compiled:
+        from overseer.graph_store import graph_store
+        from overseer.pipelines import get_registry
+
+        _compiled[pipeline] = get_registry().builder(pipeline).compile(
+            checkpointer=await checkpointer(database_url),
+            store=await graph_store(None if database_url else get_runtime().settings))
+    return _compiled[pipeline]
+
+
+_placed_by_pipeline: dict[str, list[str]] = {}
+
+
+def placed(pipeline: str) -> list[str]:
+    """The pipeline's nodes with options (each runs as its own activity), once per process.
+
+    Args:
+        pipeline: the registry name of the graph.
+
+    Returns:
+        The node names (:func:`overseer.pipelines.placed_nodes`).
+    """
+    if pipeline not in _placed_by_pipeline:
+        from overseer.pipelines import get_registry, placed_nodes
+
+        _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
+    return _placed_by_pipeline[pipeline]

@@ -1,0 +1,58 @@
+"""A thread's state as a run segment hands it on: claim-checked values and its snapshot.
+
+:func:`claim_checked` keeps what crosses Temporal from a segment (its result, its stream
+chunks, the thread's state) under the payload limit; :func:`snapshot_of` shapes LangGraph's
+``StateSnapshot`` as the workflow's ``get_thread_state`` gives it (the API's thread views read
+it too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.graph_nodes import put_state_blob
+from overseer.graph_codec import (
+    CLAIM_CHECK_BYTES,
+    encode,
+    encoded_size,
+    ref_marker,
+    to_jsonable,
+)
+
+
+async def claim_checked(values: Any) -> Any:
+    """``values`` as JSON, each top-level value over the claim-check size stored and referenced.
+
+    What crosses Temporal from a segment (its result, stream chunks, the thread's state)
+    stays under the payload limit however large the graph's state grows; the API resolves
+    the references (:func:`services.api.readmodels.resolve_output_refs`).
+    """
+    if not isinstance(values, dict):
+        return to_jsonable(values)
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        encoded = encode(value)
+        size = encoded_size(encoded)
+        out[key] = ref_marker(await put_state_blob(encoded), size) \
+            if size > CLAIM_CHECK_BYTES else to_jsonable(value)
+    return out
+
+
+def snapshot_of(state: Any) -> dict[str, Any]:
+    """A LangGraph ``StateSnapshot`` as the workflow's ``get_thread_state`` shapes it."""
+    conf = (state.config or {}).get("configurable") or {}
+    parent = (state.parent_config or {}).get("configurable") or {}
+    return {
+        "values": to_jsonable(state.values), "encoded": encode(state.values),
+        "next": list(state.next),
+        "tasks": [{"id": t.id, "name": t.name,
+                   "error": None if t.error is None else repr(t.error)[:500],
+                   "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
+                                  for i in t.interrupts],
+                   "result": to_jsonable(t.result)} for t in state.tasks],
+        "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
+        "checkpoint_id": conf.get("checkpoint_id"),
+        "parent_checkpoint_id": parent.get("checkpoint_id"),
+        "metadata": to_jsonable(dict(state.metadata or {})),
+        "created_at": state.created_at,
+    }
