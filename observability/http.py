@@ -42,7 +42,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCLUDED_URLS = "/metrics,/healthz,/readyz"
 _FROM_SETTINGS = object()
-# The admin API's decision and the review console's form post (services/api/routes/console.py).
+# The admin API's decision and the review console's form post (services/api/routes/console/decisions.py).
 _DECISION_PATH = re.compile(
     r"^/(?:v1/admin/approvals|console/items)/(?P<run_id>[^/]+)/decision/?$")
 
