@@ -843,10 +843,10 @@ def _observe(call: SegmentCall, task_id: str, node: str, seconds: float,
     """One duration sample and, while spans are recorded, one span per node (as node activities have)."""
     from opentelemetry import trace
 
-    from observability import metrics
+    from observability import metrics_recording
     from observability.tracing import tracer
 
-    metrics.observe_node(call.pipeline, node, seconds, outcome="ok")
+    metrics_recording.observe_node(call.pipeline, node, seconds, outcome="ok")
     if started_ns is not None and trace.get_current_span().is_recording():
         span = tracer().start_span(f"node {node}", start_time=started_ns, attributes={
             "overseer.pipeline": call.pipeline, "overseer.run_id": call.run_id,
