@@ -7,7 +7,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.runtime import get_runtime
-from observability.metrics import observe_events
+from observability.metrics_recording import observe_events
 from observability.tracing import current_trace_id
 from overseer.store.events import NewEvent, append_events
 

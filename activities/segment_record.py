@@ -81,10 +81,10 @@ def observe(run_id: str, pipeline: str, task_id: str, node: str, seconds: float,
     """
     from opentelemetry import trace
 
-    from observability import metrics
+    from observability import metrics_recording
     from observability.tracing import tracer
 
-    metrics.observe_node(pipeline, node, seconds, outcome="ok")
+    metrics_recording.observe_node(pipeline, node, seconds, outcome="ok")
     if started_ns is not None and trace.get_current_span().is_recording():
         span = tracer().start_span(f"node {node}", start_time=started_ns, attributes={
             "overseer.pipeline": pipeline, "overseer.run_id": run_id,

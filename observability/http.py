@@ -30,7 +30,7 @@ from fastapi.responses import Response
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from observability import metrics
+from observability import metrics, metrics_exposition, metrics_queue, metrics_recording
 
 log = logging.getLogger("overseer.api.observability")
 
@@ -42,7 +42,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCLUDED_URLS = "/metrics,/healthz,/readyz"
 _FROM_SETTINGS = object()
-# The admin API's decision and the review console's form post (services/api/routes/console.py).
+# The admin API's decision and the review console's form post (services/api/routes/console/decisions.py).
 _DECISION_PATH = re.compile(
     r"^/(?:v1/admin/approvals|console/items)/(?P<run_id>[^/]+)/decision/?$")
 
@@ -77,14 +77,14 @@ def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = (),
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics(request: Request) -> Response:
         """Prometheus scrape endpoint (``Authorization: Bearer`` when OVERSEER_METRICS_TOKEN is set)."""
-        if not metrics.metrics_authorized(request.headers.get("authorization"), token):
+        if not metrics_exposition.metrics_authorized(request.headers.get("authorization"), token):
             return Response("metrics need Authorization: Bearer <OVERSEER_METRICS_TOKEN>\n",
                             status_code=401, media_type="text/plain",
                             headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
         pool = getattr(request.app.state, "pool", None)
         if pool is not None:
-            await metrics.refresh_queue_gauges(pool, known_pipelines=pipelines)
-        body, content_type = metrics.render(request.headers.get("accept"))
+            await metrics_queue.refresh_queue_gauges(pool, known_pipelines=pipelines)
+        body, content_type = metrics_exposition.render(request.headers.get("accept"))
         return Response(body, media_type=content_type)
 
 
@@ -117,7 +117,7 @@ class HTTPMetricsMiddleware:
                 method = str(scope.get("method", "GET"))
                 metrics.HTTP_REQUESTS.labels(method, template, str(status)).inc()
                 metrics.HTTP_DURATION.labels(method, template).observe(
-                    time.perf_counter() - started, exemplar=metrics._exemplar(None))
+                    time.perf_counter() - started, exemplar=metrics_recording.trace_exemplar(None))
 
 
 class DecisionLinkMiddleware:

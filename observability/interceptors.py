@@ -35,7 +35,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from observability import metrics
+from observability import metrics, metrics_recording
 from observability.logging import log_context
 
 log = logging.getLogger("overseer.worker.stages")
@@ -83,14 +83,14 @@ class _ActivityInbound(ActivityInboundInterceptor):
             except BaseException as err:
                 elapsed = time.perf_counter() - started
                 error_type, retryable = _error_type(err)
-                metrics.observe_node(pipeline, node, elapsed, outcome="error")
-                metrics.observe_activity_failure(pipeline, node, error_type, retryable=retryable)
+                metrics_recording.observe_node(pipeline, node, elapsed, outcome="error")
+                metrics_recording.observe_activity_failure(pipeline, node, error_type, retryable=retryable)
                 log.warning("stage failed", extra={
                     "duration_ms": round(elapsed * 1000), "error_code": error_type,
                     "retryable": retryable, "attempt": info.attempt})
                 raise
             elapsed = time.perf_counter() - started
-            metrics.observe_node(pipeline, node, elapsed, outcome="ok")
+            metrics_recording.observe_node(pipeline, node, elapsed, outcome="ok")
             log.info("stage completed", extra={"duration_ms": round(elapsed * 1000),
                                                "attempt": info.attempt})
             return result

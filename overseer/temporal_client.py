@@ -17,7 +17,7 @@ async def connect_client(settings: Settings, runtime: Any = None) -> Client:
         settings: address (``temporal_address``, else the embedded dev server's
             ``127.0.0.1:<temporal_port>``) and namespace.
         runtime: a ``temporalio.runtime.Runtime`` (e.g. one whose SDK metrics feed
-            ``/metrics``, from :func:`observability.metrics.temporal_runtime`); default: the SDK's.
+            ``/metrics``, from :func:`observability.metrics_temporal.temporal_runtime`); default: the SDK's.
 
     Raises:
         RuntimeError: Temporal could not be reached (the SDK's connection error).

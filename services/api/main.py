@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from observability.http import install_api_observability
-from observability.metrics import temporal_runtime
+from observability.metrics_temporal import temporal_runtime
 from observability.tracing import setup_tracing
 from overseer.settings import Settings, cors_policy, get_settings
 from overseer.store.db import create_pool

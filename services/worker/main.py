@@ -161,7 +161,7 @@ def setup_worker_telemetry(settings: Settings) -> Any:
     Returns:
         The Temporal runtime whose SDK metrics feed ``/metrics`` (None when it is off).
     """
-    from observability import metrics
+    from observability import metrics, metrics_exposition, metrics_temporal
     from observability.genai import instrument_langchain
     from observability.tracing import instrument_asyncpg
 
@@ -170,9 +170,10 @@ def setup_worker_telemetry(settings: Settings) -> Any:
     metrics.set_build_info("overseer-worker")
     if not settings.metrics_port_worker:
         return None
-    temporal_runtime = metrics.temporal_runtime()
-    port = metrics.start_metrics_server(settings.metrics_host_worker, settings.metrics_port_worker,
-                                        token=settings.metrics_token)
+    temporal_runtime = metrics_temporal.temporal_runtime()
+    port = metrics_exposition.start_metrics_server(settings.metrics_host_worker,
+                                                   settings.metrics_port_worker,
+                                                   token=settings.metrics_token)
     if port is not None:
         log.info("metrics endpoint listening",
                  extra={"url": f"http://{settings.metrics_host_worker}:{port}/metrics"})

@@ -169,7 +169,7 @@ def test_unknown_items_render_an_html_404(stack: Stack):
 
 
 def test_templates_escape_stored_record_values_proposals_and_evidence():
-    from services.api.routes.console import templates
+    from services.api.routes.console.render import templates
 
     xss = "<script>alert(1)</script>"
     evidence = {"page_number": 1, "snippet": xss, "label": xss, "method": xss, "score": 0.9}

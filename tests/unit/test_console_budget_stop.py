@@ -7,7 +7,7 @@ approves it with a new budget; no pipeline has a budget stop of its own any more
 
 from types import SimpleNamespace
 
-from services.api.routes.console import _payload_kind
+from services.api.routes.console.items import _payload_kind
 
 
 def _approval(payload: dict) -> SimpleNamespace:

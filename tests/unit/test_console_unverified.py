@@ -3,7 +3,8 @@ console as unverified, and never pre-filled as the value to approve."""
 
 from types import SimpleNamespace
 
-from services.api.routes.console import _field_rows, templates
+from services.api.routes.console.items import _field_rows
+from services.api.routes.console.render import templates
 
 
 def test_an_unverified_value_is_shown_with_its_note_and_not_prefilled():

@@ -200,7 +200,7 @@ async def test_a_model_that_gave_nothing_leaves_the_label_rules(
 
     from activities.due_diligence.pipeline import PIPELINE
 
-    result = PIPELINE.result(state)
+    result = PIPELINE.run.result(state)
     assert result["output"] == state and result["strategies"] == ["rules"]
     assert result["fallbacks"] == clauses["fallbacks"]
     report = render_report(state)
@@ -222,7 +222,7 @@ async def test_a_verified_model_quote_makes_the_label_mixed(
 
     from activities.due_diligence.pipeline import PIPELINE
 
-    result = PIPELINE.result(state)
+    result = PIPELINE.run.result(state)
     assert result["strategies"] == ["rules", model] and result["fallbacks"] == []
 
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from observability import dashboards, metrics
+from observability import dashboards, metrics, metrics_exposition, metrics_recording, metrics_temporal
 from observability.http import HTTPMetricsMiddleware
 from overseer.store.events import NewEvent
 
@@ -78,7 +78,7 @@ class _Buffer:
 
 def test_temporal_buffer_becomes_cumulative_prometheus_series():
     buffer = _Buffer()
-    collector = metrics.TemporalMetricsCollector(buffer)
+    collector = metrics_temporal.TemporalMetricsCollector(buffer)
     registry = CollectorRegistry()
     registry.register(collector)
     request = _Metric("temporal_request", 0)
@@ -125,7 +125,7 @@ async def test_events_become_business_metrics_once():
                        "cost_usd": 0.25, "latency_ms": 120, "outcome": "ok"}),
         NewEvent(run_id=rid, key="s", type="approval.sla_breached", data={"sla_seconds": 2}),
     ]
-    await metrics.observe_events(None, events, workflow_id=f"document_intake-{rid}")
+    await metrics_recording.observe_events(None, events, workflow_id=f"document_intake-{rid}")
     assert _value("overseer_routing_decisions_total",
                   {"pipeline": "document_intake", "after": "run_pipeline", "route": "review",
                    "reason": "needs_review"}) == before + 1
@@ -144,23 +144,23 @@ async def test_a_broken_event_never_fails_the_write():
         async def fetchval(self, *args: Any) -> Any:
             raise RuntimeError("database hiccup")
 
-    await metrics.observe_events(Conn(), [bad], workflow_id="nope")  # logged, not raised
+    await metrics_recording.observe_events(Conn(), [bad], workflow_id="nope")  # logged, not raised
 
 
 def test_observe_llm_call_records_tokens_cost_and_latency():
-    metrics.observe_llm_call("helper-model", 10, 5, 0.01, duration_seconds=0.3, trace_id="a" * 32)
+    metrics_recording.observe_llm_call("helper-model", 10, 5, 0.01, duration_seconds=0.3, trace_id="a" * 32)
     assert _value("overseer_llm_tokens_total", {"model": "helper-model", "direction": "output"}) >= 5
     assert _value("overseer_llm_calls_total", {"model": "helper-model", "outcome": "ok"}) >= 1
     assert _value("overseer_llm_call_duration_seconds_count", {"model": "helper-model"}) >= 1
 
 
 def test_openmetrics_exposition_carries_trace_id_exemplars():
-    metrics.observe_node("unit_pipeline", "unit_node", 0.2, outcome="ok", trace_id="b" * 32)
-    body, content_type = metrics.render("application/openmetrics-text; version=1.0.0")
+    metrics_recording.observe_node("unit_pipeline", "unit_node", 0.2, outcome="ok", trace_id="b" * 32)
+    body, content_type = metrics_exposition.render("application/openmetrics-text; version=1.0.0")
     assert content_type.startswith("application/openmetrics-text")
     assert re.search(rb'overseer_node_duration_seconds_bucket\{[^}]*node="unit_node"[^}]*\} \S+ '
                      rb'# \{trace_id="b{32}"\}', body)
-    plain, plain_type = metrics.render(None)
+    plain, plain_type = metrics_exposition.render(None)
     assert plain_type.startswith("text/plain") and b"# {" not in plain
 
 

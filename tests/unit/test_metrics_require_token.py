@@ -9,7 +9,7 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter
 
-from observability import metrics
+from observability import metrics_exposition
 from observability.http import install_api_observability
 from overseer.settings import Settings
 
@@ -28,15 +28,15 @@ def _get(url: str, authorization: str | None = None) -> tuple[int, bytes]:
 
 
 def test_metrics_authorized_accepts_only_the_configured_bearer_token():
-    assert metrics.metrics_authorized(None, None)
-    assert metrics.metrics_authorized("anything", "")
-    assert metrics.metrics_authorized(f"Bearer {TOKEN}", TOKEN)
-    assert metrics.metrics_authorized(f"bearer  {TOKEN} ", TOKEN)
-    assert not metrics.metrics_authorized(None, TOKEN)
-    assert not metrics.metrics_authorized("", TOKEN)
-    assert not metrics.metrics_authorized(f"Basic {TOKEN}", TOKEN)
-    assert not metrics.metrics_authorized(f"Bearer {TOKEN}x", TOKEN)
-    assert not metrics.metrics_authorized("Bearer", TOKEN)
+    assert metrics_exposition.metrics_authorized(None, None)
+    assert metrics_exposition.metrics_authorized("anything", "")
+    assert metrics_exposition.metrics_authorized(f"Bearer {TOKEN}", TOKEN)
+    assert metrics_exposition.metrics_authorized(f"bearer  {TOKEN} ", TOKEN)
+    assert not metrics_exposition.metrics_authorized(None, TOKEN)
+    assert not metrics_exposition.metrics_authorized("", TOKEN)
+    assert not metrics_exposition.metrics_authorized(f"Basic {TOKEN}", TOKEN)
+    assert not metrics_exposition.metrics_authorized(f"Bearer {TOKEN}x", TOKEN)
+    assert not metrics_exposition.metrics_authorized("Bearer", TOKEN)
 
 
 def test_settings_read_the_metrics_token_and_default_to_none(monkeypatch):
@@ -49,7 +49,7 @@ def test_settings_read_the_metrics_token_and_default_to_none(monkeypatch):
 def test_worker_metrics_server_refuses_a_scrape_without_the_token():
     registry = CollectorRegistry()
     Counter("overseer_unit_auth_total", "unit", registry=registry).inc()
-    port = metrics.start_metrics_server("127.0.0.1", 0, registry, token=TOKEN)
+    port = metrics_exposition.start_metrics_server("127.0.0.1", 0, registry, token=TOKEN)
     assert port
     url = f"http://127.0.0.1:{port}/metrics"
     status, body = _get(url)
@@ -62,7 +62,7 @@ def test_worker_metrics_server_refuses_a_scrape_without_the_token():
 def test_worker_metrics_server_without_a_token_stays_open():
     registry = CollectorRegistry()
     Counter("overseer_unit_open_total", "unit", registry=registry).inc()
-    port = metrics.start_metrics_server("127.0.0.1", 0, registry)
+    port = metrics_exposition.start_metrics_server("127.0.0.1", 0, registry)
     status, body = _get(f"http://127.0.0.1:{port}/metrics")
     assert status == 200 and b"overseer_unit_open_total" in body
 
