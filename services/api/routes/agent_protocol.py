@@ -1,6 +1,6 @@
 """The thread-scoped "Protocol v2" that ``@langchain/react`` 1.x ``useStream`` speaks (issue 26, item 10).
 
-Two endpoints next to the Agent Server API of :mod:`services.api.routes.langgraph_api`:
+Two endpoints next to the Agent Server API (:mod:`services.api.routes.agent_runs` and its siblings):
 
 - ``POST /threads/{thread_id}/commands``: one command ``{id, method, params}``;
   ``run.start`` starts a run (creating a client-minted thread on its first run, owned by
@@ -59,7 +59,9 @@ from overseer.errors import (
 from overseer.pipelines import DecisionRefusedError
 from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
-from services.api.routes.langgraph_api import AgentPrincipal, ThreadReader, _create, _with_keepalives
+from services.api.routes.agent_deps import AgentPrincipal, ThreadReader
+from services.api.routes.agent_run_streams import with_keepalives
+from services.api.routes.agent_runs import start_run
 
 logger = logging.getLogger(__name__)
 
@@ -272,8 +274,8 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
         request["checkpoint_id"] = checkpoint_id
     if await pool.fetchval("SELECT 1 FROM agent_runs WHERE run_id = $1", key):
         key = uuid.uuid4()  # an old command with this id and params: a page loaded again
-    run = await _create(pool, temporal, settings, principal, thread_id, request,
-                        run_id=str(key))
+    run = await start_run(pool, temporal, settings, principal, thread_id, request,
+                          run_id=str(key))
     return {"run_id": str(run["run_id"])}, run["run_id"]
 
 
@@ -308,8 +310,8 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, settings: Any, principal
     if (found := await retried()) is not None:
         return found
     try:
-        run = await _create(pool, temporal, settings, principal, thread_id,
-                            {**extra, "command": {"resume": resume}})
+        run = await start_run(pool, temporal, settings, principal, thread_id,
+                              {**extra, "command": {"resume": resume}})
     except NotAwaitingApprovalError:
         if (found := await retried()) is not None:
             return found
@@ -474,7 +476,7 @@ async def thread_event_stream(request: Request, thread_id: str, _: ThreadReader,
 
     async def frames() -> AsyncIterator[bytes]:
         yield b": open\n\n"
-        async for frame in _with_keepalives(request, admitted()):
+        async for frame in with_keepalives(request, admitted()):
             yield frame
 
     return StreamingResponse(frames(), media_type="text/event-stream",
