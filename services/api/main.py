@@ -75,7 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agent_assistants,
         agent_crons,
         agent_info,
-        agent_protocol,
+        agent_protocol_commands,
+        agent_protocol_stream,
         agent_run_streams,
         agent_runs,
         agent_store,
@@ -89,7 +90,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # streams before runs: POST .../runs/wait and .../runs/stream are tried before .../runs/{run_id}
     app.include_router(agent_run_streams.router)  # a run streamed, waited for, joined
     app.include_router(agent_runs.router)  # runs (its lifespan starts queued runs left behind)
-    app.include_router(agent_protocol.router)  # its thread protocol v2 (useStream 1.x)
+    app.include_router(agent_protocol_commands.router)  # its thread protocol v2 (useStream 1.x)
+    app.include_router(agent_protocol_stream.router)  # ... and that protocol's event stream
     app.include_router(agent_store.router)  # its store API, on LangGraph's Postgres store
     app.include_router(agent_crons.router)  # its crons, each a Temporal Schedule
     install_console(app)

@@ -1,4 +1,4 @@
-"""What the Agent Server routes share: the caller, the thread gate, a JSON body.
+"""What the Agent Server routes share: the caller, the thread gate, a JSON body, a thread id.
 
 The LangGraph Agent Server API as ``langgraph-sdk`` sends it (issue 12) is mounted at the
 API root next to ``/v1`` so an existing LangGraph client only changes its URL and key; its
@@ -15,11 +15,13 @@ LangGraph ``Auth`` handlers (:mod:`services.api.agent_auth`).
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from fastapi import Body, Depends, Request
 
 from overseer.access import Principal
+from overseer.errors import NotFoundError
 from overseer.web import PoolDep
 from services.api import agent_auth
 
@@ -64,3 +66,14 @@ ThreadReader = Annotated[Principal, Depends(thread_gate("read"))]
 ThreadUpdater = Annotated[Principal, Depends(thread_gate("update"))]
 ThreadDeleter = Annotated[Principal, Depends(thread_gate("delete"))]
 
+
+def thread_uuid(thread_id: str) -> uuid.UUID:
+    """A path's ``thread_id`` as a UUID.
+
+    Raises:
+        NotFoundError: not a UUID, so no thread's id (404).
+    """
+    try:
+        return uuid.UUID(thread_id)
+    except ValueError:
+        raise NotFoundError(f"unknown thread {thread_id}") from None
