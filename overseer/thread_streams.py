@@ -213,7 +213,7 @@ async def thread_runs(pool: asyncpg.Pool, thread_id: uuid.UUID,
     first run. With none left, the thread is looked at again every
     :data:`THREAD_STREAM_POLL_SECONDS`; the iteration ends when the thread is deleted.
     Shared by the thread streams (:func:`thread_events`, the protocol's in
-    :mod:`services.api.routes.agent_protocol`).
+    :mod:`services.api.routes.agent_protocol_stream`).
     """
     seen: set[uuid.UUID] = set()
     while True:

@@ -1,4 +1,4 @@
-"""Agent Server threads: their rows, their state and their history (the routes: ``routes/langgraph_api.py``).
+"""Agent Server threads: their rows, their state and their history (the routes: ``routes/agent_threads.py``).
 
 A *thread*'s graph state, its checkpoints (one per superstep) and its history are
 LangGraph's own, in ``AsyncPostgresSaver``'s tables, written by the run's segments

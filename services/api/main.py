@@ -71,13 +71,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for pipeline in get_registry():  # a pipeline's own routes (Pipeline.api.router)
         if pipeline.api.router is not None:
             app.include_router(pipeline.api.router())
-    from services.api.routes import agent_assistants, agent_crons, agent_protocol, agent_store, langgraph_api
+    from services.api.routes import (
+        agent_assistants,
+        agent_crons,
+        agent_info,
+        agent_protocol_commands,
+        agent_protocol_stream,
+        agent_run_streams,
+        agent_runs,
+        agent_store,
+        agent_threads,
+    )
 
-    app.include_router(langgraph_api.router)  # the LangGraph Agent Server API (issue 12)
-    app.include_router(agent_protocol.router)  # its thread protocol v2 (useStream 1.x)
+    # the LangGraph Agent Server API (issue 12)
+    app.include_router(agent_info.router)  # its versions and feature flags
+    app.include_router(agent_assistants.router)  # registered graphs, and assistants with versions
+    app.include_router(agent_threads.router)  # threads, their state and history
+    # streams before runs: POST .../runs/wait and .../runs/stream are tried before .../runs/{run_id}
+    app.include_router(agent_run_streams.router)  # a run streamed, waited for, joined
+    app.include_router(agent_runs.router)  # runs (its lifespan starts queued runs left behind)
+    app.include_router(agent_protocol_commands.router)  # its thread protocol v2 (useStream 1.x)
+    app.include_router(agent_protocol_stream.router)  # ... and that protocol's event stream
     app.include_router(agent_store.router)  # its store API, on LangGraph's Postgres store
     app.include_router(agent_crons.router)  # its crons, each a Temporal Schedule
-    app.include_router(agent_assistants.router)  # assistants with their own config, versions
     install_console(app)
     from overseer.catalogue import CATALOGUE
 

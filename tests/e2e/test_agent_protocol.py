@@ -1,10 +1,10 @@
 """The thread protocol ("Protocol v2") of ``@langchain/react`` 1.x ``useStream``, on the real stack.
 
 ``POST /threads/{id}/commands`` and ``POST /threads/{id}/stream/events``
-(``services/api/routes/agent_protocol.py``) with httpx, then the real hook
-(``tests/e2e/js/protocol.mjs``: ``useStream`` from ``@langchain/react`` 1.1.0, rendered with
-``react-test-renderer`` in Node; npm, pinned in ``tests/e2e/js/package-lock.json``,
-installed by ``make setup``).
+(``services/api/routes/agent_protocol_commands.py`` and ``agent_protocol_stream.py``) with
+httpx, then the real hook (``tests/e2e/js/protocol.mjs``: ``useStream`` from
+``@langchain/react`` 1.1.0, rendered with ``react-test-renderer`` in Node; npm, pinned in
+``tests/e2e/js/package-lock.json``, installed by ``make setup``).
 """
 
 from __future__ import annotations
@@ -473,7 +473,7 @@ async def test_another_submitters_thread_is_404_and_bad_commands_get_an_error_en
 def test_a_streamed_tool_call_becomes_block_deltas_then_a_tool_call():
     """No stack: none of the test graphs' fake models streams tool calls (the hook assembles
     these events: ``block-delta`` with the whole chunk so far, which SDK 1.11 understands)."""
-    from services.api.routes.agent_protocol import SEQ_STRIDE, RunTranslator
+    from services.api.routes.agent_protocol_events import SEQ_STRIDE, RunTranslator
 
     run_id = str(uuid.uuid4())
     translator = RunTranslator({"run_id": run_id, "graph_id": "agent"}, 3)

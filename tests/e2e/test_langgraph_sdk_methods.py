@@ -51,7 +51,7 @@ async def test_runs_wait_keeps_the_connection_alive_while_it_blocks(stack: Stack
 
     import httpx
 
-    from services.api.routes.langgraph_api import WAIT_KEEPALIVE_SECONDS
+    from services.api.routes.agent_run_streams import WAIT_KEEPALIVE_SECONDS
 
     headers = {"x-api-key": stack.tokens["submitter"]}
     async with httpx.AsyncClient(base_url=stack.base_url, timeout=60) as http:

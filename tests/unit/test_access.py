@@ -87,22 +87,23 @@ def test_the_owner_rule():
 
 
 def test_every_thread_route_passes_the_gate():
-    from services.api.routes import langgraph_api
+    from services.api.routes import agent_run_streams, agent_runs, agent_threads
 
     gated, unguarded = [], []
-    for route in langgraph_api.router.routes:
+    routes = [*agent_threads.router.routes, *agent_runs.router.routes, *agent_run_streams.router.routes]
+    for route in routes:
         if not isinstance(route, APIRoute) or "{thread_id}" not in route.path:
             continue
         deps = {d.call.__name__ for d in route.dependant.dependencies if d.call is not None}
         source = inspect.getsource(route.endpoint)
         if any(n.startswith("thread_gate_") for n in deps) or "gate_thread(" in source \
-                or "_create(" in source:
+                or "start_run(" in source:
             gated.append(route.path)
         else:
             unguarded.append((sorted(route.methods), route.path))
     assert not unguarded, f"thread routes without the gate: {unguarded}"
     assert len(gated) >= 19  # the routes of today; more is fine
-    create = inspect.getsource(langgraph_api._create)
+    create = inspect.getsource(agent_runs.start_run)
     assert "gate_thread(" in create
 
 

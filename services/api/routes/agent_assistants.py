@@ -1,26 +1,128 @@
-"""Assistants made through the Agent Server API (``assistants.create/update/delete``, versions).
+"""The Agent Server's assistants (``client.assistants.*``): registered graphs and those made here.
 
-The work is in :mod:`overseer.assistants`; reading and searching assistants (registered
-graphs and these alike) is in :mod:`services.api.routes.langgraph_api`. Creating one takes
-a submitter's or an admin's key (a reviewer's is 403); changing or deleting one, its
+Every registered graph is an assistant (its id, or its graph name); ``assistants.create``
+makes one of a graph with its own ``config``/``context``, with versions. Searching and
+reading cover both; the work is in :mod:`overseer.assistants`. Creating one takes a
+submitter's or an admin's key (a reviewer's is 403); changing or deleting one, its
 creator's or an admin's.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Response
 
 from overseer import access, assistants, threads
-from overseer.errors import PermissionDeniedError
+from overseer.errors import NotFoundError, PermissionDeniedError
+from overseer.graph_codec import to_jsonable
+from overseer.pipelines import get_registry
 from overseer.web import PoolDep, TemporalDep
 from services.api import agent_auth
-from services.api.routes.langgraph_api import AgentPrincipal
+from services.api.routes.agent_deps import AgentPrincipal, JsonBody
 
 router = APIRouter(tags=["agent-server"])
 
-JsonBody = Annotated[dict[str, Any] | None, Body()]
+
+# --- reading: registered graphs and assistants made through the API -------------------------------
+
+
+@router.post("/assistants/search")
+async def search_assistants(principal: AgentPrincipal, pool: PoolDep,
+                            body: JsonBody = None) -> list[dict[str, Any]]:
+    """Every registered graph as an assistant, then those made through the API.
+
+    Filters: ``graph_id``, ``name``, ``metadata``; ``limit`` (default 10), ``offset``.
+    """
+    body = body or {}
+    scope = await agent_auth.authorize(principal, "assistants", "search", {
+        "graph_id": body.get("graph_id"), "metadata": body.get("metadata"),
+        "limit": body.get("limit"), "offset": body.get("offset")})
+    made = await assistants.search(pool, body)
+    found = [a for a in [*(assistants.assistant_view(p) for p in assistants.graph_pipelines()), *made]
+             if scope.admits(None, a["metadata"])]
+    if body.get("graph_id"):
+        found = [a for a in found if a["graph_id"] == body["graph_id"]]
+    if body.get("name"):
+        found = [a for a in found if str(body["name"]).lower() in a["name"].lower()]
+    for key, value in (body.get("metadata") or {}).items():
+        found = [a for a in found if a["metadata"].get(key) == value]
+    offset, limit = int(body.get("offset") or 0), int(body.get("limit") or 10)
+    return found[offset:offset + limit]
+
+
+@router.post("/assistants/count")
+async def count_assistants(principal: AgentPrincipal, pool: PoolDep,
+                           body: JsonBody = None) -> int:
+    """How many assistants match."""
+    return len(await search_assistants(principal, pool, {**(body or {}), "limit": 10_000}))
+
+
+@router.get("/assistants/{assistant_id}")
+async def read_assistant(assistant_id: str, principal: AgentPrincipal,
+                         pool: PoolDep) -> dict[str, Any]:
+    """One assistant, by id or graph name (its latest version)."""
+    view = assistants.view(await assistants.resolve(pool, assistant_id))
+    scope = await agent_auth.authorize(principal, "assistants", "read",
+                                       {"assistant_id": view["assistant_id"]})
+    if scope.metadata is not None and not scope.admits(None, view["metadata"]):
+        raise NotFoundError(f"unknown assistant {assistant_id!r}")
+    return view
+
+
+@router.get("/assistants/{assistant_id}/graph")
+async def read_assistant_graph(assistant_id: str, _: AgentPrincipal, pool: PoolDep,
+                               xray: bool | int = False) -> dict[str, Any]:
+    """The graph's nodes and edges (LangGraph's ``get_graph().to_json()``)."""
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
+    graph = get_registry().builder(pipeline.name).compile().get_graph(xray=xray)
+    view: dict[str, Any] = to_jsonable(graph.to_json())
+    return view
+
+
+@router.get("/assistants/{assistant_id}/schemas")
+async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal,
+                                 pool: PoolDep) -> dict[str, Any]:
+    """Input, output, state, config and context JSON schemas."""
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
+    return _schemas(pipeline.name, get_registry().builder(pipeline.name).compile())
+
+
+def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
+    """A compiled graph's ``GraphSchema`` (LangGraph's JSON schemas; one it cannot render is None)."""
+
+    def schema(fn: Any) -> Any:
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001 - a schema LangGraph cannot render is left out
+            return None
+
+    return {"graph_id": graph_id,
+            "input_schema": schema(lambda: app.get_input_jsonschema()),
+            "output_schema": schema(lambda: app.get_output_jsonschema()),
+            "state_schema": schema(lambda: app.builder.state_schema and
+                                   app.get_output_jsonschema()),
+            "config_schema": schema(lambda: app.get_config_jsonschema()),
+            "context_schema": schema(lambda: app.get_context_jsonschema())}
+
+
+@router.get("/assistants/{assistant_id}/subgraphs")
+@router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
+async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal, pool: PoolDep,
+                                   namespace: str | None = None,
+                                   recurse: bool = False) -> dict[str, Any]:
+    """The graph's compiled subgraphs by namespace, each with its schemas.
+
+    LangGraph's ``get_subgraphs``: ``recurse`` walks into subgraphs of subgraphs,
+    ``namespace`` picks one.
+    """
+    pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
+    app = get_registry().builder(pipeline.name).compile()
+    return {ns: _schemas(pipeline.name, sub)
+            for ns, sub in app.get_subgraphs(namespace=namespace, recurse=recurse)}
+
+
+# --- made through the API: create, update, delete, versions ---------------------------------------
 
 
 @router.post("/assistants")

@@ -15,20 +15,18 @@ handler may stamp).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Response
 
 from overseer import crons
 from overseer.access import Principal
 from overseer.errors import PermissionDeniedError
 from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
-from services.api.routes.langgraph_api import AgentPrincipal
+from services.api.routes.agent_deps import AgentPrincipal, JsonBody
 
 router = APIRouter(tags=["agent-server"])
-
-JsonBody = Annotated[dict[str, Any] | None, Body()]
 
 
 async def _creating(principal: Principal, body: dict[str, Any],

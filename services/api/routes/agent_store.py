@@ -18,18 +18,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from overseer import access
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError, PermissionDeniedError
 from overseer.graph_store import SemanticSearchUnavailableError, graph_store, searchable
 from services.api import agent_auth
-from services.api.routes.langgraph_api import AgentPrincipal
+from services.api.routes.agent_deps import AgentPrincipal, JsonBody
 
 router = APIRouter(tags=["agent-server"])
 
-JsonBody = Annotated[dict[str, Any] | None, Body()]
 READ_ACTIONS = ("get", "search", "list_namespaces")
 MAX_SEARCH_LIMIT = 1000
 """At most this many items (or namespaces) per page."""
