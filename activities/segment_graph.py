@@ -75,10 +75,11 @@ def placed(pipeline: str) -> list[str]:
         pipeline: the registry name of the graph.
 
     Returns:
-        The node names (:func:`overseer.pipelines.placed_nodes`).
+        The node names (:func:`overseer.node_options.placed_nodes`).
     """
     if pipeline not in _placed_by_pipeline:
-        from overseer.pipelines import get_registry, placed_nodes
+        from overseer.node_options import placed_nodes
+        from overseer.pipelines import get_registry
 
         _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
     return _placed_by_pipeline[pipeline]

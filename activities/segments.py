@@ -106,7 +106,7 @@ class SegmentCall:
         one_step: run one superstep only (LangGraph's ``interrupt_after="*"``): the step of
             a node with options, run as its own activity with them. Otherwise the segment
             stops before any superstep that has such a node
-            (:func:`overseer.pipelines.placed_nodes`; ``interrupt_before``).
+            (:func:`overseer.node_options.placed_nodes`; ``interrupt_before``).
         modes: with ``stream``, LangGraph stream modes the run asked for beyond
             :data:`activities.segment_stream.STREAM_MODES` (``tasks``, ``checkpoints``,
             ``debug``): their chunks are returned too; ``messages``: LangGraph's messages

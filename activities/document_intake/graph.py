@@ -46,7 +46,7 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
 
     Args:
         for_temporal: give the model-calling nodes their own activity options (node
-            metadata ``{"overseer": {...}}``, :class:`overseer.pipelines.NodeOptions`);
+            metadata ``{"overseer": {...}}``, :class:`overseer.node_options.NodeOptions`);
             False gives a plain LangGraph graph (baselines, unit tests).
 
     Returns:

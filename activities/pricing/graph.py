@@ -61,7 +61,7 @@ def build_pricing_graph(*, for_temporal: bool = True) -> StateGraph[Any]:
 
     Args:
         for_temporal: give ``reporter_worker`` its own activity options (node metadata
-            ``{"overseer": {...}}``, :class:`overseer.pipelines.NodeOptions`); False gives a
+            ``{"overseer": {...}}``, :class:`overseer.node_options.NodeOptions`); False gives a
             plain LangGraph graph (unit tests).
 
     Returns:

@@ -11,7 +11,7 @@
 Plain LangGraph: no Temporal import. The graph runs as segments (``SegmentRunWorkflow``;
 docs/performance.md has the measurement): LangGraph's loop in one heartbeating activity per
 stretch. Only ``coder`` and ``theme_coder`` carry node options (``{"overseer": {...}}``, see
-:class:`overseer.pipelines.NodeOptions`), so each fan-out's superstep leaves the segment as
+:class:`overseer.node_options.NodeOptions`), so each fan-out's superstep leaves the segment as
 one activity of its own with their time-out, heartbeat and attempts (the N coders run
 together in it); the other nodes, the ``codebook_review`` interrupt and ``finish`` (it
 reads the clock: inside an activity) run inside segments. The step allows

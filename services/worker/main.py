@@ -25,7 +25,8 @@ from activities.notify import notify_webhook
 from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing
-from overseer.pipelines import get_registry, node_options
+from overseer.node_options import node_options
+from overseer.pipelines import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from overseer.temporal_client import connect_client

@@ -11,7 +11,8 @@ from langgraph.types import Command
 from activities.resume_tailoring.graph import build_resume_tailoring_graph
 from activities.resume_tailoring.pipeline import PIPELINE, ResumeInput, check_decision
 from activities.resume_tailoring.resume import sample_job, sample_resume
-from overseer.pipelines import DecisionRefusedError, placed_nodes
+from overseer.node_options import placed_nodes
+from overseer.pipelines import DecisionRefusedError
 
 
 def _start() -> tuple[Any, dict[str, Any]]:

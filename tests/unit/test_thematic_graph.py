@@ -26,7 +26,8 @@ from activities.thematic_analysis.graph import build_thematic_analysis_graph, fa
 from activities.thematic_analysis.identities import load_identities
 from activities.thematic_analysis.pipeline import PIPELINE
 from activities.thematic_analysis.report import render_report
-from overseer.pipelines import DecisionRefusedError, placed_nodes
+from overseer.node_options import placed_nodes
+from overseer.pipelines import DecisionRefusedError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "thematic_analysis"
