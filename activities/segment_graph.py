@@ -57,7 +57,7 @@ async def compiled(pipeline: str, database_url: str | None = None) -> Any:
     """
     if pipeline not in _compiled:
         from overseer.graph_store import graph_store
-        from overseer.pipelines import get_registry
+        from overseer.registry import get_registry
 
         _compiled[pipeline] = get_registry().builder(pipeline).compile(
             checkpointer=await checkpointer(database_url),
@@ -79,7 +79,7 @@ def placed(pipeline: str) -> list[str]:
     """
     if pipeline not in _placed_by_pipeline:
         from overseer.node_options import placed_nodes
-        from overseer.pipelines import get_registry
+        from overseer.registry import get_registry
 
         _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
     return _placed_by_pipeline[pipeline]

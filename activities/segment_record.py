@@ -163,7 +163,7 @@ def node_completed(out: NodeEvents, run_id: str, pipeline: str, task_id: str, no
         view: the pipeline's ``node_snapshot`` of the state after the node.
         recovered: read back from a checkpoint after a crash.
     """
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
     data: dict[str, Any] = {"node": node, "task_id": task_id,
                             "duration_ms": None if duration_ms is None else round(duration_ms, 3),

@@ -248,7 +248,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     """
     from langgraph.types import Command
 
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
     if call.durability not in DURABILITY_MODES:
         raise ApplicationError(f"durability must be one of {DURABILITY_MODES}",

@@ -63,7 +63,7 @@ def use_bench_graphs(io_ms: float) -> str:
     (:func:`overseer.devstack.child_env`). A ``langgraph.json`` the caller already named
     stays registered.
     """
-    from overseer.pipelines import set_registry
+    from overseer.registry import set_registry
 
     files = [f for f in os.environ.get("OVERSEER_GRAPHS", "").split(":") if f.strip()]
     if str(GRAPHS_JSON) not in files:
@@ -91,7 +91,7 @@ class PlainGraphPeer:
 
     async def __aenter__(self) -> PlainGraphPeer:
         from bench.baselines import open_postgres_saver
-        from overseer.pipelines import get_registry
+        from overseer.registry import get_registry
 
         self._pool, saver = await open_postgres_saver(self.database_url, self.pool_size)
         self.app = get_registry().builder(self.graph).compile(checkpointer=saver)

@@ -29,7 +29,8 @@ import asyncpg
 
 from overseer import access
 from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 from overseer.run_body import check_run_options
 
 SORT_COLUMNS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")

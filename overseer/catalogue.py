@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from overseer.errors import InvalidRequestError, NotFoundError
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 from overseer.settings import Settings
 
 
@@ -44,7 +45,7 @@ class PipelineSpec:
 
 
 class _Catalogue(Mapping[str, PipelineSpec]):
-    """A read-only view of the registry (:func:`overseer.pipelines.get_registry`) as catalogue entries."""
+    """A read-only view of the registry (:func:`overseer.registry.get_registry`) as catalogue entries."""
 
     def __getitem__(self, name: str) -> PipelineSpec:
         registry = get_registry()

@@ -14,7 +14,8 @@ from typing import Any
 
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 from overseer.runs import input_keys
 
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools", "events")

@@ -54,7 +54,8 @@ from overseer.errors import (
     NotFoundError,
 )
 from overseer.graph_codec import encode
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 from overseer.settings import Settings
 from overseer.store.artifacts import sha256_hex, store_artifact
 from overseer.store.events import RUN_CANCELLED, RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events

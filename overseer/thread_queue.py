@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 from overseer.errors import OverseerError
 from overseer.graph_codec import encode, to_jsonable
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
 from overseer.run_types import GraphRunInput
 from overseer.runs import run_options, start_run_workflow

@@ -33,7 +33,8 @@ from overseer.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from overseer.pipelines import Pipeline, get_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 from overseer.run_body import check_run_body, check_webhook, graph_input, resume_target, run_kwargs
 from overseer.run_decisions import decide
 from overseer.settings import Settings

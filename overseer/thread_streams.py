@@ -25,7 +25,7 @@ from temporalio.client import Client
 from overseer import token_stream
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, stream_modes
 from overseer.run_types import STREAM_TOPIC
 from overseer.thread_queue import advance_queue, run_error, sync_thread

@@ -35,7 +35,7 @@ from temporalio.client import Client
 from overseer import access
 from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
 from overseer.errors import ConflictError, NotFoundError
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.runs import cancel_run_workflow
 from overseer.token_stream import delete_tokens
 

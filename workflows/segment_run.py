@@ -67,7 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
     from overseer.node_options import NodeOptions
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
     from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
 DEFAULT_RECURSION_LIMIT = 100

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
     from activities.segments import SegmentCall, SegmentResult
     from overseer.node_options import NodeOptions, node_options, placed_nodes
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
 SEGMENT_HEARTBEAT_SECONDS = 10.0
 """A dead worker's segment runs again on another worker after this long; the run option

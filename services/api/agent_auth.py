@@ -37,7 +37,7 @@ from overseer.errors import (
     OverseerError,
     PermissionDeniedError,
 )
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.web import get_principal
 
 READS = frozenset({"read", "search"})

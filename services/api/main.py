@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES)
     for module in (submissions, runs, approvals, pipelines, health, stats):
         app.include_router(module.router)
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
     for pipeline in get_registry():  # a pipeline's own routes (Pipeline.api.router)
         if pipeline.api.router is not None:

@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError, NotFoundError
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.run_decisions import decide, send_update
 from overseer.run_types import ClaimInput, ReassignInput
 from services.api.readmodels import approval_view, parse_run_id

@@ -26,7 +26,7 @@ from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing
 from overseer.node_options import node_options
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from overseer.temporal_client import connect_client
@@ -80,7 +80,7 @@ def check_graphs() -> list[str]:
     error, malformed node metadata) stops the worker at start instead of failing runs.
 
     Raises:
-        overseer.pipelines.RegistryError, pydantic.ValidationError, ValueError: a graph
+        overseer.registry.RegistryError, pydantic.ValidationError, ValueError: a graph
             cannot be hosted.
     """
     names = []
@@ -112,7 +112,7 @@ def build_worker(client: Client, *, task_queue: str,
     Every registered graph is checked here (:func:`check_graphs`).
 
     Raises:
-        overseer.pipelines.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
+        overseer.registry.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
     check_graphs()
     workflows, activities = pipeline_parts()

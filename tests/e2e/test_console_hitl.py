@@ -25,7 +25,7 @@ QUESTION = {"messages": [{"role": "user", "content": "Mail Alice the Q3 numbers"
 
 
 def reference_app(graph: str) -> Any:
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     return builder_of(load_langgraph_json(USER_GRAPHS)[graph].graph).compile(
         checkpointer=InMemorySaver())

@@ -46,7 +46,7 @@ async def native(graph: str, inputs: list[dict[str, Any]]) -> list[Any]:
     """What plain LangGraph answers for the same inputs on one thread (the reference)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
     from tests.e2e.conftest import USER_GRAPHS
 
     app = builder_of(load_langgraph_json(USER_GRAPHS)[graph].graph).compile(
@@ -285,7 +285,7 @@ async def test_update_state_then_goto(stack: Stack):
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
 
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
     from tests.e2e.conftest import USER_GRAPHS
 
     client = sdk(stack, "submitter")

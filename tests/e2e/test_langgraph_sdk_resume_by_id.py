@@ -55,7 +55,7 @@ async def test_a_resume_map_answers_the_interrupt_it_names(stack: Stack):
 
 
 async def test_one_resume_map_answers_parallel_interrupts_together(stack: Stack):
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     client, reviewer = sdk(stack, "submitter"), sdk(stack, "reviewer")
     tid = (await client.threads.create())["thread_id"]

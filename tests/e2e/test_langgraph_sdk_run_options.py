@@ -36,7 +36,7 @@ def sdk(stack: Stack) -> Any:
 
 
 def reference_app(graph: str, project: Any = USER_GRAPHS) -> Any:
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     return builder_of(load_langgraph_json(project)[graph].graph).compile(
         checkpointer=InMemorySaver())

@@ -34,7 +34,7 @@ def sdk(stack: Stack, role: str = "submitter") -> Any:
 
 
 def reference_app(graph: str) -> Any:
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     return builder_of(load_langgraph_json(SEGMENT_GRAPHS)[graph].graph).compile(
         checkpointer=InMemorySaver())
@@ -315,7 +315,7 @@ async def test_a_paused_threads_state_is_updated_then_resumed_as_plain_langgraph
     interrupt), and a resume runs the interrupted node again on the updated state."""
     from langgraph.types import Command
 
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
     from tests.e2e.conftest import USER_GRAPHS
 
     owner, reviewer = sdk(stack), sdk(stack, "reviewer")

@@ -30,7 +30,7 @@ def sdk(stack: Stack) -> Any:
 
 async def reference_chunks() -> list[tuple[str, str, str]]:
     """``(message type, content, node)`` of plain LangGraph's ``messages`` stream for the question."""
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     app = builder_of(load_langgraph_json(USER_GRAPHS)["chatty"].graph).compile(
         checkpointer=InMemorySaver())
@@ -103,7 +103,7 @@ async def test_messages_mode_sends_partials_then_the_complete_message(stack: Sta
 
 async def test_custom_writes_reach_the_client_while_the_node_runs(stack: Stack):
     """``progress``: ``crunch`` writes three steps with ``get_stream_writer()``, 0.6 s apart."""
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     client = sdk(stack)
     tid = (await client.threads.create())["thread_id"]
@@ -136,7 +136,7 @@ async def reference_events() -> list[tuple[str, str, str | None]]:
     ``langsmith:hidden``, and not the graph's own ``on_chain_stream`` (its chunks go out as
     their stream modes).
     """
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     app = builder_of(load_langgraph_json(USER_GRAPHS)["chatty"].graph).compile(
         checkpointer=InMemorySaver())

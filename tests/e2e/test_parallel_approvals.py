@@ -37,7 +37,7 @@ def pending(client: httpx.Client, run_id: str, count: int,
 
 def reference_summary(answers: dict[str, Any]) -> str:
     """Plain LangGraph's summary when each item's interrupt gets ``answers[item]``."""
-    from overseer.pipelines import builder_of, load_langgraph_json
+    from overseer.registry import builder_of, load_langgraph_json
 
     app = builder_of(load_langgraph_json(USER_GRAPHS)["parallel_approvals"].graph).compile(
         checkpointer=InMemorySaver())

@@ -23,7 +23,7 @@ from fastapi.routing import APIRoute
 from overseer import access
 from overseer.access import Principal, Scope
 from overseer.errors import AuthenticationError, InvalidRequestError, PermissionDeniedError
-from overseer.pipelines import RegistryError, load_registry, set_registry
+from overseer.registry import RegistryError, load_registry, set_registry
 
 AUTHED = Path(__file__).resolve().parents[1] / "graphs" / "authed" / "langgraph.json"
 

@@ -13,7 +13,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from bench import graph_scenarios as gs
 from bench.__main__ import ORDER, QUICK, QUICK_SIZES, parse
-from overseer.pipelines import builder_of, load_langgraph_json
+from overseer.registry import builder_of, load_langgraph_json
 
 
 def test_quick_selects_the_headline_scenarios_at_small_sizes():

@@ -1,4 +1,4 @@
-"""Loading a langgraph.json (overseer.pipelines.load_langgraph_json / load_registry)."""
+"""Loading a langgraph.json (overseer.registry.load_langgraph_json / load_registry)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from overseer.pipelines import Pipeline, RegistryError, load_langgraph_json, load_registry
+from overseer.pipelines import Pipeline
+from overseer.registry import RegistryError, load_langgraph_json, load_registry
 
 GRAPH_PY = '''
 from langgraph.graph import START, END, StateGraph

@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 from activities.segment_graph import RUN_ID_KEY
 from activities.segments import SegmentCall, _retry_input
-from overseer.pipelines import builder_of, load_langgraph_json
+from overseer.registry import builder_of, load_langgraph_json
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
 

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from overseer.graph_codec import encode
-from overseer.pipelines import load_registry, set_registry
+from overseer.registry import load_registry, set_registry
 from overseer.run_types import DecisionInput, GraphRunInput
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events, fetch_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner

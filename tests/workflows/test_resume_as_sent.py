@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from overseer.pipelines import builder_of, get_registry
+from overseer.registry import builder_of, get_registry
 from overseer.run_types import DecisionInput
 from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import (  # noqa: F401 - user_registry: autouse fixture

@@ -19,7 +19,7 @@ from temporalio.client import WorkflowFailureError
 from activities import segment_graph
 from activities.due_diligence.graph import build_due_diligence_graph
 from activities.due_diligence.pipeline import PIPELINE
-from overseer.pipelines import Registry, set_registry
+from overseer.registry import Registry, set_registry
 from overseer.runs import retry_run
 from overseer.settings import Settings
 from services.worker.main import build_worker

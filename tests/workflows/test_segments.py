@@ -25,7 +25,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from temporalio.client import WorkflowFailureError
 
-from overseer.pipelines import builder_of, get_registry, load_registry, set_registry
+from overseer.registry import builder_of, get_registry, load_registry, set_registry
 from overseer.run_types import DecisionInput
 from overseer.store.events import fetch_events
 from services.worker.main import build_worker

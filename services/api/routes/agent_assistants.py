@@ -16,7 +16,7 @@ from fastapi import APIRouter, Response
 from overseer import access, assistants, threads
 from overseer.errors import NotFoundError, PermissionDeniedError
 from overseer.graph_codec import to_jsonable
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.web import PoolDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody

@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse
 
 from overseer import access
 from overseer.errors import NotFoundError, PermissionDeniedError
-from overseer.pipelines import get_registry
+from overseer.registry import get_registry
 from overseer.runs import retry_run
 from overseer.store.events import fetch_events
 from overseer.web import (

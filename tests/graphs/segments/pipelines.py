@@ -13,7 +13,8 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
-from overseer.pipelines import Pipeline, load_langgraph_json
+from overseer.pipelines import Pipeline
+from overseer.registry import load_langgraph_json
 
 _USER = load_langgraph_json(Path(__file__).resolve().parents[1] / "user_graph" / "langgraph.json")
 

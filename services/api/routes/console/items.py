@@ -145,7 +145,7 @@ async def item_page(request: Request, session: sessions.ConsoleSession, run_id: 
 
 def _extra_decisions(pipeline: str) -> list[str]:
     """Decision kinds the run's pipeline takes besides approve and reject (e.g. ``revise``)."""
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
     if pipeline not in get_registry():
         return []
@@ -294,7 +294,7 @@ def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
     From ``Pipeline.api.record_fields``; ``{}`` when it declares none (the record's own keys
     show).
     """
-    from overseer.pipelines import get_registry
+    from overseer.registry import get_registry
 
     try:
         fields = get_registry().get(pipeline).api.record_fields
