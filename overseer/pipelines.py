@@ -209,6 +209,21 @@ class NodeHooks:
 
 
 @dataclass(frozen=True)
+class ConsoleView:
+    """A table a pipeline adds to a run's page in the review console (escaped by the console).
+
+    Attributes:
+        title: the section's heading.
+        columns: the column headings.
+        rows: one list of cell texts per row, as many as ``columns``.
+    """
+
+    title: str
+    columns: tuple[str, ...]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
 class Api:
     """What the API and the console serve for it. Runs in the API process.
 
@@ -220,12 +235,15 @@ class Api:
             (served to reviewers at ``GET /v1/runs/{id}/quotes``).
         record_fields: ``() -> {name: {"label", "required"}}``: the fields of the record its
             approvals edit (payload ``record``), in display order, for the console's form.
+        console_view: ``async (pool, run_id) -> ConsoleView | None``: a section of its own
+            on a run's page in the review console (e.g. its own table's rows for the run).
     """
 
     router: Callable[[], Any] | None = None
     report: Callable[[Mapping[str, Any]], Any] | None = None
     quotes: Callable[[Mapping[str, Any], list[str]], Any] | None = None
     record_fields: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+    console_view: Callable[[Any, str], Awaitable[ConsoleView | None]] | None = None
 
 
 Projector = Callable[[Any, Any, datetime], Awaitable[None]]

@@ -11,7 +11,8 @@ are for:
 - **the contract**: :class:`Pipeline` with its hooks grouped by where they run
   (:class:`Intake` in the API before a run, :class:`Gate` in the workflow's update
   validator, :class:`RunHooks` in the workflow, :class:`NodeHooks` in the segment
-  activity, :class:`Api` in the API process), :class:`RunStream`,
+  activity, :class:`Api` in the API process with a :class:`ConsoleView` of its own,
+  :class:`Store` its own tables, migrations and projectors), :class:`RunStream`,
   :class:`DecisionRefusedError` (a refusal from ``Gate.check_decision``);
 - **errors** (:mod:`overseer.errors`): the :class:`OverseerError` family a pipeline raises
   and catches, each with its stable code and HTTP status: :class:`InvalidRequestError`,
@@ -23,7 +24,7 @@ are for:
 - **the event log** (:mod:`overseer.store.events`): :class:`NewEvent`, :func:`append_events`
   and the event types a pipeline writes: :data:`LLM_CALLED`, :data:`ROUTE_DECIDED`,
   :data:`REVIEW_SUGGESTED`, and :data:`RUN_SUBMITTED` / :data:`RUN_COMPLETED` for a run a
-  route answers itself;
+  route answers itself; :data:`APPROVAL_DECIDED` for a projector of its own tables;
 - **settings** (:mod:`overseer.settings`): :class:`Settings`, :func:`get_settings`;
 - **artifacts** (:mod:`overseer.store.artifacts`): :func:`store_artifact`,
   :func:`load_artifact`, and a document's pages read once (:func:`cached_pages`,
@@ -71,6 +72,7 @@ from overseer.errors import (
 from overseer.graph_codec import encode
 from overseer.pipelines import (
     Api,
+    ConsoleView,
     DecisionRefusedError,
     Gate,
     Intake,
@@ -78,6 +80,7 @@ from overseer.pipelines import (
     Pipeline,
     RunHooks,
     RunStream,
+    Store,
 )
 from overseer.run_decisions import decide, send_update
 from overseer.run_types import GraphRunInput
@@ -93,6 +96,7 @@ from overseer.runs import (
 from overseer.settings import Settings, get_settings
 from overseer.store.artifacts import cache_pages, cached_pages, load_artifact, store_artifact
 from overseer.store.events import (
+    APPROVAL_DECIDED,
     LLM_CALLED,
     REVIEW_SUGGESTED,
     ROUTE_DECIDED,
@@ -136,6 +140,9 @@ if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would 
 
 
 __all__ = [
+    "ConsoleView",
+    "APPROVAL_DECIDED",
+    "Store",
     "Api",
     "Gate",
     "Intake",

@@ -1,7 +1,9 @@
-"""document_intake's own route: ``POST /v1/submissions``, seed 000's name for an upload run.
+"""document_intake's own routes: ``POST /v1/submissions`` and a run's review suggestions.
 
-The pipeline's :attr:`~overseer.pipelines.Pipeline.api.router`; the run itself is started by the
-run service exactly as ``POST /v1/pipelines/document_intake/runs`` does.
+The pipeline's :attr:`~overseer.pipelines.Pipeline.api.router`. ``POST /v1/submissions`` is
+seed 000's name for an upload run, started by the run service exactly as ``POST
+/v1/pipelines/document_intake/runs`` does; ``GET /v1/runs/{run_id}/suggestions`` reads the
+pipeline's own table (:mod:`activities.document_intake.suggestions`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, UploadFile, status
 
+from activities.document_intake.suggestions import list_suggestions
 from overseer.plugin import (
     PoolDep,
     RunAccepted,
@@ -28,6 +31,8 @@ def build_router() -> APIRouter:
     router = APIRouter(tags=["submissions"])
     router.add_api_route("/v1/submissions", submit_document, methods=["POST"],
                          status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted)
+    router.add_api_route("/v1/runs/{run_id}/suggestions", list_suggestions, methods=["GET"],
+                         tags=["runs"])
     return router
 
 

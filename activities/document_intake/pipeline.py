@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from activities.document_intake import suggestions
 from activities.document_intake.assess import public_snapshot
 from activities.document_intake.decisions import check_decision
 from activities.document_intake.graph import build_document_intake_graph
-from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks
+from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks, Store
 
 SHORT_TEXT_LAYER_PAGES = 10
 """A text-layer document of at most this many pages is split, and its segments run, in local
@@ -104,6 +105,9 @@ PIPELINE = Pipeline(
     run=RunHooks(result=public_snapshot, split="document_intake.split",
                  split_locally=short_text_layer, local_segments=short_text_layer),
     nodes=NodeHooks(node_snapshot=public_snapshot),
-    api=Api(router=build_router, record_fields=record_fields),
+    api=Api(router=build_router, record_fields=record_fields,
+            console_view=suggestions.console_view),
+    store=Store(migrations=suggestions.MIGRATIONS, projectors=suggestions.PROJECTORS,
+                read_models=(suggestions.TABLE,)),
     worker_parts=worker_parts,
 )

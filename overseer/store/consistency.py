@@ -1,7 +1,7 @@
 """Prove that the read models agree with the event log, and that nothing was doubled.
 
-The read models (``runs``, ``approvals``, ``review_suggestions``) are rebuilt from the
-event log alone — every event replayed in append order through the same projectors the
+The read models (``runs``, ``approvals`` and each pipeline's own, ``Pipeline.store``) are
+rebuilt from the event log alone — every event replayed in append order through the same projectors the
 writers use — into a scratch schema inside a transaction that is rolled back, then
 compared row by row with the live tables. On top of that, per-run invariants a duplicate
 or a lost step would break: exactly one ``run.submitted``; at most one terminal event;
@@ -17,9 +17,10 @@ from typing import Any
 
 import asyncpg
 
-from overseer.store.events import PROJECTORS, NewEvent
+from overseer.registry import get_registry
+from overseer.store.events import NewEvent, projectors_of
 
-READ_MODELS = ("runs", "approvals", "review_suggestions")
+READ_MODELS = ("runs", "approvals")
 SHADOW = "consistency_shadow"
 
 
@@ -83,25 +84,32 @@ async def check_consistency(conn: asyncpg.Connection) -> ConsistencyReport:
     await tr.start()
     try:
         await conn.execute(f"CREATE SCHEMA {SHADOW}")
-        for table in READ_MODELS:
+        tables = read_models()
+        for table in tables:
             await conn.execute(
                 f"CREATE TABLE {SHADOW}.{table} (LIKE public.{table} INCLUDING DEFAULTS INCLUDING INDEXES)")
         await conn.execute(f"SET LOCAL search_path = {SHADOW}, public")
         async for row in conn.cursor(
                 "SELECT run_id, type, data, actor, occurred_at, trace_id FROM public.events "
                 "ORDER BY seq"):
-            projector = PROJECTORS.get(row["type"])
-            if projector is None:
+            projectors = projectors_of(row["type"])
+            if not projectors:
                 continue
             event = NewEvent(run_id=str(row["run_id"]), key="", type=row["type"],
                              data=json.loads(row["data"]), actor=row["actor"],
                              trace_id=row["trace_id"])
-            await projector(conn, event, row["occurred_at"])
-        for table in READ_MODELS:
+            for projector in projectors:
+                await projector(conn, event, row["occurred_at"])
+        for table in tables:
             report.mismatched[table] = await _differences(conn, table)
     finally:
         await tr.rollback()
     return report
+
+
+def read_models() -> tuple[str, ...]:
+    """Every read model rebuilt from the log: Overseer's and each pipeline's (``Pipeline.store``)."""
+    return READ_MODELS + tuple(t for p in get_registry() for t in p.store.read_models)
 
 
 async def _runs_having(conn: asyncpg.Connection, where: str, having: str) -> list[str]:

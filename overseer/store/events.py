@@ -20,6 +20,8 @@ from typing import Any, TypeAlias
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from overseer.registry import Registry, get_registry
+
 #: A connection of its own or one acquired from a pool (asyncpg's proxy passes for either at run time).
 Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
 
@@ -82,6 +84,9 @@ class NewEvent:
 async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent]:
     """Append events and project the new ones into the read models, atomically.
 
+    Each new event goes through Overseer's projector for its type, then each pipeline's
+    (``Pipeline.store.projectors``: :func:`projectors_of`).
+
     Args:
         conn: a connection; a transaction is opened (or nested as a savepoint).
         events: events in the order they happened.
@@ -112,8 +117,7 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
             )
             if row is None:
                 continue
-            projector = PROJECTORS.get(event.type)
-            if projector is not None:
+            for projector in projectors_of(event.type):
                 await projector(conn, event, occurred)
             inserted.append(event)
     return inserted
@@ -180,29 +184,6 @@ async def _merge_result(conn: Conn, e: NewEvent, at: datetime) -> None:
         )
 
 
-async def _review_suggested(conn: Conn, e: NewEvent, at: datetime) -> None:
-    d = e.data
-    await conn.execute(
-        """INSERT INTO review_suggestions (suggestion_id, run_id, current_values, proposed_updates,
-                                           evidence, strength, strategy, status, created_at,
-                                           resolved_at, resolved_by)
-           VALUES ($1, $2, $3::jsonb, $4::jsonb, $5::jsonb, $6, $7, $8, $9, $10, $11)
-           ON CONFLICT (suggestion_id) DO NOTHING""",
-        uuid.UUID(d["suggestion_id"]),
-        uuid.UUID(e.run_id),
-        json.dumps(d["current_values"]),
-        json.dumps(d["proposed_updates"]),
-        json.dumps(d["evidence"]),
-        float(d["strength"]),
-        d["strategy"],
-        "auto_applied" if d.get("auto_applied") else "pending",
-        at,
-        at if d.get("auto_applied") else None,
-        "review_agent" if d.get("auto_applied") else None,
-    )
-    await _merge_result(conn, e, at)
-
-
 async def _approval_update(conn: Conn, e: NewEvent, assignments: str, *args: Any) -> None:
     """``UPDATE approvals SET <assignments>`` on the row of the approval ``e`` names.
 
@@ -260,21 +241,6 @@ async def _approval_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
         d.get("decided_by"),
         at,
         d.get("note"),
-        json.dumps(d.get("updates") or {}),
-    )
-    # A reviewer who approved with a value other than the one proposed overrode the proposal.
-    await conn.execute(
-        """UPDATE review_suggestions SET resolved_at = $3, resolved_by = $4, status =
-               CASE WHEN $2 <> 'approve' THEN 'rejected'
-                    WHEN EXISTS (SELECT 1 FROM jsonb_each_text(proposed_updates) p
-                                 WHERE $5::jsonb ? p.key
-                                   AND ($5::jsonb ->> p.key) IS DISTINCT FROM p.value)
-                    THEN 'overridden' ELSE 'approved' END
-           WHERE run_id = $1 AND status = 'pending'""",
-        uuid.UUID(e.run_id),
-        d["decision"],
-        at,
-        d.get("decided_by"),
         json.dumps(d.get("updates") or {}),
     )
     await conn.execute(  # awaiting still while another of its approvals is open
@@ -341,7 +307,7 @@ PROJECTORS: dict[str, Projector] = {
     RUN_SUBMITTED: _run_submitted,
     NODE_COMPLETED: _merge_result,
     RUN_SPLIT: _merge_result,
-    REVIEW_SUGGESTED: _review_suggested,
+    REVIEW_SUGGESTED: _merge_result,  # its snapshot; the suggestion itself is its pipeline's
     APPROVAL_REQUESTED: _approval_requested,
     APPROVAL_SLA_BREACHED: _approval_sla_breached,
     APPROVAL_DECIDED: _approval_decided,
@@ -354,6 +320,26 @@ PROJECTORS: dict[str, Projector] = {
     APPROVAL_REMINDED: _approval_reminded,
     APPROVAL_AUTO_DECIDED: _approval_auto_decided,
 }
+
+
+_PIPELINE_PROJECTORS: tuple[Registry, dict[str, list[Projector]]] | None = None
+
+
+def projectors_of(event_type: str) -> list[Projector]:
+    """The projectors an event of ``event_type`` goes through: Overseer's, then each pipeline's.
+
+    The pipelines' are read from the registry once per registry (``Pipeline.store.projectors``).
+    """
+    global _PIPELINE_PROJECTORS
+    registry = get_registry()
+    if _PIPELINE_PROJECTORS is None or _PIPELINE_PROJECTORS[0] is not registry:
+        by_type: dict[str, list[Projector]] = {}
+        for pipeline in registry:
+            for kind, projector in pipeline.store.projectors.items():
+                by_type.setdefault(kind, []).append(projector)
+        _PIPELINE_PROJECTORS = (registry, by_type)
+    own = PROJECTORS.get(event_type)
+    return ([own] if own is not None else []) + _PIPELINE_PROJECTORS[1].get(event_type, [])
 
 
 def event_types() -> Iterable[str]:

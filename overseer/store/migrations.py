@@ -1,11 +1,17 @@
 """Schema migrations as an ordered list, each applied once and recorded (langgraph checkpoint-postgres style).
 
-Never edit a shipped migration: append a new one.
+Never edit a shipped migration: append a new one. A pipeline's own tables are its own
+migrations (``Pipeline.store.migrations``), applied after these (:func:`apply_migrations`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import asyncpg
+
+from overseer.pipelines import Pipeline
+from overseer.registry import get_registry
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -90,20 +96,6 @@ MIGRATIONS: list[tuple[str, str]] = [
             updates          jsonb
         );
         CREATE INDEX approvals_status ON approvals (status, requested_at);
-        CREATE TABLE review_suggestions (
-            suggestion_id     uuid PRIMARY KEY,
-            run_id            uuid NOT NULL REFERENCES runs (run_id),
-            current_values    jsonb NOT NULL,
-            proposed_updates  jsonb NOT NULL,
-            evidence          jsonb NOT NULL,
-            strength          double precision NOT NULL,
-            strategy          text NOT NULL,
-            status            text NOT NULL,
-            created_at        timestamptz NOT NULL,
-            resolved_at       timestamptz,
-            resolved_by       text
-        );
-        CREATE INDEX review_suggestions_run ON review_suggestions (run_id);
         """,
     ),
     (
@@ -312,17 +304,22 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
-async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
+async def apply_migrations(conn: asyncpg.Connection,
+                           pipelines: Iterable[Pipeline] | None = None) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 
-    Concurrent callers (API and worker starting together) serialise on an
-    advisory lock, so each migration runs exactly once.
+    Overseer's own first (``schema_migrations``), then each pipeline's
+    (``Pipeline.store.migrations``, recorded per pipeline in ``pipeline_migrations``).
+    Concurrent callers (API and worker starting together) serialise on an advisory lock,
+    so each migration runs exactly once.
 
     Args:
         conn: an open connection with DDL rights.
+        pipelines: whose migrations to apply (default: every registered pipeline).
 
     Returns:
-        Names of the migrations applied by this call (empty when up to date).
+        Names of the migrations applied by this call (empty when up to date); a
+        pipeline's as ``<pipeline>:<name>``.
     """
     applied: list[str] = []
     await conn.execute("SELECT pg_advisory_lock(727274)")
@@ -343,6 +340,35 @@ async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
                     "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
                 )
             applied.append(name)
+        applied += await _pipeline_migrations(conn, pipelines)
     finally:
         await conn.execute("SELECT pg_advisory_unlock(727274)")
+    return applied
+
+
+async def _pipeline_migrations(conn: asyncpg.Connection,
+                               pipelines: Iterable[Pipeline] | None) -> list[str]:
+    """Each pipeline's own migrations not yet recorded, in order (the caller holds the lock)."""
+    if pipelines is None:
+        pipelines = get_registry()
+    await conn.execute(
+        """CREATE TABLE IF NOT EXISTS pipeline_migrations (
+               pipeline text NOT NULL,
+               name text NOT NULL,
+               applied_at timestamptz NOT NULL DEFAULT now(),
+               PRIMARY KEY (pipeline, name))""")
+    applied: list[str] = []
+    for pipeline in pipelines:
+        if not pipeline.store.migrations:
+            continue
+        done = {r["name"] for r in await conn.fetch(
+            "SELECT name FROM pipeline_migrations WHERE pipeline = $1", pipeline.name)}
+        for name, sql in pipeline.store.migrations:
+            if name in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(sql)
+                await conn.execute("INSERT INTO pipeline_migrations (pipeline, name) "
+                                   "VALUES ($1, $2)", pipeline.name, name)
+            applied.append(f"{pipeline.name}:{name}")
     return applied

@@ -1,5 +1,5 @@
-"""Issue 17: review suggestions are readable, and a reviewer who approves another value than
-the proposed one is recorded as ``overridden``, not ``approved``."""
+"""Review suggestions (document_intake's own table and route) are readable, and a reviewer
+who approves another value than the proposed one is recorded as ``overridden``, not ``approved``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from activities.document_intake.suggestions import list_suggestions as suggestions
 from overseer.access import Principal
 from overseer.store.events import (
     APPROVAL_DECIDED,
@@ -16,7 +17,6 @@ from overseer.store.events import (
     NewEvent,
     append_events,
 )
-from services.api.routes.runs import suggestions
 
 
 async def _suggested_then_decided(pool, decided_updates: dict[str, str], decision: str) -> str:

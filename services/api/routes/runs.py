@@ -22,7 +22,7 @@ from overseer.web import (
     SubmitterDep,
     TemporalDep,
 )
-from services.api.readmodels import get_run, list_runs, parse_run_id
+from services.api.readmodels import get_run, list_runs
 from services.api.schemas import EventList, EventView, RunList, RunView
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -53,40 +53,6 @@ async def events(run_id: str, principal: PrincipalDep, pool: PoolDep) -> EventLi
     view = await get_run(pool, run_id, principal)
     rows = await fetch_events(pool, view.run_id)
     return EventList(run_id=view.run_id, items=[EventView(**r) for r in rows])
-
-
-@router.get("/{run_id}/suggestions")
-async def suggestions(run_id: str, principal: PrincipalDep, pool: PoolDep) -> dict[str, Any]:
-    """The review agent's proposals for the run, each with its quote check and what became of it.
-
-    ``status``: ``pending``, ``auto_applied``, ``approved``, ``overridden`` (approved with
-    another value) or ``rejected``. ``suggestions`` are values whose quote is not in the
-    document: shown, never applied.
-    """
-    import json
-
-    view = await get_run(pool, run_id, principal)
-    rows = await pool.fetch(
-        """SELECT s.suggestion_id, s.status, s.proposed_updates, s.current_values, s.evidence,
-                  s.strength, s.strategy, s.created_at, s.resolved_at, s.resolved_by, e.data
-           FROM review_suggestions s
-           LEFT JOIN events e ON e.run_id = s.run_id AND e.type = 'review.suggested'
-                             AND e.data->>'suggestion_id' = s.suggestion_id::text
-           WHERE s.run_id = $1 ORDER BY s.created_at""", parse_run_id(view.run_id))
-    items = []
-    for r in rows:
-        data = json.loads(r["data"]) if r["data"] else {}
-        items.append({
-            "suggestion_id": str(r["suggestion_id"]), "status": r["status"],
-            "proposed_updates": json.loads(r["proposed_updates"]),
-            "current_values": json.loads(r["current_values"]),
-            "evidence": json.loads(r["evidence"]), "strength": r["strength"],
-            "strategy": r["strategy"], "suggestions": data.get("suggestions", {}),
-            "quote_verified": data.get("quote_verified", {}), "notes": data.get("notes", {}),
-            "created_at": r["created_at"].isoformat(),
-            "resolved_at": r["resolved_at"].isoformat() if r["resolved_at"] else None,
-            "resolved_by": r["resolved_by"]})
-    return {"run_id": view.run_id, "items": items}
 
 
 @router.get("/{run_id}/report.md", response_class=PlainTextResponse,

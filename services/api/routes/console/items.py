@@ -24,6 +24,8 @@ from fastapi.responses import HTMLResponse, Response
 
 from overseer.access import Principal
 from overseer.errors import AuthenticationError, NotFoundError, OverseerError, PermissionDeniedError
+from overseer.pipelines import ConsoleView
+from overseer.registry import get_registry
 from overseer.store.events import TERMINAL_STATUSES, fetch_events
 from services.api.console import session as sessions
 from services.api.console.hitl import human_interrupt
@@ -79,6 +81,18 @@ async def page_image(request: Request, run_id: str, page: int) -> Response:
 
 
 # --- page assembly ----------------------------------------------------------------------------
+
+
+async def pipeline_view(pool: Any, pipeline: str, run_id: str) -> ConsoleView | None:
+    """The pipeline's own section of a run's page (``Pipeline.api.console_view``), if it has one.
+
+    A pipeline the registry no longer has shows none.
+    """
+    registry = get_registry()
+    if pipeline not in registry:
+        return None
+    view = registry.get(pipeline).api.console_view
+    return await view(pool, run_id) if view is not None else None
 
 
 async def item_page(request: Request, session: sessions.ConsoleSession, run_id: str, *,
@@ -139,14 +153,13 @@ async def item_page(request: Request, session: sessions.ConsoleSession, run_id: 
         "prev_href": neighbours[0], "next_href": neighbours[1],
         "done": await _done_summary(pool, done) if done else None,
         "extra_decisions": _extra_decisions(run["pipeline"]),
+        "pipeline_view": await pipeline_view(pool, run["pipeline"], str(rid)),
     }
     return render(request, session, "item.html", context, status=status)
 
 
 def _extra_decisions(pipeline: str) -> list[str]:
     """Decision kinds the run's pipeline takes besides approve and reject (e.g. ``revise``)."""
-    from overseer.registry import get_registry
-
     if pipeline not in get_registry():
         return []
     return [d for d in get_registry().get(pipeline).gate.decisions if d not in ("approve", "reject")]
@@ -294,8 +307,6 @@ def _field_specs(pipeline: str) -> dict[str, dict[str, Any]]:
     From ``Pipeline.api.record_fields``; ``{}`` when it declares none (the record's own keys
     show).
     """
-    from overseer.registry import get_registry
-
     try:
         fields = get_registry().get(pipeline).api.record_fields
         return {k: dict(v) for k, v in fields().items()} if fields is not None else {}
