@@ -1,1 +1,1 @@
-"""Overseer core: settings, errors, the event store and migrations, the pipeline catalogue, the CLI."""
+"""Overseer core: settings, errors, the event store, the pipeline contract and registry, the CLI."""

@@ -1,89 +1,11 @@
-"""The pipeline catalogue: every pipeline the registry hosts, how to start it, what it accepts."""
+"""A run's options from its request and the settings: LLM budget and model, escalation ladder."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from overseer.errors import InvalidRequestError, NotFoundError
-from overseer.pipelines import Pipeline
-from overseer.registry import get_registry
+from overseer.errors import InvalidRequestError
 from overseer.settings import Settings
-
-
-@dataclass(frozen=True)
-class PipelineSpec:
-    """One hosted pipeline.
-
-    Attributes:
-        name: wire name, used in paths (``/v1/pipelines/<name>/runs``) and workflow ids.
-        workflow_type: Temporal workflow type name.
-        seed: the seed document it comes from.
-        description: one line for ``GET /v1/pipelines``.
-        accepts: input kinds (``document`` = multipart file upload).
-        human_gate: what a reviewer decides.
-    """
-
-    name: str
-    workflow_type: str
-    seed: str
-    description: str
-    accepts: tuple[str, ...]
-    human_gate: str
-    submit_path: str | None = None
-    """Where runs are started; None = ``/v1/pipelines/<name>/runs`` (document upload)."""
-
-    @property
-    def entry_path(self) -> str:
-        """The path that starts a run of this pipeline."""
-        return self.submit_path or f"/v1/pipelines/{self.name}/runs"
-
-    def workflow_id(self, run_id: str) -> str:
-        """``<pipeline>-<run_id>``: the workflow id of a run, unique per run, readable in the Temporal UI."""
-        return f"{self.name}-{run_id}"
-
-
-class _Catalogue(Mapping[str, PipelineSpec]):
-    """A read-only view of the registry (:func:`overseer.registry.get_registry`) as catalogue entries."""
-
-    def __getitem__(self, name: str) -> PipelineSpec:
-        registry = get_registry()
-        if name not in registry:
-            raise KeyError(name)
-        return spec_of(registry.get(name))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([p.name for p in get_registry()])
-
-    def __len__(self) -> int:
-        return len(get_registry().names())
-
-
-def spec_of(pipeline: Pipeline) -> PipelineSpec:
-    """The catalogue entry of a registered pipeline."""
-    return PipelineSpec(
-        name=pipeline.name, workflow_type="SegmentRunWorkflow", seed=pipeline.seed or "",
-        description=pipeline.description, accepts=pipeline.intake.accepts,
-        human_gate=pipeline.gate.human_gate, submit_path=pipeline.intake.submit_path)
-
-
-CATALOGUE: Mapping[str, PipelineSpec] = _Catalogue()
-"""Every pipeline the registry hosts (the project's ``langgraph.json`` plus ``OVERSEER_GRAPHS``)."""
-
-
-def get_pipeline(name: str) -> PipelineSpec:
-    """The catalogue entry for ``name``.
-
-    Raises:
-        NotFoundError: unknown pipeline.
-    """
-    try:
-        return CATALOGUE[name]
-    except KeyError:
-        raise NotFoundError(f"unknown pipeline {name!r}",
-                            details={"known": sorted(CATALOGUE)}) from None
-
 
 DURABILITY_MODES = ("sync", "async", "exit")
 """LangGraph's checkpoint durability modes (a run segment passes its own to LangGraph)."""

@@ -95,9 +95,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(agent_store.router)  # its store API, on LangGraph's Postgres store
     app.include_router(agent_crons.router)  # its crons, each a Temporal Schedule
     install_console(app)
-    from overseer.catalogue import CATALOGUE
 
-    install_api_observability(app, pipelines=tuple(CATALOGUE))
+    install_api_observability(app, pipelines=tuple(get_registry().names()))
     origins, pattern = cors_policy(settings)
     if origins or pattern:  # outermost: a preflight is answered before auth, errors keep it
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_origin_regex=pattern,

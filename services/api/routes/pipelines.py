@@ -1,10 +1,11 @@
-"""The catalogue: ``GET /v1/pipelines``."""
+"""The registry's pipelines: ``GET /v1/pipelines``."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from overseer.catalogue import CATALOGUE
+from overseer.registry import get_registry
+from overseer.run_types import RUN_WORKFLOW
 from overseer.web import PrincipalDep
 from services.api.schemas import PipelineView
 
@@ -15,8 +16,8 @@ router = APIRouter(prefix="/v1/pipelines", tags=["pipelines"])
 async def list_pipelines(_: PrincipalDep) -> list[PipelineView]:
     """Every hosted pipeline and how to submit to it."""
     return [
-        PipelineView(name=s.name, workflow_type=s.workflow_type, seed=s.seed,
-                     description=s.description, accepts=list(s.accepts), human_gate=s.human_gate,
-                     links={"runs": s.entry_path})
-        for s in CATALOGUE.values()
+        PipelineView(name=p.name, workflow_type=RUN_WORKFLOW, seed=p.seed or "",
+                     description=p.description, accepts=list(p.intake.accepts),
+                     human_gate=p.gate.human_gate, links={"runs": p.entry_path})
+        for p in get_registry()
     ]

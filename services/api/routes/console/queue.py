@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from overseer.access import Principal
-from overseer.catalogue import CATALOGUE
+from overseer.registry import get_registry
 from services.api.console import session as sessions
 from services.api.operations import list_approval_views
 from services.api.routes.console.login import SESSION_DEP
@@ -40,7 +40,7 @@ async def queue(request: Request, session: sessions.ConsoleSession = SESSION_DEP
     filters = _queue_filters(request, session.principal)
     pool = request.app.state.pool
     items = await list_queue(pool, filters, session.principal)
-    pipelines = sorted(set(CATALOGUE) | {a.pipeline for a in items})
+    pipelines = sorted(set(get_registry().names()) | {a.pipeline for a in items})
     context = {"items": items, "filters": filters, "pipelines": pipelines,
                "age_choices": AGE_CHOICES, "item_query": item_query(filters)}
     if request.headers.get("hx-request") and request.headers.get("hx-target") == "queue-table":

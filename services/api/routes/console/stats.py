@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from overseer.catalogue import CATALOGUE
+from overseer.registry import get_registry
 from overseer.stats import compute_stats, window_start
 from services.api.console import session as sessions
 from services.api.routes.console.login import SESSION_DEP
@@ -28,5 +28,5 @@ async def stats_page(request: Request, session: sessions.ConsoleSession = SESSIO
     stats = await compute_stats(request.app.state.pool, pipeline=pipeline or None,
                                 since=window_start(window))
     return render(request, session, "stats.html",
-                  {"stats": stats, "pipelines": sorted(CATALOGUE), "windows": STATS_WINDOWS,
+                  {"stats": stats, "pipelines": get_registry().names(), "windows": STATS_WINDOWS,
                    "filters": {"pipeline": pipeline or "", "hours": hours or ""}})
