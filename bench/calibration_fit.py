@@ -19,7 +19,7 @@ It prints the markdown tables of docs/accuracy.md ("Scan confidence calibration"
 fitted curves, the reliability of calibrated and raw confidence on the held-out (or fresh)
 fields, and the first routing decision (``route_after_pipeline`` after ``run_pipeline``)
 on every set: on Tesseract's raw numbers, trusting the calibration (47b7509) and with the
-re-read gate (``nodes.confirm_calibrated_fields``). ``--write`` rewrites
+re-read gate (``node_run_pipeline.confirm_calibrated_fields``). ``--write`` rewrites
 ``scan_calibration.json``; ``--baseline-root DIR`` also scores the sets with the code in
 ``DIR`` (e.g. ``mkdir /tmp/base && git archive 19f4574 activities overseer | tar -x -C
 /tmp/base``, the commit before the calibration came back), through the functions both
@@ -175,7 +175,7 @@ def read_document(doc: dict[str, Any], schema: FieldSchema) -> dict[str, Any]:
         ``doc`` with ``record``, ``ocr_confidence_avg``, ``exact_text`` and
         ``field_confidences`` (raw, 0..1) added, from the current extraction code.
     """
-    from activities.document_intake.nodes import text_report
+    from activities.document_intake.node_common import text_report
     from overseer.documents import PageText
 
     pages = [PageText.from_dict(p) for p in doc["pages"]]
@@ -193,7 +193,7 @@ def read_document(doc: dict[str, Any], schema: FieldSchema) -> dict[str, Any]:
 
 def reread_checks(doc: dict[str, Any], schema: FieldSchema,
                   names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """What ``nodes.confirm_calibrated_fields`` compares: ``names`` re-read at 400 dpi.
+    """What ``node_run_pipeline.confirm_calibrated_fields`` compares: ``names`` re-read at 400 dpi.
 
     The document's bytes are made again from the corpus (deterministic in its seed) and its
     fields' lines OCR'd by ``reread.reread_regions``; cached per document and fields in
@@ -389,7 +389,7 @@ def clopper_pearson_lower(successes: int, n: int, alpha: float = ALPHA) -> float
 
 GATES = ("re-read", "trusted")
 """How :func:`decide` treats a field only calibration lifts: ``re-read`` (shipped) trusts
-its calibrated confidence once a 400 dpi reading agrees (``nodes.confirm_calibrated_fields``),
+its calibrated confidence once a 400 dpi reading agrees (``node_run_pipeline.confirm_calibrated_fields``),
 ``trusted`` always (commit 47b7509, reverted)."""
 
 
@@ -560,7 +560,7 @@ import json, sys
 from activities.document_intake.assess import assess_record
 from activities.document_intake.confidence import field_ocr_confidences
 from activities.document_intake.extract import extract_fields
-from activities.document_intake.nodes import text_report
+from activities.document_intake.node_common import text_report
 from activities.document_intake.routing import route_after_pipeline
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value

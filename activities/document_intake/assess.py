@@ -79,7 +79,7 @@ def assess_record(
             ``min_field_ocr_confidence``) still reads the raw number: it tells a reviewer
             Tesseract was unsure.
         reread_agrees: fields whose value a second reading at a higher dpi read the same
-            (``nodes.confirm_calibrated_fields``): their calibrated confidence counts, and
+            (``node_run_pipeline.confirm_calibrated_fields``): their calibrated confidence counts, and
             their ``low_confidence_<field>`` reason no longer sets ``needs_review``.
 
     Returns:

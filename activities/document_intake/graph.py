@@ -52,7 +52,7 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
     Returns:
         A fresh ``StateGraph`` over :class:`DocumentIntakeState`.
     """
-    from activities.document_intake import nodes
+    from activities.document_intake import node_retry_extraction, node_review_agent, node_run_pipeline
 
     def model_step(summary: str, *, minutes: float) -> dict[str, Any] | None:
         if not for_temporal:
@@ -64,10 +64,10 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
             "non_retryable": list(NON_RETRYABLE), "summary": summary}}
 
     graph = StateGraph(DocumentIntakeState)
-    graph.add_node("run_pipeline", nodes.run_pipeline)
-    graph.add_node("retry_extraction", nodes.retry_extraction,
+    graph.add_node("run_pipeline", node_run_pipeline.run_pipeline)
+    graph.add_node("retry_extraction", node_retry_extraction.retry_extraction,
                    metadata=model_step("extract missing fields again", minutes=15))
-    graph.add_node("review_agent", nodes.review_agent,
+    graph.add_node("review_agent", node_review_agent.review_agent,
                    metadata=model_step("review agent: propose updates", minutes=10))
     graph.add_node("complete", complete)
     graph.add_node("escalate", escalate)

@@ -39,9 +39,9 @@ class DocumentIntakeState(TypedDict, total=False):
     report: dict[str, Any]
     """``{text_source, page_count, ocr_pages, coverage_min, ocr_confidence_avg}``; after an
     offline retry of OCR'd pages also ``retry_ocr`` (``{mode: "region" | "page", dpi,
-    regions, checks}``, see ``nodes.retry_extraction``); after run_pipeline re-read the
-    fields only calibration would complete, ``calibration_reread`` (``{dpi, regions,
-    checks}``, see ``nodes.confirm_calibrated_fields``)."""
+    regions, checks}``, see ``node_retry_extraction.retry_extraction``); after run_pipeline
+    re-read the fields only calibration would complete, ``calibration_reread`` (``{dpi,
+    regions, checks}``, see ``node_run_pipeline.confirm_calibrated_fields``)."""
     ocr_confidence_avg: float | None
     """Character-weighted OCR confidence 0..1; None when all text was exact."""
     field_ocr_confidence: dict[str, float]

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from activities.document_intake.nodes import run_pipeline
+from activities.document_intake.node_run_pipeline import run_pipeline
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value
 from bench.corpus import LabelledDoc, labelled_set

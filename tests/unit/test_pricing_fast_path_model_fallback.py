@@ -116,7 +116,7 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
     import time
     import uuid
 
-    from activities.pricing.api import fast_path
+    from activities.pricing.chat_fast_path import fast_path
     from activities.pricing.router import decide_route
     from activities.pricing.schemas import ChatRequest
     from overseer.access import Principal

@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage
 
 from activities.pricing import stream as events
 from activities.pricing.agent import single_agent
-from activities.pricing.api import (
+from activities.pricing.catalog import load_catalog_file
+from activities.pricing.chat_sse import (
     KEEPALIVE,
     canonical,
     parse_last_event_id,
@@ -20,7 +21,6 @@ from activities.pricing.api import (
     sse_frame,
     with_keepalive,
 )
-from activities.pricing.catalog import load_catalog_file
 from activities.pricing.options import pricing_options
 from activities.pricing.router import resolve_scope
 from overseer.errors import InvalidRequestError
@@ -141,7 +141,7 @@ async def test_fast_path_with_a_model_streams_token_by_token_without_deprecated_
 
 
 def test_model_choice_is_the_llm_layers_with_an_allowlist_and_rules_offline():
-    from activities.pricing.api import effective_model
+    from activities.pricing.chat_routing import effective_model
 
     offline = Settings(environment="test", llm_allowed_models=["gpt-4o-mini", "gpt-4o"])
     assert effective_model(offline, None) == ("rules", "no_llm_endpoint")

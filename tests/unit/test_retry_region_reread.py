@@ -17,7 +17,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from activities.document_intake.extract_labels import label_table, line_labels
-from activities.document_intake.nodes import retry_extraction, run_pipeline
+from activities.document_intake.node_retry_extraction import retry_extraction
+from activities.document_intake.node_run_pipeline import run_pipeline
 from activities.document_intake.reread import anchor_lines, reread_regions
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value

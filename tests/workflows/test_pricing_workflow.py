@@ -18,8 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from activities import llm
-from activities.pricing.api import orchestrator_events
 from activities.pricing.catalog import load_catalog_file
+from activities.pricing.chat_orchestrator import orchestrator_events
 from activities.pricing.options import pricing_options
 from activities.pricing.router import decide_route, resolve_scope
 from activities.pricing.run import initial_state
