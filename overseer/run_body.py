@@ -16,7 +16,7 @@ from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.pipelines import Pipeline
 from overseer.registry import get_registry
-from overseer.runs import input_keys
+from overseer.runs import with_run_keys
 
 SEGMENT_STREAM_MODES = ("tasks", "checkpoints", "debug", "tools", "events")
 """LangGraph's own chunks the segment writes live when the run asks for them
@@ -213,10 +213,7 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
     if pipeline.intake.input_model is not None and not has_state:
         value = pipeline.intake.input_model.model_validate(value).model_dump(mode="json")
-    declared = input_keys(get_registry().builder(pipeline.name))
-    extras = {"run_id": run_id, "options": pipeline.options(),
-              "metadata": dict(body.get("metadata") or {})}
-    value = {**value, **{k: v for k, v in extras.items() if k in declared and k not in value}}
+    value = with_run_keys(pipeline, value, run_id, dict(body.get("metadata") or {}))
     return value, value
 
 

@@ -307,12 +307,8 @@ def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) 
         graph_input = ctx.pipeline.intake.make_input(ctx)
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
-    declared = input_keys(get_registry().builder(ctx.pipeline.name))
-    snapshot = ctx.pipeline.options()
-    own = {**snapshot, **request_options(ctx.metadata)}
-    extras = {"run_id": ctx.run_id, "options": own, "metadata": ctx.metadata}
-    graph_input.update({k: v for k, v in extras.items() if k in declared and k not in graph_input})
-    options = run_options(ctx.settings, snapshot, ctx.metadata)
+    graph_input = with_run_keys(ctx.pipeline, graph_input, ctx.run_id, ctx.metadata)
+    options = run_options(ctx.settings, ctx.pipeline.options(), ctx.metadata)
     return GraphRunInput(
         run_id=ctx.run_id, pipeline=ctx.pipeline.name,
         input=encode(None if resume_from is not None else graph_input),
@@ -339,6 +335,23 @@ def run_options(settings: Settings, snapshot: dict[str, Any],
             **snapshot,
             **request_options(metadata or {}),
             "approval": approval_ladder_options(settings)}
+
+
+def with_run_keys(pipeline: Pipeline, graph_input: dict[str, Any], run_id: str,
+                  metadata: dict[str, Any]) -> dict[str, Any]:
+    """``graph_input`` with the keys the runtime adds, each only where the graph declares it.
+
+    The one place they are added, for every starter (``/v1``, an Agent Server run, a
+    pipeline's own route): ``run_id``; ``options``, the pipeline's options snapshot with the
+    request's per-run options from its ``metadata`` (:func:`overseer.catalogue.request_options`);
+    ``metadata``. A key the input already has, or the graph's input schema does not
+    declare (:func:`input_keys`), is left alone.
+    """
+    declared = input_keys(get_registry().builder(pipeline.name))
+    extras = {"run_id": run_id, "options": {**pipeline.options(), **request_options(metadata)},
+              "metadata": metadata}
+    return {**graph_input, **{k: v for k, v in extras.items()
+                              if k in declared and k not in graph_input}}
 
 
 def input_keys(builder: Any) -> set[str]:
