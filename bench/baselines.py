@@ -25,8 +25,9 @@ import asyncpg
 
 from activities.document_intake.assess import public_snapshot
 from activities.document_intake.batch import split_entries
-from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.pages import limits_from_options
 from activities.document_intake.schema import FieldSchema
+from activities.document_pages import load_pages
 from activities.events import append_from_activity
 from bench.inputs import graph_state
 from overseer.run_types import GraphRunInput

@@ -41,6 +41,16 @@ are for:
 - **a run's stream** (:mod:`overseer.token_stream`): :func:`durable_items` and
   :func:`merge_live` read the workflow's durable stream and the run's live rows in one
   order; :func:`count_own` counts a stream protocol's live events;
+- **in a node** (the activity side of the runtime, under ``activities/``): the process's
+  pool and settings (:func:`get_runtime`); the LLM layer (:func:`chat_model`,
+  :func:`select_model`, :func:`allowed_models`, :func:`llm_enabled`, :func:`call_json` with
+  :class:`LLMContext` and :func:`extraction_messages`, :func:`classify_error`,
+  :func:`price_usd`, :func:`reply_usage`), which meters every call against the run's
+  budget; events from a node (:func:`append_from_activity`); heartbeats while a long step runs
+  (:func:`with_heartbeats`); a stored document's pages through the page cache
+  (:func:`load_pages`); errors as Temporal sees them (:func:`temporal_errors`,
+  :func:`as_application_error`, :func:`error_dict`); a node's retry policy
+  (:func:`node_retry_policy`);
 - **HTTP routes** (:mod:`overseer.web`): the dependencies (``PoolDep``, ``SettingsDep``,
   ``TemporalDep``, ``PrincipalDep``, ``SubmitterDep``, ``ReviewerDep``), the caller
   (:class:`Principal`), bounded uploads (:func:`read_bounded`, :func:`parse_metadata`)
@@ -53,6 +63,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from activities.document_pages import load_pages
+from activities.errors import as_application_error, error_dict, temporal_errors
+from activities.events import append_from_activity
+from activities.heartbeat import with_heartbeats
+from activities.llm import (
+    LLMContext,
+    allowed_models,
+    call_json,
+    chat_model,
+    classify_error,
+    extraction_messages,
+    llm_enabled,
+    price_usd,
+    reply_usage,
+    select_model,
+)
+from activities.retry import node_retry_policy
+from activities.runtime import get_runtime
 from overseer.access import Principal
 from overseer.budget import BudgetStop
 from overseer.catalogue import approval_ladder_options, request_options
@@ -140,6 +168,24 @@ if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would 
 
 
 __all__ = [
+    "reply_usage",
+    "load_pages",
+    "as_application_error",
+    "error_dict",
+    "temporal_errors",
+    "append_from_activity",
+    "with_heartbeats",
+    "LLMContext",
+    "allowed_models",
+    "call_json",
+    "chat_model",
+    "classify_error",
+    "extraction_messages",
+    "llm_enabled",
+    "price_usd",
+    "select_model",
+    "node_retry_policy",
+    "get_runtime",
     "ConsoleView",
     "APPROVAL_DECIDED",
     "Store",

@@ -7,9 +7,9 @@ from typing import Any
 from temporalio import activity
 
 from activities.document_intake.batch import split_entries
-from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.pages import limits_from_options
 from activities.document_intake.schema import FieldSchema
-from activities.errors import temporal_errors
+from overseer.plugin import load_pages, temporal_errors
 
 
 async def split_document(document: dict[str, Any], field_schema: dict[str, Any],

@@ -22,10 +22,17 @@ from temporalio import activity
 from activities.document_intake.extract_candidates import MAX_SNIPPET_CHARS, Evidence
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.validate import normalise_value, validate_value
-from activities.llm import LLMContext, call_json, extraction_messages
-from activities.runtime import get_runtime
 from overseer.documents import PageText
-from overseer.plugin import BudgetExceededError, BudgetStop, LLMCallError, LLMResponseError
+from overseer.plugin import (
+    BudgetExceededError,
+    BudgetStop,
+    LLMCallError,
+    LLMContext,
+    LLMResponseError,
+    call_json,
+    extraction_messages,
+    get_runtime,
+)
 
 LLM_MAX_ATTEMPTS = 3
 """Attempts of an LLM-calling node (its Temporal retry policy says the same)."""

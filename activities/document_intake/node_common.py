@@ -20,9 +20,8 @@ from activities.document_intake.routing import (
     route_after_pipeline,
 )
 from activities.document_intake.state import DocumentIntakeState
-from activities.events import append_from_activity
 from overseer.documents import PageText
-from overseer.plugin import ROUTE_DECIDED, NewEvent
+from overseer.plugin import ROUTE_DECIDED, NewEvent, append_from_activity
 
 
 def text_report(pages: list[PageText]) -> dict[str, Any]:

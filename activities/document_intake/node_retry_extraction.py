@@ -19,17 +19,11 @@ from activities.document_intake.node_common import (
     reread_agrees,
     text_report,
 )
-from activities.document_intake.pages import (
-    limits_from_options,
-    load_pages,
-    load_region_reread,
-)
+from activities.document_intake.pages import limits_from_options, load_region_reread
 from activities.document_intake.reread import RegionRead, read_region_fields
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
-from activities.errors import temporal_errors
-from activities.llm import llm_enabled
-from activities.runtime import get_runtime
+from overseer.plugin import get_runtime, llm_enabled, load_pages, temporal_errors
 
 
 @temporal_errors

@@ -22,7 +22,7 @@ from activities.document_intake.node_common import (
     page_texts,
     reread_agrees,
 )
-from activities.document_intake.pages import limits_from_options, load_pages
+from activities.document_intake.pages import limits_from_options
 from activities.document_intake.review import (
     proposal_from_llm,
     proposal_is_acceptable,
@@ -31,11 +31,15 @@ from activities.document_intake.review import (
 )
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
-from activities.errors import temporal_errors
-from activities.events import append_from_activity
-from activities.llm import llm_enabled
-from activities.runtime import get_runtime
-from overseer.plugin import REVIEW_SUGGESTED, NewEvent
+from overseer.plugin import (
+    REVIEW_SUGGESTED,
+    NewEvent,
+    append_from_activity,
+    get_runtime,
+    llm_enabled,
+    load_pages,
+    temporal_errors,
+)
 
 
 class ReviewAgentState(TypedDict, total=False):

@@ -22,16 +22,12 @@ from activities.document_intake.node_common import (
     page_texts,
     text_report,
 )
-from activities.document_intake.pages import (
-    limits_from_options,
-    load_pages,
-    load_region_reread,
-)
+from activities.document_intake.pages import limits_from_options, load_region_reread
 from activities.document_intake.reread import read_region_fields
 from activities.document_intake.routing import RoutingThresholds
 from activities.document_intake.schema import FieldSchema
 from activities.document_intake.state import DocumentIntakeState
-from activities.errors import temporal_errors
+from overseer.plugin import load_pages, temporal_errors
 
 
 class PipelineState(TypedDict, total=False):

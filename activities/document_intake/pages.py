@@ -1,8 +1,6 @@
-"""Load a stored document's page texts, through the Postgres page cache.
+"""document_intake's reading of a stored document: its resource limits, and doubtful regions re-read.
 
-OCR is the expensive step; caching each page's result by ``(sha256, page, dpi, mode)``
-means a retried or crash-recovered activity, a batch's children and the review
-agent never OCR the same page twice.
+Whole pages are read through the shared page cache (``load_pages`` of the plug-in API).
 """
 
 from __future__ import annotations
@@ -13,15 +11,12 @@ from typing import Any
 
 from activities.document_intake.reread import RegionRead, reread_regions
 from activities.document_intake.schema import FieldSchema
-from activities.heartbeat import with_heartbeats
-from activities.runtime import get_runtime
 from overseer.documents import (
     DocumentKind,
     DocumentLimits,
     PageText,
-    extract_pages,
 )
-from overseer.plugin import cache_pages, cached_pages, load_artifact
+from overseer.plugin import get_runtime, load_artifact, with_heartbeats
 
 
 def limits_from_options(options: dict[str, Any]) -> DocumentLimits:
@@ -31,56 +26,6 @@ def limits_from_options(options: dict[str, Any]) -> DocumentLimits:
         max_pixels_per_page=int(options.get("max_pixels_per_page", 50_000_000)),
         ocr_timeout_seconds=float(options.get("ocr_timeout_seconds", 120.0)),
     )
-
-
-async def load_pages(
-    document: dict[str, Any],
-    *,
-    dpi: int,
-    force_ocr: bool = False,
-    pages: Sequence[int] | None = None,
-    limits: DocumentLimits | None = None,
-) -> list[PageText]:
-    """Page texts of a stored document, OCR'ing only pages not yet cached.
-
-    Args:
-        document: ``{sha256, kind, page_count, …}`` reference.
-        dpi: render resolution for OCR (dots per inch).
-        force_ocr: OCR even pages with a text layer (higher-dpi retry).
-        pages: 1-based page numbers (None = all).
-        limits: per-document resource limits.
-
-    Returns:
-        PageText per requested page, in page order.
-
-    Raises:
-        UnreadableDocumentError: the bytes cannot be read or exceed a limit (permanent).
-        NotFoundError: the artifact is missing (permanent).
-    """
-    pool = get_runtime().pool
-    sha = document["sha256"]
-    wanted = list(pages) if pages is not None else list(range(1, int(document["page_count"]) + 1))
-    variant = f"{dpi}:{'ocr' if force_ocr else 'auto'}"
-    found = await cached_pages(pool, sha, variant, wanted)
-    missing = [p for p in wanted if p not in found]
-    if missing:
-        data, kind = await load_artifact(pool, sha)
-        fresh = await with_heartbeats(
-            asyncio.to_thread(
-                extract_pages,
-                data,
-                DocumentKind(kind),
-                pages=missing,
-                dpi=dpi,
-                force_ocr=force_ocr,
-                limits=limits or DocumentLimits(),
-            ),
-            detail=f"reading {len(missing)} page(s)",
-        )
-        dicts = [p.to_dict() for p in fresh]
-        await cache_pages(pool, sha, variant, dicts)
-        found.update({d["page_number"]: d for d in dicts})
-    return [PageText.from_dict(found[p]) for p in wanted]
 
 
 async def load_region_reread(
@@ -101,7 +46,7 @@ async def load_region_reread(
 
     Args:
         document: ``{sha256, kind, page_count, …}`` reference.
-        pages: the document's whole pages as read at the first dpi (from :func:`load_pages`).
+        pages: the document's whole pages as read at the first dpi (from ``load_pages``).
         schema: the run's field schema.
         extract: fields to read again (missing or invalid).
         check: fields read weakly, to read again and compare.

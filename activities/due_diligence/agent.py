@@ -142,7 +142,7 @@ async def run_clause_agent(text: str, types: Sequence[str], attempt: int,
     Returns:
         An :class:`AgentOutcome`; empty with ``strategy=None`` when no model is configured.
     """
-    from activities.llm import chat_model, llm_enabled, select_model
+    from overseer.plugin import chat_model, llm_enabled, select_model
 
     settings = _settings()
     outcome = AgentOutcome()
@@ -292,8 +292,7 @@ async def _call(bound: Any, messages: list[BaseMessage], *, run_id: str, node: s
     """
     from temporalio import activity
 
-    from activities.llm import classify_error, price_usd
-    from overseer.plugin import LLM_CALLED, NewEvent
+    from overseer.plugin import LLM_CALLED, NewEvent, classify_error, price_usd
 
     try_no = activity.info().attempt if activity.in_activity() else 1
     base = {"task": "extraction", "model": model, "node": node, "step": attempt,
@@ -325,13 +324,13 @@ def _default_recorder() -> Recorder | None:
 
     if not activity.in_activity():
         return None
-    from activities.events import append_from_activity
+    from overseer.plugin import append_from_activity
 
     return append_from_activity
 
 
 def _settings() -> Any:
-    from activities.runtime import get_runtime
+    from overseer.plugin import get_runtime
 
     try:
         return get_runtime().settings

@@ -40,8 +40,8 @@ async def ingestion(state: DueDiligenceState) -> dict[str, Any]:
     if state.get("text") is not None:
         result = ingest_text(str(state["text"]))
     else:
-        from activities.document_intake.pages import load_pages
         from overseer.documents import DocumentLimits
+        from overseer.plugin import load_pages
 
         pages = await load_pages(
             state["document"], dpi=options.ocr_dpi,

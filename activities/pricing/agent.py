@@ -71,7 +71,7 @@ async def single_agent(message: str, catalog: Catalog, options: dict[str, Any], 
     fallback: dict[str, Any] | None = None
     parts: list[str] = []
     if model_name != RULES:
-        from activities.llm import chat_model
+        from overseer.plugin import chat_model
 
         model = chat_model(settings, model_name)
         if model is not None:
@@ -120,7 +120,7 @@ def stream_error_code(failure: Any) -> str:
 async def _model_failed(err: BaseException, model_name: str, started: float, *,
                         run_id: str | None, record: Recorder | None, settings: Any,
                         model_reason: str | None) -> dict[str, Any]:
-    from activities.llm import classify_error
+    from overseer.plugin import classify_error
 
     failure = classify_error(err)
     log.warning("fast-path model call failed; answering with the rules",
@@ -137,7 +137,7 @@ async def _model_failed(err: BaseException, model_name: str, started: float, *,
 async def _record_ok(model_name: str, usage: dict[str, int], started: float, *,
                      run_id: str | None, record: Recorder | None, settings: Any,
                      model_reason: str | None) -> None:
-    from activities.llm import price_usd
+    from overseer.plugin import price_usd
 
     tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
     cost = price_usd(model_name, tokens_in, tokens_out, settings) if settings else None

@@ -33,7 +33,7 @@ async def chat_tools(_: PrincipalDep) -> list[ToolView]:
 @router.get("/models", response_model=ModelsView)
 async def chat_models(_: PrincipalDep, settings: SettingsDep) -> ModelsView:
     """Models ``?model=`` may ask for; the server decides (seed 003 AC5)."""
-    from activities.llm import allowed_models, llm_enabled
+    from overseer.plugin import allowed_models, llm_enabled
 
     return ModelsView(default=effective_model(settings, None)[0],
                       allowlist=allowed_models(settings), llm_enabled=llm_enabled(settings),

@@ -23,7 +23,7 @@ log = logging.getLogger("overseer.api.chat")
 
 def effective_model(settings: Settings, hint: str | None) -> tuple[str, str]:
     """``(model, reason)``: the LLM layer's choice for reporting, or ``rules`` offline."""
-    from activities.llm import allowed_models, llm_enabled, select_model
+    from overseer.plugin import allowed_models, llm_enabled, select_model
 
     if not llm_enabled(settings):
         refused = ";hint_not_allowlisted" if hint and hint not in allowed_models(settings) else ""
@@ -48,14 +48,7 @@ async def route_message(message: str, *, plan: bool, settings: Settings,
             data (model, tokens, cost, latency, outcome): the run it belongs to does not
             exist yet, so the caller records it (:func:`classifier_events`).
     """
-    from activities.llm import (
-        chat_model,
-        classify_error,
-        llm_enabled,
-        price_usd,
-        reply_usage,
-        select_model,
-    )
+    from overseer.plugin import chat_model, classify_error, llm_enabled, price_usd, reply_usage, select_model
 
     if plan or not llm_enabled(settings):
         return decide_route(message, plan=plan)

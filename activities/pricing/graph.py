@@ -25,7 +25,7 @@ from langgraph.types import interrupt
 
 from activities.pricing.router import next_route
 from activities.pricing.state import PricingState
-from activities.retry import node_retry_policy
+from overseer.plugin import node_retry_policy
 
 GRAPH_NAME = "pricing"
 

@@ -15,12 +15,11 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.errors import temporal_errors
 from activities.pricing import tools
 from activities.pricing.reporter import stream_llm_report, template_report
 from activities.pricing.state import PricingState
 from activities.pricing.stream import RULES, chunks, token
-from overseer.plugin import ROUTE_DECIDED, NewEvent
+from overseer.plugin import ROUTE_DECIDED, NewEvent, temporal_errors
 
 log = logging.getLogger("overseer.pricing")
 
@@ -92,7 +91,7 @@ async def reporter_worker(state: PricingState) -> dict[str, Any]:
         ApplicationError: a transient model failure (429 with Retry-After, 5xx, time-out);
             Temporal retries the step.
     """
-    from activities.runtime import get_runtime
+    from overseer.plugin import get_runtime
 
     facts = template_report(dict(state))
     model_name = (state.get("request") or {}).get("model") or RULES
@@ -190,9 +189,7 @@ async def _stream_with_ledger(state: PricingState, model_name: str, facts: str, 
     """
     import time
 
-    from activities.events import append_from_activity
-    from activities.llm import chat_model, classify_error, price_usd
-    from overseer.plugin import LLM_CALLED
+    from overseer.plugin import LLM_CALLED, append_from_activity, chat_model, classify_error, price_usd
 
     model = chat_model(settings, model_name)
     if model is None:
@@ -262,7 +259,7 @@ class TokenSink:
 async def _finish(state: PricingState, step: str, tool: str, update: dict[str, Any]
                   ) -> dict[str, Any]:
     """Merge outputs, mark the step done, and record ``route.decided``."""
-    from activities.events import append_from_activity
+    from overseer.plugin import append_from_activity
 
     outputs = {**(state.get("outputs") or {}), **update.pop("outputs", {})}
     done = [*state.get("completed_steps", []), step]

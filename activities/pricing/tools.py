@@ -68,7 +68,7 @@ async def load_catalog(ref: dict[str, Any]) -> Catalog:
     if ref.get("path"):
         catalog = load_catalog_file(ref["path"])
     else:
-        from activities.runtime import get_runtime
+        from overseer.plugin import get_runtime
 
         row = await get_runtime().pool.fetchrow(
             "SELECT content FROM artifacts WHERE sha256 = $1", sha)

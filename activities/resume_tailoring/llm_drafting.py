@@ -19,8 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from temporalio import activity
 
-from activities.llm import LLMContext, call_json, llm_enabled
-from overseer.plugin import LLMResponseError, Settings
+from overseer.plugin import LLMContext, LLMResponseError, Settings, call_json, llm_enabled
 
 NODE = "resume_drafting_agent"
 
@@ -40,7 +39,7 @@ class ModelDraft:
 
 def settings() -> Settings | None:
     """The worker's settings, or None when no activity runtime is configured."""
-    from activities.runtime import get_runtime
+    from overseer.plugin import get_runtime
 
     try:
         return get_runtime().settings

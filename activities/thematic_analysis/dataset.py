@@ -247,8 +247,7 @@ ArtifactLoader = Callable[[str], Awaitable[bytes]]
 
 
 async def _postgres_loader(sha: str) -> bytes:
-    from activities.runtime import get_runtime
-    from overseer.plugin import load_artifact
+    from overseer.plugin import get_runtime, load_artifact
 
     content, _kind = await load_artifact(get_runtime().pool, sha)
     return content

@@ -68,7 +68,7 @@ class ModelOutput:
 
 def settings() -> Any:
     """The activity runtime's settings, or settings from the environment when none is configured."""
-    from activities.runtime import get_runtime
+    from overseer.plugin import get_runtime
 
     try:
         return get_runtime().settings
@@ -80,7 +80,7 @@ def settings() -> Any:
 
 def model_enabled() -> bool:
     """True when coders call a model (an endpoint, DRY_RUN or a test's fake model)."""
-    from activities.llm import llm_enabled
+    from overseer.plugin import llm_enabled
 
     return llm_enabled(settings())
 
@@ -200,8 +200,7 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
         LLMCallError, BudgetExceededError: as :func:`model_coder`; the error carries the
             ``llm_calls`` entries of every reply that came back (``err.llm_calls``).
     """
-    from activities.llm import LLMContext, call_json
-    from overseer.plugin import LLMResponseError
+    from overseer.plugin import LLMContext, LLMResponseError, call_json
 
     ctx = LLMContext(run_id=run_id, node=node, step=0, budget_usd=options.llm_budget_usd,
                      budget_tokens=options.llm_budget_tokens, hint=options.llm_model_hint)
@@ -214,7 +213,7 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
         if record is not None:
             await record(events)
         else:
-            from activities.events import append_from_activity
+            from overseer.plugin import append_from_activity
 
             await append_from_activity(events)
 
@@ -294,7 +293,7 @@ def estimate_cost_usd(corpus: Corpus, identities: int, codebook_codes: int,
         ``{"usd", "input_tokens", "output_tokens", "model"}``; ``usd`` is None when the
         model has no known price.
     """
-    from activities.llm import price_usd, select_model
+    from overseer.plugin import price_usd, select_model
 
     cfg = settings()
     sample = sample_sentences(corpus, options.llm_sentences)

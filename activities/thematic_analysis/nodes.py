@@ -482,8 +482,7 @@ async def _persist_checkpoint(state: dict[str, Any], entry: dict[str, Any]) -> b
 
         if not activity.in_activity() or not state.get("run_id"):
             return False
-        from activities.events import append_from_activity
-        from overseer.plugin import NewEvent
+        from overseer.plugin import NewEvent, append_from_activity
 
         await append_from_activity([NewEvent(
             run_id=state["run_id"], key=f"{CHECKPOINT_RECORDED}:{entry['stage']}:{entry['status']}",
@@ -564,7 +563,7 @@ def _log_failed(fields: dict[str, Any], stage: str, err: BaseException) -> None:
 
 
 def _error_dict(err: BaseException) -> dict[str, Any]:
-    from activities.errors import error_dict
+    from overseer.plugin import error_dict
 
     return error_dict(err)
 
@@ -572,7 +571,7 @@ def _error_dict(err: BaseException) -> dict[str, Any]:
 def _as_failure(err: Exception) -> Exception:
     """Domain errors leave nodes as Temporal ApplicationErrors (permanent ones non-retryable)."""
     if isinstance(err, OverseerError):
-        from activities.errors import as_application_error
+        from overseer.plugin import as_application_error
 
         return as_application_error(err)
     return err
