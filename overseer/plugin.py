@@ -33,11 +33,11 @@ are for:
   options snapshot, :func:`request_options` (a request's per-run options);
 - **the run service** (:mod:`overseer.runs`, :mod:`overseer.run_decisions`):
   :func:`submit_run` with :class:`Upload` (a ``/v1``-shaped submission), or, for a route
-  that records its own submission,
-  :class:`GraphRunInput` (its input :func:`encode`-d), :func:`run_options` and
-  :func:`start_or_record`; :func:`decide` (a person's decision through the run's gate;
-  :func:`send_update` for claims), :func:`cancel_run_workflow`, :func:`visible_run` (a run
-  the caller may read, :class:`RunRef`);
+  that records its own submission, a :class:`RunRequest` started by
+  :func:`start_or_record` (:func:`run_options` says what options it gets);
+  :func:`decide` (a person's decision through the run's gate; :func:`send_update` for
+  claims), :func:`cancel_run_workflow`, :func:`visible_run` (a run the caller may read,
+  :class:`RunRef`);
 - **a run's stream** (:mod:`overseer.token_stream`): :func:`durable_items` and
   :func:`merge_live` read the workflow's durable stream and the run's live rows in one
   order; :func:`count_own` counts a stream protocol's live events;
@@ -97,7 +97,6 @@ from overseer.errors import (
     NotFoundError,
     OverseerError,
 )
-from overseer.graph_codec import encode
 from overseer.pipelines import (
     Api,
     ConsoleView,
@@ -111,9 +110,9 @@ from overseer.pipelines import (
     Store,
 )
 from overseer.run_decisions import decide, send_update
-from overseer.run_types import GraphRunInput
 from overseer.runs import (
     RunRef,
+    RunRequest,
     Upload,
     cancel_run_workflow,
     run_options,
@@ -168,6 +167,7 @@ if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would 
 
 
 __all__ = [
+    "RunRequest",
     "reply_usage",
     "load_pages",
     "as_application_error",
@@ -204,7 +204,6 @@ __all__ = [
     "ConflictError",
     "DecisionRefusedError",
     "DependencyUnavailableError",
-    "GraphRunInput",
     "InvalidRequestError",
     "LLMCallError",
     "LLMClientError",
@@ -235,7 +234,6 @@ __all__ = [
     "count_own",
     "decide",
     "durable_items",
-    "encode",
     "get_settings",
     "load_artifact",
     "merge_live",

@@ -10,10 +10,10 @@ answered 503: nothing accepted is silently dropped.
 Every run is a ``SegmentRunWorkflow``; a pipeline whose graph takes more than the request (a
 schema snapshot, options from settings) builds its input with ``Pipeline.intake.make_input``.
 Every starter of a run — this service, an Agent Server thread's run
-(:mod:`overseer.thread_queue`) and a pipeline's own routes (``Pipeline.api.router``) — builds the
-workflow's options with :func:`run_options` and starts it through :func:`start_run_workflow`
-(:func:`start_or_record` records a start Temporal did not take). Decisions reach a run
-through :mod:`overseer.run_decisions`.
+(:mod:`overseer.thread_queue`) and a pipeline's own routes (``Pipeline.api.router``) — builds
+a :class:`RunRequest` and starts it through :func:`start`, which builds the workflow's
+options once (:func:`run_options`); :func:`start_or_record` records a start Temporal did
+not take. Decisions reach a run through :mod:`overseer.run_decisions`.
 """
 
 from __future__ import annotations
@@ -95,6 +95,50 @@ class StartContext:
     settings: Settings
     document: dict[str, Any] | None = None
     input: Any = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What starts a run, whoever starts it: the one argument of :func:`start` and :func:`start_or_record`.
+
+    Attributes:
+        pipeline: the pipeline.
+        run_id: the run (its workflow id is ``pipeline.workflow_id(run_id)``).
+        input: the graph's input state; None goes on from the run's thread's checkpoints.
+        submitted_by: who started it.
+        metadata: the request's metadata (its per-run options are read from it).
+        snapshot: the pipeline's options snapshot (default: ``pipeline.options()``).
+        options: the run's own options on top of :func:`run_options`' (an Agent Server
+            run's stream modes, durability, checkpoint, LangGraph config …).
+        thread_id: the Agent Server thread the run's checkpoints live on (default: its own).
+        resume_from: a retry going on from checkpoints copied from a failed run.
+        summary: what the Temporal Web UI shows for the run.
+        start_delay_seconds: Temporal holds the run's first task this long.
+    """
+
+    pipeline: Pipeline
+    run_id: str
+    input: Any
+    submitted_by: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    snapshot: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    thread_id: str | None = None
+    resume_from: dict[str, Any] | None = None
+    summary: str = ""
+    start_delay_seconds: float = 0.0
+
+    def workflow_input(self, settings: Settings) -> Any:
+        """The run's ``GraphRunInput``: its options built once (:func:`run_options`), then its own."""
+        from overseer.run_types import GraphRunInput
+
+        snapshot = self.pipeline.options() if self.snapshot is None else self.snapshot
+        options = {**run_options(settings, snapshot, self.metadata), **self.options}
+        return GraphRunInput(
+            run_id=self.run_id, pipeline=self.pipeline.name, input=encode(self.input),
+            options=options, metadata=self.metadata, submitted_by=self.submitted_by,
+            search_attributes=settings.search_attributes_enabled, thread_id=self.thread_id,
+            resume_from=self.resume_from)
 
 
 @dataclass
@@ -221,7 +265,7 @@ async def submit_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                       "submitted_by": subject, "idempotency_key": idempotency_key,
                       "input": {**recorded, "fingerprint": fingerprint}},
             )])
-        await _start(pool, temporal, settings, ctx, _graph_run(ctx))
+        await start_or_record(pool, temporal, settings, _request(ctx))
     return Submitted(run_id=run_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"})
 
@@ -274,7 +318,7 @@ async def retry_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                   "retry_of": run_id,
                   "resumed_after": resume_from["as_node"] if resume_from else None,
                   "input": recorded})])
-    await _start(pool, temporal, settings, ctx, _graph_run(ctx, resume_from=resume_from))
+    await start_or_record(pool, temporal, settings, _request(ctx, resume_from=resume_from))
     return Submitted(run_id=new_id, pipeline=pipeline.name,
                      links={"self": f"/v1/runs/{new_id}", "events": f"/v1/runs/{new_id}/events",
                             "retry_of": f"/v1/runs/{run_id}"})
@@ -295,25 +339,22 @@ async def _fork_checkpoints(pool: asyncpg.Pool, pipeline: str, failed: str, new:
     return True
 
 
-def _graph_run(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) -> Any:
-    """The ``GraphRunInput`` of a run.
+def _request(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) -> RunRequest:
+    """The :class:`RunRequest` of a ``/v1`` run (or its retry).
 
     ``resume_from`` (a retry): the run's thread already holds the checkpoints it goes on
     from, so its input is None (``GraphRunInput.resume_from``).
     """
-    from overseer.run_types import GraphRunInput
-
     if ctx.pipeline.intake.make_input is not None:
         graph_input = ctx.pipeline.intake.make_input(ctx)
     else:
         graph_input = {"document": ctx.document} if ctx.document else dict(ctx.input or {})
     graph_input = with_run_keys(ctx.pipeline, graph_input, ctx.run_id, ctx.metadata)
-    options = run_options(ctx.settings, ctx.pipeline.options(), ctx.metadata)
-    return GraphRunInput(
-        run_id=ctx.run_id, pipeline=ctx.pipeline.name,
-        input=encode(None if resume_from is not None else graph_input),
-        options=options, metadata=ctx.metadata, submitted_by=ctx.subject,
-        search_attributes=ctx.settings.search_attributes_enabled, resume_from=resume_from)
+    label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
+    return RunRequest(pipeline=ctx.pipeline, run_id=ctx.run_id,
+                      input=None if resume_from is not None else graph_input,
+                      submitted_by=ctx.subject, metadata=ctx.metadata, resume_from=resume_from,
+                      summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
 
 
 def run_options(settings: Settings, snapshot: dict[str, Any],
@@ -400,25 +441,21 @@ async def _inspect(upload: Upload, pipeline: Pipeline, settings: Settings) -> di
             "size_bytes": len(upload.data), "content_type": upload.content_type}
 
 
-async def start_run_workflow(temporal: Client, settings: Settings, argument: Any, *,
-                             workflow_id: str, summary: str,
-                             start_delay: timedelta | None = None) -> bool:
+async def start(temporal: Client, settings: Settings, request: RunRequest) -> bool:
     """Start a run's ``SegmentRunWorkflow`` (idempotent): the one place a run's workflow starts.
 
     Every starter — ``/v1`` submissions and retries, an Agent Server thread's run, a
-    pipeline's own routes (``Pipeline.api.router``) — goes through here (a split's child runs
-    are started by their parent workflow). The starter sets the search attributes
-    (``OverseerPipeline``, ``OverseerStatus=running``), so the workflow upserts none;
-    conflict policy ``USE_EXISTING`` and reuse policy ``REJECT_DUPLICATE`` map a retried
-    request to the same run and start nothing twice.
+    pipeline's own routes (``Pipeline.api.router``) — builds a :class:`RunRequest` and comes
+    here (a split's child runs are started by their parent workflow, from its own input).
+    The starter sets the search attributes (``OverseerPipeline``, ``OverseerStatus=running``),
+    so the workflow upserts none; conflict policy ``USE_EXISTING`` and reuse policy
+    ``REJECT_DUPLICATE`` map a retried request to the same run and start nothing twice.
 
     Args:
         temporal: the client.
-        settings: the task queue and whether search attributes are set.
-        argument: the run's ``GraphRunInput``.
-        workflow_id: ``<pipeline>-<run_id>``.
-        summary: what the Temporal Web UI shows for the run.
-        start_delay: Temporal holds the run's first task this long (a run's ``after_seconds``).
+        settings: the task queue, the operator's run options and whether search attributes
+            are set.
+        request: the run.
 
     Returns:
         True when started now (or already running); False when the id's run had already
@@ -433,17 +470,19 @@ async def start_run_workflow(temporal: Client, settings: Settings, argument: Any
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         kwargs["search_attributes"] = TypedSearchAttributes([
-            SearchAttributePair(PIPELINE_ATTRIBUTE, argument.pipeline),
+            SearchAttributePair(PIPELINE_ATTRIBUTE, request.pipeline.name),
             SearchAttributePair(STATUS_ATTRIBUTE, "running"),
         ])
-    if start_delay is not None:
-        kwargs["start_delay"] = start_delay
+    if request.start_delay_seconds:
+        kwargs["start_delay"] = timedelta(seconds=request.start_delay_seconds)
     try:
         await temporal.start_workflow(
-            RUN_WORKFLOW, argument, id=workflow_id, task_queue=settings.task_queue,
+            RUN_WORKFLOW, request.workflow_input(settings),
+            id=request.pipeline.workflow_id(request.run_id), task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=summary, **kwargs)
+            static_summary=request.summary or f"{request.pipeline.name}: {request.run_id}",
+            **kwargs)
     except WorkflowAlreadyStartedError:
         return False
     return True
@@ -497,8 +536,8 @@ async def record_start_failure(pool: asyncpg.Pool, run_id: str) -> None:
 
 
 async def start_or_record(pool: asyncpg.Pool, temporal: Client, settings: Settings,
-                          argument: Any, *, workflow_id: str, summary: str) -> None:
-    """Start an accepted run's workflow (:func:`start_run_workflow`), or record that it could not.
+                          request: RunRequest) -> None:
+    """Start an accepted run's workflow (:func:`start`), or record that it could not.
 
     For a run whose ``run.submitted`` is written: a start Temporal does not take is
     recorded (:func:`record_start_failure`) and answered 503, so nothing accepted is
@@ -509,20 +548,12 @@ async def start_or_record(pool: asyncpg.Pool, temporal: Client, settings: Settin
             names the ``run_id``.
     """
     try:
-        await start_run_workflow(temporal, settings, argument, workflow_id=workflow_id,
-                                 summary=summary)
+        await start(temporal, settings, request)
     except Exception as err:
-        log.warning("could not start workflow %s: %r", workflow_id, err)
-        await record_start_failure(pool, argument.run_id)
+        log.warning("could not start the workflow of run %s: %r", request.run_id, err)
+        await record_start_failure(pool, request.run_id)
         raise DependencyUnavailableError("Temporal is unavailable; the run was not started",
-                                         details={"run_id": argument.run_id}) from err
-
-
-async def _start(pool: asyncpg.Pool, temporal: Client, settings: Settings, ctx: StartContext,
-                 argument: Any) -> None:
-    label = (ctx.document or {}).get("filename") or (ctx.document or {}).get("sha256", "")[:12]
-    await start_or_record(pool, temporal, settings, argument, workflow_id=ctx.workflow_id,
-                          summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
+                                         details={"run_id": request.run_id}) from err
 
 
 def safe_name(name: str | None) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -21,11 +20,10 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from overseer.errors import OverseerError
-from overseer.graph_codec import encode, to_jsonable
+from overseer.graph_codec import to_jsonable
 from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
-from overseer.run_types import GraphRunInput
-from overseer.runs import run_options, start_run_workflow
+from overseer.runs import RunRequest, start
 from overseer.settings import Settings, get_settings
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from overseer.thread_sync import cancel_thread_run, cancel_workflow, refresh, save_snapshot
@@ -205,30 +203,27 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                   "submitted_by": run["created_by"], "idempotency_key": None,
                   "input": {"input": to_jsonable(recorded), "metadata": metadata,
                             "thread_id": thread_id, "agent_server": True}})])
-    options = run_options(settings, pipeline.options(), metadata)
+    own: dict[str, Any] = {}
     asked = kwargs.get("stream_mode")
     asked = [asked] if isinstance(asked, str) else list(asked or [])
     collected = [m for m in asked if m in SEGMENT_STREAM_MODES]
     if asks_for_messages(asked):
         collected.append("messages")  # tokens as the model makes them (overseer.token_stream)
     if collected:
-        options["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
+        own["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
     for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
         if kwargs.get(key):
-            options[key] = kwargs[key]
-    options.update(segment_options(kwargs))
-    own = options.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
-    own["configurable"] = {**(own.get("configurable") or {}),
-                           "langgraph_auth_user_id": run["created_by"] or ""}
-    argument = GraphRunInput(
-        run_id=run_id, pipeline=pipeline.name, input=encode(value), options=options,
-        metadata=metadata, submitted_by=run["created_by"] or "unknown",
-        search_attributes=settings.search_attributes_enabled, thread_id=thread_id)
-    delay = float(kwargs.get("after_seconds") or 0)  # Temporal holds the first task until then
-    try:
-        await start_run_workflow(temporal, settings, argument, workflow_id=wid,
-                                 summary=f"{pipeline.name}: thread {thread_id}",
-                                 start_delay=timedelta(seconds=delay) if delay else None)
+            own[key] = kwargs[key]
+    own.update(segment_options(kwargs))
+    config = own.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
+    config["configurable"] = {**(config.get("configurable") or {}),
+                              "langgraph_auth_user_id": run["created_by"] or ""}
+    request = RunRequest(pipeline=pipeline, run_id=run_id, input=value, metadata=metadata,
+                         submitted_by=run["created_by"] or "unknown", options=own,
+                         thread_id=thread_id, summary=f"{pipeline.name}: thread {thread_id}",
+                         start_delay_seconds=float(kwargs.get("after_seconds") or 0))
+    try:  # Temporal holds the first task until after_seconds
+        await start(temporal, settings, request)
     except RPCError as err:
         logger.warning("queued run not started: Temporal did not answer",
                        extra={"run_id": run_id, "error": err.message})

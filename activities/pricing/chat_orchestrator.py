@@ -14,7 +14,7 @@ from typing import Any
 
 from activities.pricing import stream as events
 from activities.pricing.catalog import Catalog
-from activities.pricing.chat_runs import PIPELINE, json_column
+from activities.pricing.chat_runs import json_column
 from activities.pricing.options import pricing_options
 from activities.pricing.pipeline import PIPELINE as PRICING
 from activities.pricing.router import RouteDecision
@@ -24,15 +24,13 @@ from activities.pricing.settings import get_pricing_settings
 from overseer.plugin import (
     RUN_SUBMITTED,
     ConflictError,
-    GraphRunInput,
     NewEvent,
     Principal,
+    RunRequest,
     Settings,
     append_events,
     durable_items,
-    encode,
     merge_live,
-    run_options,
     start_or_record,
     store_artifact,
 )
@@ -72,12 +70,9 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         options=options, messages=[*history, {"role": "user", "content": body.message}],
         route=route.to_dict(), session_id=body.session_id, model=model, model_reason=reason,
         model_hint=hint)
-    inp = GraphRunInput(run_id=run_id, pipeline=PIPELINE, input=encode(state),
-                        options=run_options(settings, options),
-                        submitted_by=principal.subject,
-                        search_attributes=settings.search_attributes_enabled)
-    await start_or_record(pool, temporal, settings, inp, workflow_id=workflow_id,
-                          summary=f"pricing: {body.message[:80]}")
+    await start_or_record(pool, temporal, settings, RunRequest(
+        pipeline=PRICING, run_id=run_id, input=state, submitted_by=principal.subject,
+        snapshot=options, summary=f"pricing: {body.message[:80]}"))
 
 
 async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_offset: int = 0,

@@ -219,18 +219,19 @@ def test_a_run_may_ask_for_a_durability_and_nothing_else():
 def test_a_runs_durability_is_its_own_or_the_processs(test_settings):
     """``POST /v1/pipelines/{name}/runs`` gives the run the process's ``OVERSEER_DURABILITY``
     unless the run's metadata asks for another (unset: the workflow's choice)."""
-    from overseer.runs import StartContext, _graph_run
+    from overseer.runs import StartContext, _request
 
     pipeline = get_registry().get("seg_constructs")
     ctx = StartContext(pipeline=pipeline, run_id=str(uuid.uuid4()), workflow_id="w",
                        subject="alice", metadata={"durability": "sync"}, settings=test_settings,
                        input={"topic": "a"})
-    argument = _graph_run(ctx)
+    argument = _request(ctx).workflow_input(ctx.settings)
     assert argument.pipeline == "seg_constructs" and argument.options["durability"] == "sync"
     ctx.metadata = {}
-    assert _graph_run(ctx).options["durability"] is test_settings.durability is None
+    options = _request(ctx).workflow_input(ctx.settings).options
+    assert options["durability"] is test_settings.durability is None
     ctx.settings = test_settings.model_copy(update={"durability": "exit"})
-    assert _graph_run(ctx).options["durability"] == "exit"
+    assert _request(ctx).workflow_input(ctx.settings).options["durability"] == "exit"
 
 
 async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_server, db,
