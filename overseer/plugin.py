@@ -54,7 +54,8 @@ are for:
 - **HTTP routes** (:mod:`overseer.web`): the dependencies (``PoolDep``, ``SettingsDep``,
   ``TemporalDep``, ``PrincipalDep``, ``SubmitterDep``, ``ReviewerDep``), the caller
   (:class:`Principal`), bounded uploads (:func:`read_bounded`, :func:`parse_metadata`)
-  and the ``202`` answer (:class:`RunAccepted`). The names of :mod:`overseer.web` are
+  the ``202`` answer (:class:`RunAccepted`) and one SSE message (:func:`sse_frame`, how
+  every stream Overseer serves is framed). The names of :mod:`overseer.web` are
   imported on first use: a worker loads every pipeline's graph, and with it this module,
   but serves no route, so it does not import FastAPI.
 """
@@ -145,10 +146,12 @@ if TYPE_CHECKING:
         TemporalDep,
         parse_metadata,
         read_bounded,
+        sse_frame,
     )
 
 _HTTP_NAMES = frozenset({"PoolDep", "PrincipalDep", "ReviewerDep", "RunAccepted", "SettingsDep",
-                         "SubmitterDep", "TemporalDep", "parse_metadata", "read_bounded"})
+                         "SubmitterDep", "TemporalDep", "parse_metadata", "read_bounded",
+                         "sse_frame"})
 """The names of :mod:`overseer.web`, imported on first use (see the module docstring)."""
 
 if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would hide typos
@@ -167,6 +170,7 @@ if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would 
 
 
 __all__ = [
+    "sse_frame",
     "RunRequest",
     "reply_usage",
     "load_pages",

@@ -144,3 +144,18 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidRequestError("metadata must be a JSON object")
     return value
+
+
+def sse_frame(data: str, *, event: str | None = None, event_id: str | None = None) -> str:
+    """One Server-Sent Events message: ``event:`` and ``id:`` lines when given, then ``data:``.
+
+    Every stream Overseer serves frames its events here (the Agent Server's, Protocol v2's,
+    a pipeline's own); what differs between them is the event and id each protocol names.
+
+    Args:
+        data: the event's data, already serialised (JSON), on one line.
+        event: the SSE event name, if the protocol names one.
+        event_id: the SSE id a client resumes from (``Last-Event-ID``), if any.
+    """
+    head = (f"event: {event}\n" if event else "") + (f"id: {event_id}\n" if event_id else "")
+    return f"{head}data: {data}\n\n"

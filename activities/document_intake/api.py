@@ -8,13 +8,15 @@ pipeline's own table (:mod:`activities.document_intake.suggestions`).
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+import uuid
+from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Header, UploadFile, status
 
-from activities.document_intake.suggestions import list_suggestions
 from overseer.plugin import (
     PoolDep,
+    PrincipalDep,
     RunAccepted,
     SettingsDep,
     SubmitterDep,
@@ -23,6 +25,7 @@ from overseer.plugin import (
     parse_metadata,
     read_bounded,
     submit_run,
+    visible_run,
 )
 
 
@@ -53,3 +56,37 @@ async def submit_document(
                                  idempotency_key=idempotency_key, upload=upload)
     return RunAccepted(run_id=submitted.run_id, pipeline=submitted.pipeline,
                        status=submitted.status, links=submitted.links)
+
+
+async def list_suggestions(run_id: str, principal: PrincipalDep, pool: PoolDep) -> dict[str, Any]:
+    """The review agent's proposals for the run, each with its quote check and what became of it.
+
+    ``status``: ``pending``, ``auto_applied``, ``approved``, ``overridden`` (approved with
+    another value) or ``rejected``. ``suggestions`` are values whose quote is not in the
+    document: shown, never applied.
+
+    Raises:
+        NotFoundError: an unknown run, or one the caller may not read (404).
+    """
+    run = await visible_run(pool, run_id, principal)
+    rows = await pool.fetch(
+        """SELECT s.suggestion_id, s.status, s.proposed_updates, s.current_values, s.evidence,
+                  s.strength, s.strategy, s.created_at, s.resolved_at, s.resolved_by, e.data
+           FROM review_suggestions s
+           LEFT JOIN events e ON e.run_id = s.run_id AND e.type = 'review.suggested'
+                             AND e.data->>'suggestion_id' = s.suggestion_id::text
+           WHERE s.run_id = $1 ORDER BY s.created_at""", uuid.UUID(run.run_id))
+    items = []
+    for r in rows:
+        data = json.loads(r["data"]) if r["data"] else {}
+        items.append({
+            "suggestion_id": str(r["suggestion_id"]), "status": r["status"],
+            "proposed_updates": json.loads(r["proposed_updates"]),
+            "current_values": json.loads(r["current_values"]),
+            "evidence": json.loads(r["evidence"]), "strength": r["strength"],
+            "strategy": r["strategy"], "suggestions": data.get("suggestions", {}),
+            "quote_verified": data.get("quote_verified", {}), "notes": data.get("notes", {}),
+            "created_at": r["created_at"].isoformat(),
+            "resolved_at": r["resolved_at"].isoformat() if r["resolved_at"] else None,
+            "resolved_by": r["resolved_by"]})
+    return {"run_id": run.run_id, "items": items}

@@ -9,8 +9,10 @@ declared in its :class:`~overseer.plugin.Store` and router, none in the runtime:
 - its projectors: a ``review.suggested`` event adds a row (``auto_applied`` or
   ``pending``); the run's ``approval.decided`` resolves the pending ones: ``approved``,
   ``overridden`` (approved with another value) or ``rejected``;
-- ``GET /v1/runs/{run_id}/suggestions`` (:func:`list_suggestions`) and the same rows on
-  the run's page in the review console (:func:`console_view`).
+- the same rows on the run's page in the review console (:func:`console_view`); its route,
+  ``GET /v1/runs/{run_id}/suggestions``, is with the pipeline's other routes
+  (:func:`activities.document_intake.api.list_suggestions`), so the worker never imports
+  the web framework.
 """
 
 from __future__ import annotations
@@ -20,14 +22,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from overseer.plugin import (
-    APPROVAL_DECIDED,
-    REVIEW_SUGGESTED,
-    ConsoleView,
-    PoolDep,
-    PrincipalDep,
-    visible_run,
-)
+from overseer.plugin import APPROVAL_DECIDED, REVIEW_SUGGESTED, ConsoleView
 
 TABLE = "review_suggestions"
 
@@ -100,40 +95,6 @@ async def resolved(conn: Any, event: Any, at: datetime) -> None:
 
 PROJECTORS = {REVIEW_SUGGESTED: suggested, APPROVAL_DECIDED: resolved}
 """What the pipeline's table takes from the event log (``Pipeline.store.projectors``)."""
-
-
-async def list_suggestions(run_id: str, principal: PrincipalDep, pool: PoolDep) -> dict[str, Any]:
-    """The review agent's proposals for the run, each with its quote check and what became of it.
-
-    ``status``: ``pending``, ``auto_applied``, ``approved``, ``overridden`` (approved with
-    another value) or ``rejected``. ``suggestions`` are values whose quote is not in the
-    document: shown, never applied.
-
-    Raises:
-        NotFoundError: an unknown run, or one the caller may not read (404).
-    """
-    run = await visible_run(pool, run_id, principal)
-    rows = await pool.fetch(
-        """SELECT s.suggestion_id, s.status, s.proposed_updates, s.current_values, s.evidence,
-                  s.strength, s.strategy, s.created_at, s.resolved_at, s.resolved_by, e.data
-           FROM review_suggestions s
-           LEFT JOIN events e ON e.run_id = s.run_id AND e.type = 'review.suggested'
-                             AND e.data->>'suggestion_id' = s.suggestion_id::text
-           WHERE s.run_id = $1 ORDER BY s.created_at""", uuid.UUID(run.run_id))
-    items = []
-    for r in rows:
-        data = json.loads(r["data"]) if r["data"] else {}
-        items.append({
-            "suggestion_id": str(r["suggestion_id"]), "status": r["status"],
-            "proposed_updates": json.loads(r["proposed_updates"]),
-            "current_values": json.loads(r["current_values"]),
-            "evidence": json.loads(r["evidence"]), "strength": r["strength"],
-            "strategy": r["strategy"], "suggestions": data.get("suggestions", {}),
-            "quote_verified": data.get("quote_verified", {}), "notes": data.get("notes", {}),
-            "created_at": r["created_at"].isoformat(),
-            "resolved_at": r["resolved_at"].isoformat() if r["resolved_at"] else None,
-            "resolved_by": r["resolved_by"]})
-    return {"run_id": run.run_id, "items": items}
 
 
 async def console_view(pool: Any, run_id: str) -> ConsoleView | None:

@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 
 from activities.pricing import stream as events
 from overseer.plugin import InvalidRequestError
+from overseer.plugin import sse_frame as web_sse_frame
 
 log = logging.getLogger("overseer.api.chat")
 KEEPALIVE = ": keepalive\n\n"
@@ -39,8 +40,7 @@ def canonical(event: dict[str, Any]) -> dict[str, Any]:
 def sse_frame(event: dict[str, Any]) -> str:
     """One SSE message: ``id: <seq>`` and one ``data:`` line of compact JSON."""
     data = json.dumps(canonical(event), separators=(",", ":"), ensure_ascii=False)
-    head = f"id: {event['seq']}\n" if event.get("seq") is not None else ""
-    return f"{head}data: {data}\n\n"
+    return web_sse_frame(data, event_id=str(event["seq"]) if event.get("seq") is not None else None)
 
 
 async def frames(source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:

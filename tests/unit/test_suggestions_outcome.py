@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from activities.document_intake.suggestions import list_suggestions as suggestions
+from activities.document_intake.api import list_suggestions as suggestions
 from overseer.access import Principal
 from overseer.store.events import (
     APPROVAL_DECIDED,

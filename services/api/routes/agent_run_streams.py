@@ -24,7 +24,7 @@ from overseer import run_body, thread_runs, thread_streams, threads
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
-from overseer.web import PoolDep, SettingsDep, TemporalDep
+from overseer.web import PoolDep, SettingsDep, TemporalDep, sse_frame
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody, ThreadReader
 from services.api.routes.agent_runs import body_stream_modes, run_locations, start_run
@@ -46,8 +46,7 @@ router = APIRouter(tags=["agent-server"])
 
 def _frame(event_id: str | None, name: str, data: Any) -> bytes:
     """One SSE frame: ``event``, ``id`` when there is one, ``data`` as JSON."""
-    head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
-    return (head + f"data: {json.dumps(data, default=str)}\n\n").encode()
+    return sse_frame(json.dumps(data, default=str), event=name, event_id=event_id).encode()
 
 
 def _sse(run: Any, events: AsyncIterator[tuple[str | None, str, Any]],
