@@ -7,8 +7,9 @@
   age, SLA state and assignee (htmx swaps the table as filters change); ``queue.py``.
 - ``GET /console/items/{run_id}``: the document page(s) next to current and proposed field
   values with evidence, Approve / Reject / Edit, Claim / Release / Reassign, the run's
-  event timeline (polled while the run is live), a Temporal Web UI link and the trace id;
-  ``items.py``, its forms in ``decisions.py``.
+  event timeline (polled while the run is live), a Temporal Web UI link, the trace id and
+  the pipeline's own section (``Pipeline.api.console_view``); ``items.py``, its forms in
+  ``decisions.py``.
 - ``GET /console/items/{run_id}/pages/{n}.png``: a page of the run's document as PNG.
 - ``GET /console/stats``: the orchestrator dashboard (``overseer.stats``); ``stats.py``.
 
