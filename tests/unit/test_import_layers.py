@@ -44,21 +44,3 @@ def test_the_plugin_contract_forbids_every_runtime_module_but_the_plugin_api() -
                 if f"activities.{m.name}" not in pipelines}  # the runtime's activity side
     assert modules - allowed <= set(contract["forbidden_modules"]), \
         sorted(modules - allowed - set(contract["forbidden_modules"]))
-
-
-def test_the_worker_loads_every_pipeline_without_the_web_framework() -> None:
-    """A worker imports every pipeline's graph and worker parts but serves no route.
-
-    So no pipeline imports its routes (or ``overseer.plugin``'s HTTP names) at module level:
-    FastAPI stays out of the worker's memory.
-    """
-    probe = ("import sys, services.worker.main\n"
-             "from overseer.registry import get_registry\n"
-             "for p in get_registry():\n"
-             "    get_registry().builder(p.name)\n"
-             "    p.worker_parts and p.worker_parts()\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'starlette')))\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "[]", done.stdout[-2000:]

@@ -13,7 +13,10 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("cv2", "pandas", "pytesseract", "bm25s", "numba", "scipy", "jsonschema", "sklearn")
+HEAVY = ("cv2", "pandas", "pytesseract", "bm25s", "numba", "scipy", "jsonschema", "sklearn",
+         "fastapi", "starlette")
+"""Libraries a worker loads only when an activity needs them; the web framework never (a
+worker serves no route, so no pipeline imports its routes at module level)."""
 
 PROBE = """
 import json, sys
