@@ -59,11 +59,11 @@ async def test_tokens_reach_the_client_while_the_node_runs_as_plain_langgraph_st
     run_id = parts[0][1].data["run_id"]
     assert all(meta["run_id"] == run_id and meta["thread_id"] == tid and
                meta["langgraph_step"] == 1 for _, _, meta in talk)
-    # live: the first token arrived while talk still had most of its 1.5 s pause to go (a
-    # stream given at the node's end would bring it with the update); half the pause leaves
-    # room for a loaded CI machine (0.87 s was seen in one full run)
+    # live: the first token arrived while talk still had over a second of its 2.5 s pause to
+    # go (a stream given at the node's end would bring it with the update); the other 1.5 s
+    # leave room for delivery on a loaded CI machine
     talk_done = next(t for t, p in parts if p.event == "updates" and "talk" in p.data)
-    assert talk_done - talk[0][0] > 0.75
+    assert talk_done - talk[0][0] > 1.0
     # every token before the update of its node; sign's whole message once, after
     order = [p.event for _, p in parts]
     assert order.index("updates") > max(i for i, (_, p) in enumerate(parts)

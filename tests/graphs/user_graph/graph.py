@@ -456,7 +456,7 @@ three_one = _three_one()
 # -- tokens as the model makes them (issue 26) ----------------------------------------------------
 
 CHATTY_REPLY = "Tokens arrive one by one while the node is still running"
-CHATTY_PAUSE_SECONDS = 1.5
+CHATTY_PAUSE_SECONDS = 2.5
 """How long ``talk`` goes on after its model call: its tokens must reach a client before."""
 
 
