@@ -14,6 +14,7 @@ when it pauses on an interrupt and when it ends (:meth:`DurableStream.paused_han
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -89,19 +90,21 @@ class DurableStream:
                 "published": self._state.published, "marks": list(self._state.marks),
                 "decided": decided, "decision_note": decision_note}
 
-    def paused_hand_off(self, key: str, thread_state: dict[str, Any]) -> dict[str, Any] | None:
+    def paused_hand_off(self, key: str, thread_state: Callable[[], dict[str, Any]]
+                        ) -> dict[str, Any] | None:
         """What a thread's run hands the thread when it pauses on an interrupt (published).
 
-        ``key`` (the approval's) claims the webhooks of the runs that ended there.
+        ``key`` (the approval's) claims the webhooks of the runs that ended there;
+        ``thread_state`` gives the query's answer, asked only for a thread's run.
         """
         if self._inp.thread_id is None or self.run_stream is not None:
             return None
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "pause": True,
                 "key": f"pause:{key}",
-                "snapshot": to_jsonable({**thread_state, "decided": False,
+                "snapshot": to_jsonable({**thread_state(), "decided": False,
                                          "closed": False, "cancelled": False})}
 
-    def ending_hand_off(self, event_type: str, thread_state: dict[str, Any]
+    def ending_hand_off(self, event_type: str, thread_state: Callable[[], dict[str, Any]]
                         ) -> dict[str, Any] | None:
         """What an Agent Server run's ending hands its thread (:func:`overseer.thread_queue.hand_off`).
 
@@ -118,7 +121,7 @@ class DurableStream:
         mark = {"offset": self._state.published,
                 "event": "error" if event_type == RUN_FAILED else "end"}
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "key": "end",
-                "snapshot": to_jsonable({**thread_state, "marks": [*self._state.marks, mark],
+                "snapshot": to_jsonable({**thread_state(), "marks": [*self._state.marks, mark],
                                          "published": self._state.published + 1,
                                          "closed": True, "cancelled": False})}
 

@@ -354,7 +354,7 @@ class SegmentRunWorkflow:
         fresh = [gate.new_approval(question(i, ids), sla=sla, key=f"{rounds}:{i.id}",
                                    interrupt_id=i.id) for i in pending if i.id not in known]
         recorder.pause = out.paused_hand_off(  # goes with approval.requested
-            f"{rounds}:{ids[0]}", self.get_thread_state())
+            f"{rounds}:{ids[0]}", self.get_thread_state)
         if out.run_stream is not None:
             for approval in fresh:
                 out.emit(out.run_stream.interrupt(approval.payload))
@@ -435,7 +435,7 @@ class SegmentRunWorkflow:
         await self._recorder.record_batch(
             [{"run_id": self._inp.run_id, "key": "run.finished", "type": event_type,
               "data": data, "actor": "workflow", "occurred_at": workflow.now().isoformat()}],
-            event_type, self._out.ending_hand_off(event_type, self.get_thread_state()))
+            event_type, self._out.ending_hand_off(event_type, self.get_thread_state))
 
     async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
         self._recorder.outcome = outcome
