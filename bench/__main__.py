@@ -23,13 +23,14 @@ from pathlib import Path
 from bench import agent_server_peer as asp
 from bench import graph_scenarios as gs
 from bench import scenarios as sc
+from bench import shapes
 from bench.harness import Harness
 from bench.report import table, write_json
 from bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
-         "graph_throughput", "agent_server_peer",
+         "graph_throughput", "workflow_shapes", "agent_server_peer",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "resume_tailoring_review", "thematic_example", "pricing_signoff", "api_post_no_worker",
@@ -49,9 +50,11 @@ GraphFunc = Callable[[Harness, sc.BenchConfig, gs.GraphBenchConfig],
 GRAPH_FUNCS: dict[str, GraphFunc] = {
     "graph_throughput": gs.graph_throughput,
     "agent_server_peer": asp.agent_server_peer,
-    "graph_latency": gs.graph_latency, "round_trips": gs.round_trips}
+    "graph_latency": gs.graph_latency, "round_trips": gs.round_trips,
+    "workflow_shapes": shapes.workflow_shapes}
 """Scenarios that need the bench graph registered (:mod:`bench.graph_scenarios`, and
-``agent_server_peer`` of :mod:`bench.agent_server_peer`, which gives two results)."""
+``agent_server_peer`` of :mod:`bench.agent_server_peer`, which gives two results, and
+``workflow_shapes`` of :mod:`bench.shapes`, one result per shape)."""
 
 API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer"})
 """Scenarios that need the stack's API process."""

@@ -590,13 +590,13 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
             return {**peer.cpu_seconds(), "bench": _bench_cpu()}
 
         for side in ("overseer", "baseline"):  # warm both
-            await run_bounded(gs._topics(4), waiter(side), concurrency=2)
+            await run_bounded(gs.topics(4), waiter(side), concurrency=2)
         answers = {"overseer": [0, 0], "baseline": [0, 0]}
         errors: dict[str, list[str]] = {"overseer": [], "baseline": []}
         for i in range(cfg.repeats):
             for side in gs._order(i):
                 load, cpu0 = load_average(), cpu(side)
-                elapsed, lat, out = await run_bounded(gs._topics(pcfg.peer_runs), waiter(side),
+                elapsed, lat, out = await run_bounded(gs.topics(pcfg.peer_runs), waiter(side),
                                                       concurrency=pcfg.peer_runs)
                 per_run = cpu_per_run_ms(cpu0, cpu(side), pcfg.peer_runs)
                 done = sum(1 for r in out if is_final_answer(r))
@@ -610,7 +610,7 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
                         "latency": latency_summary(lat), "cpu_ms_per_run": per_run,
                         "cpu_ms_per_run_total": round(sum(per_run.values()), 1)}))
                 load = load_average()
-                _, lat, out = await run_bounded(gs._topics(pcfg.peer_latency_runs), waiter(side),
+                _, lat, out = await run_bounded(gs.topics(pcfg.peer_latency_runs), waiter(side),
                                                 concurrency=1)
                 summary = latency_summary(lat)
                 final = sum(1 for r in out if is_final_answer(r))

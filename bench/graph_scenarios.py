@@ -123,7 +123,8 @@ async def graph_run_to_end(h: Harness, topic: str, graph: str = GRAPH_NAME) -> A
     return await (await start_graph_run(h, topic, graph)).result()
 
 
-def _topics(n: int) -> list[str]:
+def topics(n: int) -> list[str]:
+    """``n`` distinct bench-graph inputs (fresh seeds, so no two runs share a topic)."""
     return [f"durable agents {s}" for s in sc.fresh_seeds(n)]
 
 
@@ -138,18 +139,18 @@ async def graph_throughput(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConf
                "io_ms_per_node": gcfg.graph_io_ms, "workers": len(h.stack.workers)})
     async with PlainGraphPeer(h.stack.database_url, pool_size=cfg.concurrency + 2,
                               graph=graph) as peer:
-        await run_bounded(_topics(2), lambda t: graph_run_to_end(h, t, graph), concurrency=2)
-        await run_bounded(_topics(2), peer.run, concurrency=2)
+        await run_bounded(topics(2), lambda t: graph_run_to_end(h, t, graph), concurrency=2)
+        await run_bounded(topics(2), peer.run, concurrency=2)
         for i in range(cfg.repeats):
             for side in _order(i):
-                topics = _topics(gcfg.graph_runs)
+                batch = topics(gcfg.graph_runs)
                 if side == "baseline":
                     await truncate_checkpoints(h.pool)
                 load, cpu0 = load_average(), h.cpu_seconds()
                 if side == "overseer":
                     spy = sc._start_profile(h, cfg, name) if i == 0 else None
                     elapsed, lat, out = await run_bounded(
-                        topics, lambda t: graph_run_to_end(h, t, graph),
+                        batch, lambda t: graph_run_to_end(h, t, graph),
                         concurrency=cfg.concurrency)
                     statuses = Counter(_status(r) for r in out)
                     if spy is not None:
@@ -157,11 +158,11 @@ async def graph_throughput(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConf
                         spy.wait(60)
                         res.extra["profile"] = str(cfg.profile_dir / f"{name}-worker.svg")
                 else:
-                    elapsed, lat, out = await run_bounded(topics, peer.run,
+                    elapsed, lat, out = await run_bounded(batch, peer.run,
                                                           concurrency=cfg.concurrency)
                     statuses = Counter("completed" if r.get("published") else "?" for r in out)
-                cpu = cpu_per_run_ms(cpu0, h.cpu_seconds(), len(topics))
-                trial = Trial(len(topics) / elapsed, load, {
+                cpu = cpu_per_run_ms(cpu0, h.cpu_seconds(), len(batch))
+                trial = Trial(len(batch) / elapsed, load, {
                     "elapsed_s": round(elapsed, 3), "statuses": dict(statuses),
                     "latency": latency_summary(lat), "cpu_ms_per_run": cpu,
                     "cpu_ms_per_run_total": round(sum(cpu.values()), 1)})
@@ -177,13 +178,13 @@ async def graph_latency(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig)
         target=f"(reference: the nodes alone await 4 × {gcfg.graph_io_ms:g} ms)",
         extra={"io_ms_per_node": gcfg.graph_io_ms})
     async with PlainGraphPeer(h.stack.database_url, pool_size=2) as peer:
-        await run_bounded(_topics(2), lambda t: graph_run_to_end(h, t), concurrency=1)
-        await run_bounded(_topics(2), peer.run, concurrency=1)
+        await run_bounded(topics(2), lambda t: graph_run_to_end(h, t), concurrency=1)
+        await run_bounded(topics(2), peer.run, concurrency=1)
         for i in range(cfg.repeats):
             for side in _order(i):
                 load = load_average()
                 fn = (lambda t: graph_run_to_end(h, t)) if side == "overseer" else peer.run
-                _, lat, _ = await run_bounded(_topics(cfg.latency_runs), fn, concurrency=1)
+                _, lat, _ = await run_bounded(topics(cfg.latency_runs), fn, concurrency=1)
                 summary = latency_summary(lat)
                 (res.overseer if side == "overseer" else res.baseline).append(
                     Trial(summary["p50_ms"], load, {"latency": summary}))
@@ -207,7 +208,7 @@ async def round_trips(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig) -
         doc = await h.start(inp)
         await doc.result()
         per["document_intake"].append(await history_counts(doc))
-        graph = await start_graph_run(h, _topics(1)[0])
+        graph = await start_graph_run(h, topics(1)[0])
         await graph.result()
         per[GRAPH_NAME].append(await history_counts(graph))
         res.overseer.append(Trial(per["document_intake"][-1]["workflow_tasks"], load,

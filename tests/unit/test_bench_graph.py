@@ -12,7 +12,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from bench import graph_scenarios as gs
-from bench.__main__ import ORDER, QUICK, QUICK_SIZES, parse
+from bench.__main__ import GRAPH_FUNCS, ORDER, QUICK, QUICK_SIZES, parse
 from overseer.registry import builder_of, load_langgraph_json
 
 
@@ -34,6 +34,13 @@ def test_without_quick_everything_runs_at_full_size():
     inv = parse(["--graph-io-ms", "5"])
     assert not inv.quick and inv.only == set(ORDER)
     assert inv.cfg.repeats == 3 and inv.gcfg.graph_io_ms == 5.0
+
+
+def test_workflow_shapes_runs_with_the_bench_graph_registered_and_not_in_quick():
+    inv = parse(["--only", "workflow_shapes", "--graph-runs", "50"])
+    assert inv.only == {"workflow_shapes"} and inv.gcfg.graph_runs == 50
+    assert "workflow_shapes" in GRAPH_FUNCS  # so the bench graph is registered before the stack starts
+    assert "workflow_shapes" not in QUICK
 
 
 def _event(event_id: int, kind: str, at_ms: float, **attrs: object) -> HistoryEvent:
