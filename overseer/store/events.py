@@ -85,7 +85,11 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
     """Append events and project the new ones into the read models, atomically.
 
     Each new event goes through Overseer's projector for its type, then each pipeline's
-    (``Pipeline.store.projectors``: :func:`projectors_of`).
+    (``Pipeline.store.projectors``: :func:`projectors_of`). A batch whose events at most
+    merge a snapshot into their run's result (``node.completed``, ``route.decided``,
+    ``llm.called`` …, with no pipeline projector for their types) is appended and projected
+    in one statement (:data:`_APPEND_MERGING`), the same rows as event by event: a
+    segment's node events cost one round trip per write, not four per event.
 
     Args:
         conn: a connection; a transaction is opened (or nested as a savepoint).
@@ -97,6 +101,10 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
     Raises:
         asyncpg.PostgresError: database failures (transient: the caller's retry policy applies).
     """
+    if not events:
+        return []
+    if all(_merges_at_most(e) for e in events) and len({e.event_id for e in events}) == len(events):
+        return await _append_merging(conn, events)
     inserted: list[NewEvent] = []
     async with conn.transaction():
         for event in events:
@@ -121,6 +129,60 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
                 await projector(conn, event, occurred)
             inserted.append(event)
     return inserted
+
+
+_APPEND_MERGING = """
+WITH given AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[],
+                         $6::timestamptz[], $7::text[])
+        WITH ORDINALITY AS t(event_id, run_id, type, data, actor, occurred_at, trace_id, ord)
+), new AS (
+    INSERT INTO events (event_id, run_id, type, data, actor, occurred_at, trace_id)
+    SELECT event_id, run_id, type, data, actor, occurred_at, trace_id FROM given ORDER BY ord
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING event_id
+), merged AS (
+    SELECT g.run_id, jsonb_object_agg(kv.key, kv.value ORDER BY g.ord) AS snapshot,
+           (array_agg(g.occurred_at ORDER BY g.ord DESC))[1] AS at
+    FROM given g JOIN new USING (event_id)
+         CROSS JOIN LATERAL jsonb_each(g.data -> 'snapshot') AS kv
+    WHERE jsonb_typeof(g.data -> 'snapshot') = 'object'
+    GROUP BY g.run_id
+), projected AS (
+    UPDATE runs SET result = coalesce(runs.result, '{}'::jsonb) || merged.snapshot,
+                    updated_at = merged.at
+    FROM merged WHERE runs.run_id = merged.run_id
+)
+SELECT event_id FROM new
+"""
+"""One statement appending a batch and merging the new events' snapshots into their runs.
+
+The same rows as :func:`append_events` event by event: events in the given order (so
+``seq`` follows it), duplicates skipped, and each new event's ``data.snapshot`` merged
+into ``runs.result`` in order (a later event's key wins, as ``||`` one at a time gives),
+``updated_at`` the last merged event's time.
+"""
+
+
+def _merges_at_most(event: NewEvent) -> bool:
+    """Whether the event's projection is at most :func:`_merge_result` (and its snapshot a dict)."""
+    projectors = projectors_of(event.type)
+    if projectors not in ([], [_merge_result]):
+        return False
+    snapshot = event.data.get("snapshot")
+    return snapshot is None or isinstance(snapshot, dict)
+
+
+async def _append_merging(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent]:
+    """:func:`append_events` for a batch :func:`_merges_at_most` allows, in one statement."""
+    at = [datetime.fromisoformat(e.occurred_at) if e.occurred_at else datetime.now(UTC)
+          for e in events]
+    rows = await conn.fetch(
+        _APPEND_MERGING, [e.event_id for e in events], [uuid.UUID(e.run_id) for e in events],
+        [e.type for e in events], [json.dumps(e.data) for e in events],
+        [e.actor for e in events], at, [e.trace_id for e in events])
+    new = {r["event_id"] for r in rows}
+    return [e for e in events if e.event_id in new]
 
 
 async def fetch_events(conn: Conn | asyncpg.Pool, run_id: str) -> list[dict[str, Any]]:

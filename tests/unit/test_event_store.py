@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import asyncpg
@@ -10,6 +11,8 @@ import pytest
 from overseer.store.events import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
+    NODE_COMPLETED,
+    ROUTE_DECIDED,
     RUN_COMPLETED,
     RUN_SUBMITTED,
     NewEvent,
@@ -34,6 +37,37 @@ async def test_same_key_appends_once_and_projects_once(db: asyncpg.Pool):
     assert [e["type"] for e in events] == [RUN_SUBMITTED]
     assert await db.fetchval("SELECT status FROM runs WHERE run_id = $1",
                              uuid.UUID(run_id)) == "running"
+
+
+async def test_a_batch_of_node_events_is_appended_and_merged_as_one_event_at_a_time_would(
+        db: asyncpg.Pool):
+    """The one-statement path: input order, duplicates skipped and not merged, later keys win."""
+    run_id = str(uuid.uuid4())
+
+    def node(key: str, snapshot: dict[str, object] | None, at: str) -> NewEvent:
+        data: dict[str, object] = {"node": key}
+        if snapshot is not None:
+            data["snapshot"] = snapshot
+        return NewEvent(run_id=run_id, key=key, type=NODE_COMPLETED, actor="activity:x",
+                        data=data, occurred_at=at)
+
+    first = node("node.completed:a:1", {"c": 0}, "2026-11-27T01:00:00+00:00")
+    async with db.acquire() as conn:
+        await append_events(conn, [submitted(run_id)])
+        assert await append_events(conn, [first]) == [first]
+        again = node("node.completed:a:1", {"c": 9}, "2026-11-27T01:00:09+00:00")
+        b = node("node.completed:b:2", {"a": 1, "b": 1}, "2026-11-27T01:00:01+00:00")
+        c = node("node.completed:c:3", {"a": 2}, "2026-11-27T01:00:02+00:00")
+        quiet = NewEvent(run_id=run_id, key="route.decided:3", type=ROUTE_DECIDED,
+                         data={"route": "end"}, occurred_at="2026-11-27T01:00:03+00:00")
+        assert await append_events(conn, [again, b, c, quiet]) == [b, c, quiet]
+        events = await fetch_events(conn, run_id)
+    assert [e["event_id"] for e in events] == [str(x.event_id) for x in
+                                                (submitted(run_id), first, b, c, quiet)]
+    row = await db.fetchrow("SELECT result, updated_at FROM runs WHERE run_id = $1",
+                            uuid.UUID(run_id))
+    assert json.loads(row["result"]) == {"c": 0, "a": 2, "b": 1}
+    assert row["updated_at"].isoformat() == "2026-11-27T01:00:02+00:00"
 
 
 async def test_approval_lifecycle_projects_into_read_models(db: asyncpg.Pool):
