@@ -299,10 +299,12 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
     Yields:
         The entries of ``items`` and ``("token", seq, stream_base, data)`` for each row
         (:func:`read_tokens`). A row is given as soon as it is written (a ``NOTIFY`` wakes
-        the reader, or a poll every :data:`POLL_SECONDS`), and always before the durable
-        item at its ``stream_base``: a segment commits its rows before it reports, so when
-        item ``k`` arrives every row due before it can be read. Read again, the same rows
-        and items come in the same order.
+        the reader, or a poll every :data:`POLL_SECONDS`) and the items before its
+        ``stream_base`` have been given (right after the last of them, when the row was
+        written first), and always before the durable item at its ``stream_base``: a
+        segment commits its rows before it reports, so when item ``k`` arrives every row
+        due before it can be read. Read again, the same rows and items come in the same
+        order.
     """
     queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
 
@@ -319,17 +321,20 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
     getting: asyncio.Task[tuple[Any, ...]] | None = None
     woken: asyncio.Task[bool] | None = None
     last_seq, offset = 0, 0  # offset: the next durable item not yet given
+    look_now = False  # an item was just given: rows due before the next one may be waiting
     try:
         while True:
             if getting is None:
                 getting = asyncio.create_task(queue.get())
-            woken = asyncio.create_task(wake.wait())
-            done, _ = await asyncio.wait({getting, woken}, timeout=POLL_SECONDS,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            woken.cancel()
-            wake.clear()
+            if not look_now:
+                woken = asyncio.create_task(wake.wait())
+                await asyncio.wait({getting, woken}, timeout=POLL_SECONDS,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+            look_now = False
+            wake.clear()  # a NOTIFY from here on wakes the next wait: the read below misses nothing
             entry: tuple[Any, ...] | None = None
-            if getting in done:
+            if getting.done():
                 entry, getting = getting.result(), None
             bound = entry[1] if entry is not None and entry[0] == "item" else offset
             for row in await read_tokens(pool, workflow_run_id, last_seq, bound):
@@ -345,6 +350,9 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
             if entry[0] != "item" or ends(entry):
                 return
             offset = entry[1] + 1
+            # rows of the next segment may have been written (and their NOTIFY spent) while
+            # this item was awaited: read them now, not at the next wake-up or poll
+            look_now = True
     finally:
         for task in (pumping, getting, woken):  # a client that left closes us mid-wait
             if task is not None:

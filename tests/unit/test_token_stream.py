@@ -143,3 +143,48 @@ async def test_closing_while_a_write_is_under_way_loses_nothing(pool: asyncpg.Po
     assert rows[5] == {"item": "updates", "data": {"sign": {"m": 1}}} and len(rows) == 6
     assert StreamDeriver(RUN, ["updates"]).token(rows[5], 1) == [  # type: ignore[arg-type]
         ("updates", {"sign": {"m": 1}})]
+
+
+async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_next_poll(
+        pool: asyncpg.Pool, monkeypatch: Any):
+    """A segment's rows wait for the durable item before them, and no longer.
+
+    Its rows are written (and their ``NOTIFY`` sent) while the reader still waits for the
+    item that precedes them; once that item arrives they follow it at once. The poll is set
+    to a minute, so a reader that dropped the wake-up would not give them within the test.
+    """
+    monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
+    run = str(uuid.uuid4())
+    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def durable() -> Any:
+        while True:
+            entry = await feed.get()
+            yield entry
+            if entry[1] == 1:
+                return
+
+    got: list[tuple[Any, ...]] = []
+    seen_row = asyncio.Event()
+
+    async def read() -> None:
+        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
+            got.append(entry)
+            if entry[0] == "token":
+                seen_row.set()
+
+    reader = asyncio.create_task(read())
+    try:
+        await asyncio.sleep(0.2)  # the reader waits for item 0
+        writer = token_stream.TokenWriter(pool, run, stream_base=1)  # the next segment's rows
+        await writer.add(token_stream.custom_item({"step": "second segment"}))
+        await writer.close()
+        await asyncio.sleep(0.3)  # the reader woke, found nothing it may give yet
+        await feed.put(("item", 0, "first"))
+        await asyncio.wait_for(seen_row.wait(), timeout=5)
+        await feed.put(("item", 1, "last"))
+        await asyncio.wait_for(reader, timeout=5)
+    finally:
+        reader.cancel()
+    assert [(e[0], e[1]) for e in got][:1] == [("item", 0)]
+    assert got[1][0] == "token" and got[1][2] == 1 and got[-1][:2] == ("item", 1)
