@@ -5,9 +5,10 @@ Issue 25's generic-graph target is ≥ 0.8 × plain LangGraph + ``AsyncPostgresS
 shape runs the bench graph (:mod:`bench.user_graph`, four 20 ms I/O nodes) through the
 same :class:`bench.graph_scenarios.PlainGraphPeer` the baseline uses, on its own task queue
 with a worker process of its own (``python -m bench.shapes``, started by the scenario, as
-Overseer's worker is a process beside the API). Nothing of Overseer's own is in the runs: no event log, no
-search attributes, no approval gate, no API. So each shape's figure is an upper bound for
-a runtime built on it, and the gap to the baseline is what the shape alone costs.
+Overseer's worker is a process beside the API). Nothing of Overseer's own is in the runs:
+no event log, no search attributes, no approval gate, no API. So each shape's figure is an
+upper bound for a runtime built on it, and the gap to the baseline is what the shape alone
+costs.
 
 Shapes (every run is one LangGraph segment and an ending, as ``SegmentRunWorkflow``'s is):
 
@@ -57,7 +58,7 @@ _TIMEOUT = timedelta(seconds=60)
 _HEARTBEAT = timedelta(seconds=10)
 
 _peer: PlainGraphPeer | None = None
-"""The graph the shapes' segment activity runs (set by :func:`workflow_shapes`)."""
+"""The graph the shapes' segment activity runs (set in the worker process by :func:`_serve`)."""
 
 
 @activity.defn(name="bench_shape_segment")
@@ -119,7 +120,7 @@ async def _segment_then_ending(topic: str, local: bool) -> bool:
 
 
 def shapes_worker(client: Client, *, activity_slots: int) -> Worker:
-    """A worker for the shapes on :data:`SHAPES_TASK_QUEUE` (runs in the bench process)."""
+    """A worker for the shapes on :data:`SHAPES_TASK_QUEUE` (in the process :func:`main` starts)."""
     return Worker(client, task_queue=SHAPES_TASK_QUEUE, workflows=[PerRunShape, RunnerShape],
                   activities=[shape_segment, shape_ending],
                   max_concurrent_activities=activity_slots,
