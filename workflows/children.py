@@ -16,11 +16,10 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
 
 from overseer.run_types import GraphRunInput
 from workflows.recorder import RunRecorder
-from workflows.segments import failure_cause
+from workflows.segments import ACTIVITY_FAILURES, failure_cause
 
 with workflow.unsafe.imports_passed_through():
     from activities.graph_nodes import NODE_ERROR
@@ -55,7 +54,7 @@ async def split_parts(spec: Pipeline, graph_input: Any,
                 spec.run.split, arg, start_to_close_timeout=timedelta(minutes=30),
                 heartbeat_timeout=timedelta(seconds=SPLIT_HEARTBEAT_SECONDS),
                 retry_policy=retry, summary="split the submission into parts")
-    except (ActivityError, ApplicationError) as err:
+    except ACTIVITY_FAILURES as err:
         cause = failure_cause(err)
         await fail({"code": cause.type if cause and cause.type else "activity_failed",
                     "message": cause.message if cause else str(err), "node": spec.run.split})

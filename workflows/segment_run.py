@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 from overseer.run_types import (
     STATUS_ATTRIBUTE,
@@ -61,7 +61,13 @@ from workflows.decisions import PipelineDecisions, answer, question
 from workflows.durable_stream import DurableStream
 from workflows.recorder import RunRecorder
 from workflows.run_state import Approval, RunState
-from workflows.segments import LOCAL_SEGMENT_SECONDS, SEGMENT_HEARTBEAT_SECONDS, SegmentRunner, failure_cause
+from workflows.segments import (
+    ACTIVITY_FAILURES,
+    LOCAL_SEGMENT_SECONDS,
+    SEGMENT_HEARTBEAT_SECONDS,
+    SegmentRunner,
+    failure_cause,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.segments import SegmentCall, SegmentResult
@@ -266,7 +272,7 @@ class SegmentRunWorkflow:
         except asyncio.CancelledError:
             await self._cancelled()
             raise
-        except (ActivityError, ApplicationError) as err:  # a local try's bug is the error itself
+        except ACTIVITY_FAILURES as err:  # a local try's bug is the error itself
             if is_cancelled_exception(err):
                 await self._cancelled()
                 raise

@@ -17,6 +17,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
@@ -100,7 +101,7 @@ class SegmentRunner:
                     start_to_close_timeout=timedelta(seconds=self.local_seconds),
                     retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
                 return local
-            except (ActivityError, ApplicationError) as err:
+            except ACTIVITY_FAILURES as err:
                 cause = failure_cause(err)
                 if cause is not None and cause.non_retryable:
                     raise
@@ -116,6 +117,18 @@ class SegmentRunner:
                                                                 "invalid_durability"]),
             summary=f"segment: {label}")
         return result
+
+
+ACTIVITY_FAILURES = (ActivityError, ApplicationError, ActivityTimeoutError)
+"""What a failed activity raises in the workflow, scheduled or local, live or replayed.
+
+A scheduled activity's failure is an ``ActivityError`` (the error is its cause); a local
+activity's is the error itself: an ``ApplicationError``, or Temporal's ``TimeoutError``
+when a local try ran out of time and its marker is replayed (live, the same time-out
+arrives as an ``ActivityError``). Catch all three wherever a failure changes the path, or a
+replay takes another path than the run did and the workflow is stuck on nondeterminism
+(the reliability suite found such runs after worker kills).
+"""
 
 
 def failure_cause(err: BaseException) -> ApplicationError | None:

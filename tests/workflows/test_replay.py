@@ -5,6 +5,10 @@ server (set ``OVERSEER_RECORD_HISTORIES=1`` while running the workflow tests to 
 them). This test also records and replays a fresh history of each path, so it fails even
 before any file is committed. The ``segment_run_*`` ones are runs of ``SegmentRunWorkflow``
 (every run); they replay on the worker's own workflow runner.
+``segment_run_intake_local_try_timed_out`` comes from ``make reliability``'s worker kills: a
+document_intake run whose local segment try timed out (so the segment ran again as an
+activity), cut where a restarted worker replays it after that activity's result; its
+replayed time-out once failed the run where the live one had fallen back.
 """
 
 from __future__ import annotations
