@@ -21,8 +21,10 @@ Shapes (every run is one LangGraph segment and an ending, as ``SegmentRunWorkflo
 * ``runner_local`` — the same runners, the segment as a local activity inside the update.
 
 Each runner workflow continues as new after :data:`RUNNER_UPDATES` updates. The result is
-one :class:`ScenarioResult` per shape, each against the baseline trials of the same
-invocation (taken between the shapes' trials).
+one :class:`ScenarioResult` per shape: runs/s with ``BenchConfig.concurrency`` in flight,
+each trial against the baseline trial taken just before the shapes' trials, and (a note
+and ``extra["one_at_a_time"]``) the p50 of ``BenchConfig.latency_runs`` runs one at a
+time against the baseline's.
 """
 
 from __future__ import annotations
@@ -192,6 +194,16 @@ async def workflow_shapes(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfi
                     results[shape].baseline.append(base)
                     results[shape].overseer.append(await _trial(
                         h, worker, fns[shape], gcfg.graph_runs, cfg.concurrency, bool))
+            # one run at a time: what the shape adds to a single run's latency
+            _, lat, _ = await run_bounded(topics(cfg.latency_runs), peer.run, concurrency=1)
+            alone = latency_summary(lat)
+            for shape in SHAPES:
+                _, lat, _ = await run_bounded(topics(cfg.latency_runs), fns[shape], concurrency=1)
+                mine = latency_summary(lat)
+                results[shape].extra["one_at_a_time"] = {"shape": mine, "baseline": alone}
+                results[shape].notes.append(
+                    f"one run at a time: p50 {mine['p50_ms']:.0f} ms against "
+                    f"{alone['p50_ms']:.0f} ms ({cfg.latency_runs} runs each)")
         finally:
             stop_process(worker)
     return list(results.values())
