@@ -43,6 +43,14 @@ ABUSE = [
      "409 `claimed_by_other`, recorded"),
     ("concurrent decisions / claims on one approval", "tests/workflows/test_claims.py", 13,
      "exactly one applies; the rest 409"),
+    ("parallel interrupts (one approval each): two reviewers racing on one, and on two "
+     "different ones", "tests/workflows/test_parallel_approvals.py", 2,
+     "one decision per interrupt applies (the other 409 `not_awaiting_approval`); decisions on "
+     "different interrupts both apply; one `approval.decided` per interrupt"),
+    ("a stream or wait client that hangs up with `on_disconnect=\"cancel\"`",
+     "tests/e2e/test_langgraph_sdk_run_options.py", 2,
+     "the run is cancelled (`interrupted`) within about a second; with the default it runs to "
+     "its end"),
 ]
 
 
@@ -84,9 +92,9 @@ def main() -> None:
         "Recovery is the time from the fault ending (a new worker started, the server back) "
         "to the next event appended (for the user-graph rows: from the API answering again "
         "to the last of the runs done); for a killed worker it is bounded by the activity "
-        "heartbeat time-out (4 s for document_intake's nodes and every split, 20 s for "
-        "due_diligence's clause nodes, 10 s by default for every other node and for a "
-        "segment) and the sticky-queue time-out (3 s).",
+        "heartbeat time-out (4 s for document_intake's model-calling nodes and every split, "
+        "20 s for due_diligence's clause nodes, 10 s by default for every other node and for "
+        "a segment, document_intake's OCR included) and the sticky-queue time-out (3 s).",
         "",
         "## Bad input and abuse",
         "",
@@ -116,6 +124,13 @@ def main() -> None:
         "passes the limit.",
         "- Tokens could not expire and refusals were not recorded: grants take `expires_at`; "
         "401/403/409-claim refusals go to the append-only `security_events` table.",
+        "- A document_intake run whose local segment try had timed out (so its segment went on "
+        "as an activity) failed its next workflow task on nondeterminism once a worker replayed "
+        "it, and stayed `running` for good (37 of 200 runs with a worker killed every 5 s): the "
+        "replayed time-out arrives as Temporal's `TimeoutError`, the live one as an "
+        "`ActivityError`, and the workflow caught only the latter. Every failure path in the "
+        "workflow now catches both (`workflows.segments.ACTIVITY_FAILURES`); the recorded "
+        "history replays in `tests/workflows/test_replay.py`.",
         "",
         "Resource limits per document (pages, pixels, OCR seconds per page) are settings "
         "(`OVERSEER_MAX_DOCUMENT_PAGES`, `OVERSEER_MAX_PIXELS_PER_PAGE`, "
