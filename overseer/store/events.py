@@ -103,8 +103,9 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
     """
     if not events:
         return []
-    if all(_merges_at_most(e) for e in events) and len({e.event_id for e in events}) == len(events):
-        return await _append_merging(conn, events)
+    ids = [e.event_id for e in events]
+    if len(set(ids)) == len(ids) and all(_merges_at_most(e) for e in events):
+        return await _append_merging(conn, events, ids)
     inserted: list[NewEvent] = []
     async with conn.transaction():
         for event in events:
@@ -173,16 +174,20 @@ def _merges_at_most(event: NewEvent) -> bool:
     return snapshot is None or isinstance(snapshot, dict)
 
 
-async def _append_merging(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent]:
-    """:func:`append_events` for a batch :func:`_merges_at_most` allows, in one statement."""
+async def _append_merging(conn: Conn, events: Sequence[NewEvent],
+                          ids: list[uuid.UUID]) -> list[NewEvent]:
+    """:func:`append_events` for a batch :func:`_merges_at_most` allows, in one statement.
+
+    ``ids`` are the events' ids, in order (each a uuid5, computed once by the caller).
+    """
     at = [datetime.fromisoformat(e.occurred_at) if e.occurred_at else datetime.now(UTC)
           for e in events]
     rows = await conn.fetch(
-        _APPEND_MERGING, [e.event_id for e in events], [uuid.UUID(e.run_id) for e in events],
+        _APPEND_MERGING, ids, [uuid.UUID(e.run_id) for e in events],
         [e.type for e in events], [json.dumps(e.data) for e in events],
         [e.actor for e in events], at, [e.trace_id for e in events])
     new = {r["event_id"] for r in rows}
-    return [e for e in events if e.event_id in new]
+    return [e for e, event_id in zip(events, ids, strict=True) if event_id in new]
 
 
 async def fetch_events(conn: Conn | asyncpg.Pool, run_id: str) -> list[dict[str, Any]]:
