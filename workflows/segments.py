@@ -35,6 +35,17 @@ run as a local activity before it goes on as a heartbeating activity."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
+ACTIVITY_FAILURES = (ActivityError, ApplicationError, ActivityTimeoutError)
+"""What a failed activity raises in the workflow, scheduled or local, live or replayed.
+
+A scheduled activity's failure is an ``ActivityError`` (the error is its cause); a local
+activity's is the error itself: an ``ApplicationError``, or Temporal's ``TimeoutError``
+when a local try ran out of time and its marker is replayed (live, the same time-out
+arrives as an ``ActivityError``). Catch all three wherever a failure changes the path, or a
+replay takes another path than the run did and the workflow is stuck on nondeterminism
+(the reliability suite found such runs after worker kills).
+"""
+
 
 class SegmentRunner:
     """Runs a run's segments with its placement (see the module docstring).
@@ -117,18 +128,6 @@ class SegmentRunner:
                                                                 "invalid_durability"]),
             summary=f"segment: {label}")
         return result
-
-
-ACTIVITY_FAILURES = (ActivityError, ApplicationError, ActivityTimeoutError)
-"""What a failed activity raises in the workflow, scheduled or local, live or replayed.
-
-A scheduled activity's failure is an ``ActivityError`` (the error is its cause); a local
-activity's is the error itself: an ``ApplicationError``, or Temporal's ``TimeoutError``
-when a local try ran out of time and its marker is replayed (live, the same time-out
-arrives as an ``ActivityError``). Catch all three wherever a failure changes the path, or a
-replay takes another path than the run did and the workflow is stuck on nondeterminism
-(the reliability suite found such runs after worker kills).
-"""
 
 
 def failure_cause(err: BaseException) -> ApplicationError | None:
