@@ -230,8 +230,9 @@ def _start_worker(h: Harness, slots: int) -> subprocess.Popen[bytes]:
 def _cpu_of(proc: subprocess.Popen[bytes]) -> float:
     import psutil
 
-    times = psutil.Process(proc.pid).cpu_times()
-    return float(times.user + times.system)
+    from bench.harness import _cpu
+
+    return _cpu(psutil.Process(proc.pid))
 
 
 async def _serve(temporal: str, database_url: str, slots: int) -> None:
