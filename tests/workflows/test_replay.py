@@ -68,3 +68,20 @@ async def test_fresh_histories_replay(dev_server: WorkflowEnvironment, worker: W
         if os.environ.get("OVERSEER_RECORD_HISTORIES"):
             HISTORIES.mkdir(exist_ok=True)
             (HISTORIES / f"{name}.json").write_text(history.to_json())
+
+
+async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment, worker: Worker,
+                                                db, task_queue: str):
+    """An Agent Server thread's run: its ending goes with the thread's hand-off."""
+    import dataclasses
+    import uuid
+
+    auto = await submit_document(db, corpus.render_text([corpus.make_entry(53)]), "c.txt")
+    inp = dataclasses.replace(auto, thread_id=str(uuid.uuid4()))
+    handle = await dev_server.client.start_workflow(
+        SegmentRunWorkflow.run, inp, id=f"document_intake-{inp.run_id}", task_queue=task_queue)
+    assert (await handle.result()).status == "completed"
+    history = await handle.fetch_history()
+    await _replayer().replay_workflow(history)
+    if os.environ.get("OVERSEER_RECORD_HISTORIES"):
+        (HISTORIES / "segment_run_intake_thread_run.json").write_text(history.to_json())
