@@ -48,6 +48,7 @@ from temporalio.exceptions import ApplicationError
 from activities.errors import as_application_error
 from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
 from activities.runtime import get_runtime
+from activities.segment_ending import run_ending, write_ending
 from activities.segment_graph import RUN_ID_KEY, compiled, placed
 from activities.segment_guards import BudgetGuard, StepBarrier
 from activities.segment_record import (
@@ -128,6 +129,10 @@ class SegmentCall:
             ``"<mode>|<namespace>"`` as the Agent Server names them (``stream_subgraphs``).
         values_at_pause: return the thread's values at an interrupt too: the pipeline's
             ``check_decision`` reads the state at the pause (``Pipeline.gate.decides_on_state``).
+        ending: for a thread's run (``{"thread_state", "last_decision"}``:
+            :meth:`workflows.durable_stream.DurableStream.segment_ending`): a segment that ends
+            the graph (``done``) writes the run's ending and hands the thread on itself
+            (:mod:`activities.segment_ending`), and says so in ``SegmentResult.ended``.
     """
 
     run_id: str
@@ -154,6 +159,7 @@ class SegmentCall:
     interrupt_after: list[str] | str | None = None
     subgraphs: bool = False
     values_at_pause: bool = False
+    ending: dict[str, Any] | None = None
 
 
 @dataclass
@@ -183,6 +189,8 @@ class SegmentResult:
         next: with status ``paused`` (or ``done`` at a breakpoint), the nodes of the next
             superstep.
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
+        ended: with status ``done`` and ``SegmentCall.ending``, the ending the segment wrote:
+            ``{"status", "outcome", "webhooks"}`` (:func:`activities.segment_ending.write_ending`).
     """
 
     status: str
@@ -195,6 +203,7 @@ class SegmentResult:
     blocked: dict[str, Any] | None = None
     next: list[str] = field(default_factory=list)
     interrupted_in: list[str] = field(default_factory=list)
+    ended: dict[str, Any] | None = None
 
 
 async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
@@ -422,13 +431,20 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                              values=values if call.values_at_pause else None, interrupts=[
             {"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts],
             interrupted_in=sorted({t.name for t in state.tasks if t.interrupts}), **extra)
-    if state.next and _own_breakpoint(call, list(state.next), last_step):
-        return SegmentResult(status="done", values=values, nodes=ran, next=list(state.next),
-                             **extra)
-    if state.next:  # a breakpoint before a node with options, or after a one-step segment
+    if state.next and not _own_breakpoint(call, list(state.next), last_step):
+        # a breakpoint before a node with options, or after a one-step segment
         return SegmentResult(status="paused", values=values, nodes=ran, next=list(state.next),
                              **extra)
-    return SegmentResult(status="done", values=values, nodes=ran, **extra)
+    done = SegmentResult(status="done", values=values, nodes=ran, next=list(state.next), **extra)
+    if call.ending is not None:  # a thread's run: its ending and hand-off go out from here
+        ending = run_ending(values or {}, call.ending.get("last_decision"), spec.run.result)
+        try:
+            done.ended = await write_ending(call.run_id, call.thread_id, ending, {
+                **(done.snapshot or {}), **call.ending["thread_state"]})
+        except Exception:  # noqa: BLE001 - the workflow writes it then, retried until it is in
+            activity.logger.warning("the segment could not write the run's ending; its "
+                                    "workflow will", exc_info=True)
+    return done
 
 
 RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")

@@ -25,9 +25,10 @@ from workflows.run_state import RunState
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
+    from activities.segment_ending import ending_snapshot
     from overseer.graph_codec import to_jsonable
     from overseer.pipelines import RunStream
-    from overseer.store.events import RUN_CANCELLED, RUN_FAILED
+    from overseer.store.events import RUN_CANCELLED
 
 CARRIED_STREAM_ITEMS = 100
 """Stream items a run hands to its next run when it continues as new (the newest)."""
@@ -83,10 +84,13 @@ class DurableStream:
             if event.get("done"):
                 self.final = event
 
-    def thread_state(self, status: str, *, decided: bool, decision_note: str | None
-                     ) -> dict[str, Any]:
-        """What the ``get_thread_state`` query answers (see the workflow's query)."""
-        return {**(self.snapshot or {}), "status": status,
+    def thread_state(self, status: str, *, decided: bool, decision_note: str | None,
+                     snapshot: bool = True) -> dict[str, Any]:
+        """What the ``get_thread_state`` query answers (see the workflow's query).
+
+        ``snapshot=False``: without the graph's state (what a segment ending the run adds).
+        """
+        return {**((self.snapshot or {}) if snapshot else {}), "status": status,
                 "published": self._state.published, "marks": list(self._state.marks),
                 "decided": decided, "decision_note": decision_note}
 
@@ -118,12 +122,23 @@ class DurableStream:
         if (self._inp.thread_id is None or self.run_stream is not None
                 or event_type == RUN_CANCELLED):
             return None
-        mark = {"offset": self._state.published,
-                "event": "error" if event_type == RUN_FAILED else "end"}
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "key": "end",
-                "snapshot": to_jsonable({**thread_state(), "marks": [*self._state.marks, mark],
-                                         "published": self._state.published + 1,
-                                         "closed": True, "cancelled": False})}
+                "snapshot": ending_snapshot(thread_state(), event_type)}
+
+    def segment_ending(self, status: str, *, decided: bool, decision_note: str | None,
+                       last_decision: str | None) -> dict[str, Any] | None:
+        """What a segment needs to write the run's ending itself (``SegmentCall.ending``).
+
+        For a thread's run that hands its thread on at its end (:meth:`ending_hand_off`):
+        ``{"thread_state", "last_decision"}``, the state the ``get_thread_state`` query
+        answers now without the graph's snapshot (the segment adds the one it ends with);
+        None for any other run (:mod:`activities.segment_ending`).
+        """
+        if self._inp.thread_id is None or self.run_stream is not None:
+            return None
+        return {"thread_state": to_jsonable(self.thread_state(
+                    status, decided=decided, decision_note=decision_note, snapshot=False)),
+                "last_decision": last_decision}
 
     def carried(self) -> Any:
         """The stream's state for a continued run: its newest items only.

@@ -82,12 +82,19 @@ class RunRecorder:
             record_events, args=[events, hand_off] if hand_off is not None else [events],
             start_to_close_timeout=timedelta(seconds=30), retry_policy=EVENT_RETRY,
             summary=summary)
-        for hook in (result.get("webhooks") or []) if isinstance(result, dict) else []:
-            self._webhooks.append(workflow.start_activity(  # POSTed while the run goes on
+        self.post_webhooks((result.get("webhooks") or []) if isinstance(result, dict) else [])
+        return result
+
+    def post_webhooks(self, webhooks: list[dict[str, Any]]) -> None:
+        """POST each webhook a hand-off claimed (``{url, payload, delivery}``) in its own activity.
+
+        They go out while the run goes on; :meth:`webhooks_sent` waits for them.
+        """
+        for hook in webhooks:
+            self._webhooks.append(workflow.start_activity(
                 notify_webhook, args=[hook["url"], hook["payload"], hook["delivery"]],
                 start_to_close_timeout=timedelta(seconds=15), retry_policy=WEBHOOK_RETRY,
                 summary=f"webhook: run {hook['delivery']} {hook['payload'].get('status')}"))
-        return result
 
     async def set_status(self, status: str) -> None:
         """Set the status and the ``OverseerStatus`` search attribute."""

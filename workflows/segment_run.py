@@ -70,6 +70,7 @@ from workflows.segments import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from activities.segment_ending import run_ending
     from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
     from overseer.node_options import NodeOptions
@@ -228,7 +229,9 @@ class SegmentRunWorkflow:
             parts = await split_parts(spec, graph_input, self._fail)
             if len(parts) > 1:
                 children = await start_children(inp, graph_input, parts, self._recorder)
-                await self._finish("completed", "split", {"children": children})
+                await self._finish("completed", "split", {
+                    "status": "completed", "outcome": "split",
+                    "snapshot": {"children": children, "outcome": "split"}})
                 out.publish("end", {"status": "completed", "outcome": "split",
                                     "children": children})
                 await self._closing()
@@ -283,12 +286,12 @@ class SegmentRunWorkflow:
                 "message": cause.message if cause is not None else str(err)[:500],
                 "node": details.get("node") if isinstance(details, dict) else None})
         values = result.values or {}
-        status, outcome = (("rejected", "budget_denied") if self._denied
-                           else final_status(values, self._state.last_decision))
-        spec_result = spec.run.result(values) if spec.run.result else {}
-        if isinstance(spec_result.get("outcome"), str):
-            outcome = spec_result["outcome"]
-        await self._finish(status, outcome, spec_result or {"output": values})
+        ending = run_ending(values, self._state.last_decision, spec.run.result,
+                            denied=self._denied)
+        status, outcome, spec_result = ending.status, ending.outcome, ending.result
+        if result.ended is not None:  # the segment wrote it (activities.segment_ending)
+            status, outcome = result.ended["status"], result.ended["outcome"]
+        await self._finish(status, outcome, ending.data, written=result.ended)
         out.publish("end", {"status": status, "outcome": outcome})
         if out.run_stream is not None:
             out.emit(out.run_stream.end(status, outcome, values))
@@ -318,10 +321,16 @@ class SegmentRunWorkflow:
         if any(v is not None for v in state.budget.values()):
             call.budget, call.spent = dict(state.budget), dict(state.spent)
         call.stream_base = state.published  # its tokens come before its items (token_stream)
+        # with no approval open, nothing the thread's state names changes while it runs
+        call.ending = None if self._state.open else self._out.segment_ending(
+            self._recorder.status, decided=self._gate.moving, decision_note=self._gate.last_note,
+            last_decision=self._state.last_decision)
         result = await self._runner.run(call, label, opts, retry)
         task = asyncio.current_task()
-        if task is not None and task.cancelling():  # the run was cancelled while the segment
-            raise asyncio.CancelledError  # finished before it heard: the run ends cancelled
+        if task is not None and task.cancelling() and result.ended is None:
+            # cancelled while the segment finished before it heard: the run ends cancelled
+            # (unless the segment wrote its ending: then it has completed)
+            raise asyncio.CancelledError
         self._segments_run += 1
         self._budget.count_usage(result.usage)
         self._keep_state(call, result)
@@ -433,20 +442,29 @@ class SegmentRunWorkflow:
 
     # -- endings --------------------------------------------------------------------------------
 
-    async def _record_end(self, event_type: str, data: dict[str, Any]) -> None:
-        """``run.finished`` (and the thread's hand-off), once the ladders still climbing stop."""
+    async def _record_end(self, event_type: str, data: dict[str, Any],
+                          written: dict[str, Any] | None = None) -> None:
+        """``run.finished`` (and the thread's hand-off), once the ladders still climbing stop.
+
+        ``written``: the last segment wrote both already (``SegmentResult.ended``); only the
+        webhooks its hand-off claimed are left to POST.
+        """
         for task in self._ladders.values():
             task.cancel()
         self._ladders = {}
+        if written is not None:
+            self._recorder.post_webhooks(written.get("webhooks") or [])
+            return
         await self._recorder.record_batch(
             [{"run_id": self._inp.run_id, "key": "run.finished", "type": event_type,
               "data": data, "actor": "workflow", "occurred_at": workflow.now().isoformat()}],
             event_type, self._out.ending_hand_off(event_type, self.get_thread_state))
 
-    async def _finish(self, status: str, outcome: str | None, snapshot: dict[str, Any]) -> None:
+    async def _finish(self, status: str, outcome: str | None, data: dict[str, Any],
+                      written: dict[str, Any] | None = None) -> None:
+        """The run completed (``data``: ``run.completed``'s); ``written`` as :meth:`_record_end`."""
         self._recorder.outcome = outcome
-        await self._record_end(RUN_COMPLETED, {"status": status, "outcome": outcome,
-                                               "snapshot": {**snapshot, "outcome": outcome}})
+        await self._record_end(RUN_COMPLETED, data, written)
         await self._recorder.set_status(status)
 
     async def _closing(self) -> None:
@@ -477,18 +495,3 @@ class SegmentRunWorkflow:
         await self._closing()
         raise ApplicationError(error["message"], error, type=error["code"], non_retryable=True)
 
-
-def final_status(values: Any, last_decision: str | None) -> tuple[str, str]:
-    """``(status, outcome)`` of a finished graph.
-
-    The graph decides: a final state with ``status: "rejected"`` (or ``completed``) and a
-    string ``outcome`` says so itself. Otherwise the run is ``completed``, with the last
-    decision as its outcome (``approved``, ``rejected``, ``revised`` …) or ``completed``.
-    """
-    if isinstance(values, dict):
-        status = values.get("status")
-        outcome = values.get("outcome")
-        if status in ("completed", "rejected"):
-            return status, outcome if isinstance(outcome, str) else status
-    past = {"approve": "approved", "reject": "rejected", "revise": "revised"}
-    return "completed", past.get(last_decision or "", last_decision or "completed")

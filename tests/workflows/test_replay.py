@@ -9,6 +9,9 @@ before any file is committed. The ``segment_run_*`` ones are runs of ``SegmentRu
 document_intake run whose local segment try timed out (so the segment ran again as an
 activity), cut where a restarted worker replays it after that activity's result; its
 replayed time-out once failed the run where the live one had fallen back.
+``segment_run_intake_thread_run_ending_local_activity`` is an Agent Server thread's run from
+before its last segment wrote the run's ending (the workflow's ``record_events`` did);
+``..._ending_in_segment`` is one from after.
 """
 
 from __future__ import annotations
@@ -70,12 +73,26 @@ async def test_fresh_histories_replay(dev_server: WorkflowEnvironment, worker: W
             (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
+@pytest.mark.parametrize("segment_writes", [True, False], ids=["in_segment", "segment_failed"])
 async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment, worker: Worker,
-                                                db, task_queue: str):
-    """An Agent Server thread's run: its ending goes with the thread's hand-off."""
+                                                db, task_queue: str, segment_writes: bool,
+                                                monkeypatch: pytest.MonkeyPatch):
+    """An Agent Server thread's run: its last segment writes the ending with the thread's hand-off.
+
+    No ``record_events`` local activity after the segment (its history recorded before the
+    change, ``..._ending_local_activity``, has one and still replays), and the log holds
+    ``run.completed`` once, with the status the workflow reports. A segment that cannot
+    write it (``segment_failed``: Postgres down at that moment) leaves it to the workflow.
+    """
     import dataclasses
     import uuid
 
+    import activities.segments
+
+    if not segment_writes:
+        async def unavailable(*args: object) -> None:
+            raise OSError("connection refused")
+        monkeypatch.setattr(activities.segments, "write_ending", unavailable)
     auto = await submit_document(db, corpus.render_text([corpus.make_entry(53)]), "c.txt")
     inp = dataclasses.replace(auto, thread_id=str(uuid.uuid4()))
     handle = await dev_server.client.start_workflow(
@@ -83,5 +100,15 @@ async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment,
     assert (await handle.result()).status == "completed"
     history = await handle.fetch_history()
     await _replayer().replay_workflow(history)
-    if os.environ.get("OVERSEER_RECORD_HISTORIES"):
-        (HISTORIES / "segment_run_intake_thread_run.json").write_text(history.to_json())
+    markers = [e.marker_recorded_event_attributes for e in history.events
+               if e.HasField("marker_recorded_event_attributes")]
+    kinds = [json.loads(m.details["data"].payloads[0].data)["activity_type"] for m in markers]
+    assert kinds[-1] == ("run_segment" if segment_writes else "record_events")
+    assert ("record_events" in kinds) is not segment_writes
+    finished = await db.fetch("SELECT type, data FROM events WHERE run_id = $1 AND "
+                              "type IN ('run.completed', 'run.failed')", uuid.UUID(inp.run_id))
+    assert [(r["type"], json.loads(r["data"])["status"]) for r in finished] == \
+        [("run.completed", "completed")]
+    if segment_writes and os.environ.get("OVERSEER_RECORD_HISTORIES"):
+        (HISTORIES / "segment_run_intake_thread_run_ending_in_segment.json").write_text(
+            history.to_json())
