@@ -1,20 +1,23 @@
 """A run's ending: its status, its ``run.finished`` event and what its thread is handed.
 
 The run's workflow writes the ending of most runs (``record_events``, a local activity, once
-the last segment has reported). The last segment of an Agent Server thread's run writes it
-itself (:func:`write_ending`): the run's ``run.finished`` event and the thread's hand-off
-(:func:`overseer.thread_queue.hand_off`: the thread's final state, the next queued run,
-the ``NOTIFY`` that answers ``runs.wait``) go out before the segment reports, so a waiting
-client has its answer without the segment's report, a workflow task and a local activity in
-between (about 20 ms of a ``runs.wait``; docs/performance.md, round 18). The workflow then
-only publishes the ``end`` item, sets its status and closes; it computes the same status
-with the same function (:func:`run_ending`), from the same values and decision.
+the last segment has reported). The last segment of an Agent Server thread's run, when no
+approval of the run is open, writes it itself (:func:`write_ending`): the run's
+``run.finished`` event and the thread's hand-off (:func:`overseer.thread_queue.hand_off`: the
+thread's final state, the next queued run, the ``NOTIFY`` that answers ``runs.wait``) go out
+before the segment reports, so a waiting client has its answer without the segment's
+report, a workflow task and a local activity in between (the answer comes ~18 ms sooner
+after the segment, which spends ~6 ms more on the write; docs/performance.md, round 18). The
+workflow then only publishes the ``end`` item, sets its status and closes; it computes the
+same status with the same function (:func:`run_ending`), from the same values and decision.
 
 When the segment cannot write it (Postgres unavailable, a next queued run that does not
-start), it reports without it and the workflow writes it as for any other run, retried until
-it is in. Written twice (a segment retried after it wrote the ending, its report lost; or
-written in part, then by the workflow), nothing changes: the event's id is its key's, the hand-off detaches the thread only while the run
-is still attached, and the webhooks' claim returns the same list for the same key.
+start: :data:`activities.segments.ENDING_UNAVAILABLE`), it reports without it and the
+workflow writes it as for any other run, retried until it is in. Written twice (a segment
+retried after it wrote the ending, its report lost; or written in part, then by the
+workflow), nothing changes: the event's id is its key's, the hand-off detaches the thread
+only while the run is still attached, and the webhooks' claim returns the same list for the
+same key.
 """
 
 from __future__ import annotations

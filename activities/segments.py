@@ -42,8 +42,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from activities.errors import as_application_error
 from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
@@ -246,6 +248,12 @@ def _naming(err: ApplicationError, node: str) -> ApplicationError:
                             next_retry_delay=err.next_retry_delay)
 
 
+ENDING_UNAVAILABLE = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, RPCError,
+                      OverseerError)
+"""What keeps a segment from writing its run's ending (Postgres, or the next queued run's start):
+the segment reports without it and the workflow writes it (:mod:`activities.segment_ending`)."""
+
+
 @activity.defn(name="run_segment")
 async def run_segment(call: SegmentCall) -> SegmentResult:
     """Run one segment of a run to its next interrupt or its end (see the module docstring).
@@ -441,7 +449,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         try:
             done.ended = await write_ending(call.run_id, call.thread_id, ending, {
                 **(done.snapshot or {}), **call.ending["thread_state"]})
-        except Exception:  # noqa: BLE001 - the workflow writes it then, retried until it is in
+        except ENDING_UNAVAILABLE:  # the workflow writes it then, retried until it is in
             activity.logger.warning("the segment could not write the run's ending; its "
                                     "workflow will", exc_info=True)
     return done

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -73,26 +74,38 @@ async def test_fresh_histories_replay(dev_server: WorkflowEnvironment, worker: W
             (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
-@pytest.mark.parametrize("segment_writes", [True, False], ids=["in_segment", "segment_failed"])
+@pytest.mark.parametrize("case", ["in_segment", "segment_failed", "written_then_lost"])
 async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment, worker: Worker,
-                                                db, task_queue: str, segment_writes: bool,
+                                                db, task_queue: str, case: str,
                                                 monkeypatch: pytest.MonkeyPatch):
     """An Agent Server thread's run: its last segment writes the ending with the thread's hand-off.
 
     No ``record_events`` local activity after the segment (its history recorded before the
     change, ``..._ending_local_activity``, has one and still replays), and the log holds
     ``run.completed`` once, with the status the workflow reports. A segment that cannot
-    write it (``segment_failed``: Postgres down at that moment) leaves it to the workflow.
+    write it (``segment_failed``: Postgres down at that moment) leaves it to the workflow;
+    one whose report is lost after it wrote it (``written_then_lost``: the segment fails
+    right after, as a worker killed then would) runs again and writes nothing twice.
     """
     import dataclasses
     import uuid
 
+    from temporalio.exceptions import ApplicationError
+
     import activities.segments
 
-    if not segment_writes:
-        async def unavailable(*args: object) -> None:
+    segment_writes = case != "segment_failed"
+    real, attempts = activities.segments.write_ending, []
+
+    async def ending(*args: Any) -> Any:
+        attempts.append(1)
+        if case == "segment_failed":
             raise OSError("connection refused")
-        monkeypatch.setattr(activities.segments, "write_ending", unavailable)
+        written = await real(*args)
+        if case == "written_then_lost" and len(attempts) == 1:
+            raise ApplicationError("the worker died before the segment reported")
+        return written
+    monkeypatch.setattr(activities.segments, "write_ending", ending)
     auto = await submit_document(db, corpus.render_text([corpus.make_entry(53)]), "c.txt")
     inp = dataclasses.replace(auto, thread_id=str(uuid.uuid4()))
     handle = await dev_server.client.start_workflow(
@@ -109,6 +122,11 @@ async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment,
                               "type IN ('run.completed', 'run.failed')", uuid.UUID(inp.run_id))
     assert [(r["type"], json.loads(r["data"])["status"]) for r in finished] == \
         [("run.completed", "completed")]
-    if segment_writes and os.environ.get("OVERSEER_RECORD_HISTORIES"):
+    assert len(attempts) == (2 if case == "written_then_lost" else 1)
+    nodes = await db.fetch("SELECT data->>'node' AS node, count(*) AS n FROM events WHERE "
+                           "run_id = $1 AND type = 'node.completed' GROUP BY 1",
+                           uuid.UUID(inp.run_id))
+    assert nodes and all(r["n"] == 1 for r in nodes), nodes
+    if case == "in_segment" and os.environ.get("OVERSEER_RECORD_HISTORIES"):
         (HISTORIES / "segment_run_intake_thread_run_ending_in_segment.json").write_text(
             history.to_json())
