@@ -178,24 +178,41 @@ USER_GRAPH_FILES = ":".join(str(Path(__file__).resolve().parents[1] / "graphs" /
 
 @pytest.mark.reliability
 @pytest.mark.timeout(900)
-def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path):
+@pytest.mark.parametrize("via", ["v1", "threads"])
+def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path, via: str):
     """Issue 25's crash: 50 in-flight runs of a 3 s + 1 s user graph that sets nothing; the
     worker and the API are SIGKILLed and started again. All 50 finish within 60 s of the
-    API answering, none lost, no ``node.completed`` written twice."""
+    API answering, none lost, no ``node.completed`` written twice.
+
+    ``threads``: the same runs through the Agent Server API, one thread each, whose last
+    segment writes the run's ending and hands the thread on itself: each run also ends
+    ``success`` with ``run.completed`` once, its thread idle with the graph's final values.
+    """
     from collections import Counter
 
     runs, graph = 50, "three_one"
     with ManagedStack(tmp_path, env_overrides={"OVERSEER_GRAPHS": USER_GRAPH_FILES}).start(
             workers=1) as stack:
-        outcome = Outcome(f"user_graph_crash_{graph}", "SIGKILL the worker and the API while "
+        name = f"user_graph_crash_{graph}" + ("_threads" if via == "threads" else "")
+        outcome = Outcome(name, "SIGKILL the worker and the API while "
                           f"{runs} runs of a 3 s + 1 s user graph are in flight "
-                          "(segments), then start both again (recovery: API answering → all done)", runs)
-        run_ids = []
+                          + ("(Agent Server threads: one run per thread; " if via == "threads"
+                             else "(") +
+                          "segments), then start both again (recovery: API answering → all done)",
+                          runs)
+        run_ids, threads = [], []
         with stack.client("submitter") as client:
             for i in range(runs):
-                res = client.post(f"/v1/pipelines/{graph}/runs",
-                                  json={"input": {"topic": f"crash {i}"}})
-                assert res.status_code == 202, res.text
+                if via == "threads":
+                    thread = client.post("/threads", json={}).json()["thread_id"]
+                    res = client.post(f"/threads/{thread}/runs", json={
+                        "assistant_id": graph, "input": {"topic": f"crash {i}"}})
+                    assert res.status_code == 200, res.text
+                    threads.append(thread)
+                else:
+                    res = client.post(f"/v1/pipelines/{graph}/runs",
+                                      json={"input": {"topic": f"crash {i}"}})
+                    assert res.status_code == 202, res.text
                 run_ids.append(res.json()["run_id"])
         outcome.accepted = len(run_ids)
         time.sleep(1.5)  # every run is inside its 3 s node
@@ -213,13 +230,20 @@ def test_user_graph_worker_and_api_killed_mid_run(tmp_path: Path):
         outcome.statuses = dict(Counter(current.values()))
         doubled = []
         with stack.client("admin") as admin:
-            for run_id in run_ids:
+            for i, run_id in enumerate(run_ids):
                 events = admin.get(f"/v1/runs/{run_id}/events").json()["items"]
                 nodes = Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
-                if nodes != Counter({"think": 1, "answer": 1}):
-                    doubled.append(f"{run_id}: {dict(nodes)}")
+                ends = [e["type"] for e in events if e["type"] in ("run.completed", "run.failed")]
+                if nodes != Counter({"think": 1, "answer": 1}) or ends != ["run.completed"]:
+                    doubled.append(f"{run_id}: {dict(nodes)} {ends}")
                 run = admin.get(f"/v1/runs/{run_id}").json()
                 assert run["result"]["output"]["trail"] == ["think", "answer"], run
+                if via == "threads":
+                    thread = admin.get(f"/threads/{threads[i]}").json()
+                    assert thread["status"] == "idle", thread
+                    assert thread["values"]["trail"] == ["think", "answer"], thread
+                    agent_run = admin.get(f"/threads/{threads[i]}/runs/{run_id}").json()
+                    assert agent_run["status"] == "success", agent_run
         outcome.notes = doubled[:10]
         outcome.consistency = run_async(lambda: consistency(stack))
         outcome.save()
