@@ -119,7 +119,9 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
         workflow to POST (``record_events``' own answer).
 
     Raises:
-        asyncpg.PostgresError, OSError: the database is unavailable (the segment retries).
+        asyncpg.PostgresError, OSError: the database is unavailable; temporalio's
+            ``RPCError``, ``OverseerError``: the next queued run did not start (the segment
+            then reports without the ending and its workflow writes it).
     """
     from activities.events import record_events
 
