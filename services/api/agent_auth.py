@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +37,7 @@ from overseer.errors import (
     PermissionDeniedError,
 )
 from overseer.registry import get_registry
+from overseer.threads import parse_uuid
 from overseer.web import get_principal
 
 READS = frozenset({"read", "search"})
@@ -252,7 +252,7 @@ async def gate_thread(pool: asyncpg.Pool | asyncpg.Connection, principal: Princi
         PermissionDeniedError: a reviewer changing a thread it may only read (403), or an
             ``Auth`` handler's refusal.
     """
-    value = {"thread_id": _thread_uuid(thread_id), **(value or {})}
+    value = {"thread_id": parse_uuid(thread_id), **(value or {})}
     admitted = await authorize(principal, "threads", action, value, owner_action=owner_action)
     if await thread_in_scope(pool, thread_id, admitted):
         return admitted
@@ -266,17 +266,10 @@ async def gate_thread(pool: asyncpg.Pool | asyncpg.Connection, principal: Princi
 async def thread_in_scope(pool: asyncpg.Pool | asyncpg.Connection, thread_id: str,
                           scope: Scope) -> bool:
     """Whether thread ``thread_id`` exists and is in ``scope`` (one SQL query)."""
-    args: list[Any] = [_thread_uuid(thread_id)]
+    args: list[Any] = [parse_uuid(thread_id)]
     where = scope.sql(args, owner_column="created_by", metadata_column="metadata")
     return bool(await pool.fetchval(
         f"SELECT EXISTS (SELECT 1 FROM agent_threads WHERE thread_id = $1 AND {where})", *args))
-
-
-def _thread_uuid(thread_id: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(str(thread_id))
-    except ValueError:
-        raise NotFoundError(f"unknown thread {thread_id}") from None
 
 
 def _handler(auth: Any, resource: str, action: str) -> Any:
