@@ -168,7 +168,8 @@ async def run_protocol_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg
     translator = RunTranslator(run, place)
     async for source, name, data in thread_streams.run_events(pool, temporal, run, RUN_STREAM_MODES):
         out = translator.feed(source, name, data)
-        if name in ("end", "error"):  # a run cancelled through the API is interrupted, not failed
+        ended = name in ("end", "error")
+        if ended:  # a run cancelled through the API is interrupted, not failed
             paused = name == "end" and bool(translator.interrupts)
             status = None if paused else await _settled_status(pool, run["run_id"])
             failure = data if name == "error" and isinstance(data, dict) else {}
@@ -177,7 +178,7 @@ async def run_protocol_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg
             out += translator.ended(source, cancelled=status == "interrupted", error=error)
         for event in out:
             yield event
-        if name in ("end", "error"):
+        if ended:
             return
 
 
