@@ -115,8 +115,9 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
             the ending (:func:`ending_snapshot`).
 
     Returns:
-        ``{"status", "outcome", "webhooks"}``: the webhooks the hand-off claimed, for the
-        workflow to POST (``record_events``' own answer).
+        ``{"webhooks": [...]}``: the webhooks the hand-off claimed, for the workflow to POST
+        (``record_events``' own answer). The status is not returned: the workflow computes
+        the same one with :func:`run_ending`.
 
     Raises:
         asyncpg.PostgresError, OSError: the database is unavailable; temporalio's
@@ -131,4 +132,4 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
         "thread_id": thread_id, "run_id": run_id, "key": "end",
         "snapshot": ending_snapshot(thread_state, RUN_COMPLETED)})
     webhooks = written.get("webhooks") if isinstance(written, dict) else None
-    return {"status": ending.status, "outcome": ending.outcome, "webhooks": webhooks or []}
+    return {"webhooks": webhooks or []}

@@ -192,7 +192,7 @@ class SegmentResult:
             superstep.
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
         ended: with status ``done`` and ``SegmentCall.ending``, the ending the segment wrote:
-            ``{"status", "outcome", "webhooks"}`` (:func:`activities.segment_ending.write_ending`).
+            ``{"webhooks"}`` (:func:`activities.segment_ending.write_ending`).
     """
 
     status: str

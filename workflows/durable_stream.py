@@ -94,6 +94,14 @@ class DurableStream:
                 "published": self._state.published, "marks": list(self._state.marks),
                 "decided": decided, "decision_note": decision_note}
 
+    @property
+    def hands_off(self) -> bool:
+        """Whether the run hands its state to an Agent Server thread (at a pause and at its end).
+
+        A run with a thread and no stream protocol of its own (whose chunks are the thread's).
+        """
+        return self._inp.thread_id is not None and self.run_stream is None
+
     def paused_hand_off(self, key: str, thread_state: Callable[[], dict[str, Any]]
                         ) -> dict[str, Any] | None:
         """What a thread's run hands the thread when it pauses on an interrupt (published).
@@ -101,7 +109,7 @@ class DurableStream:
         ``key`` (the approval's) claims the webhooks of the runs that ended there;
         ``thread_state`` gives the query's answer, asked only for a thread's run.
         """
-        if self._inp.thread_id is None or self.run_stream is not None:
+        if not self.hands_off:
             return None
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "pause": True,
                 "key": f"pause:{key}",
@@ -119,8 +127,7 @@ class DurableStream:
         keeps the run's last state, a ``rollback`` the state before it) and starts the next
         run.
         """
-        if (self._inp.thread_id is None or self.run_stream is not None
-                or event_type == RUN_CANCELLED):
+        if not self.hands_off or event_type == RUN_CANCELLED:
             return None
         return {"thread_id": self._inp.thread_id, "run_id": self._inp.run_id, "key": "end",
                 "snapshot": ending_snapshot(thread_state(), event_type)}
@@ -134,7 +141,7 @@ class DurableStream:
         answers now without the graph's snapshot (the segment adds the one it ends with);
         None for any other run (:mod:`activities.segment_ending`).
         """
-        if self._inp.thread_id is None or self.run_stream is not None:
+        if not self.hands_off:
             return None
         return {"thread_state": to_jsonable(self.thread_state(
                     status, decided=decided, decision_note=decision_note, snapshot=False)),

@@ -289,8 +289,7 @@ class SegmentRunWorkflow:
         ending = run_ending(values, self._state.last_decision, spec.run.result,
                             denied=self._denied)
         status, outcome, spec_result = ending.status, ending.outcome, ending.result
-        if result.ended is not None:  # the segment wrote it (activities.segment_ending)
-            status, outcome = result.ended["status"], result.ended["outcome"]
+        # the segment may have written it already (activities.segment_ending): the same ending
         await self._finish(status, outcome, ending.data, written=result.ended)
         out.publish("end", {"status": status, "outcome": outcome})
         if out.run_stream is not None:
