@@ -19,7 +19,7 @@ import asyncpg
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from overseer.errors import OverseerError
+from overseer.errors import NotFoundError, OverseerError
 from overseer.graph_codec import to_jsonable
 from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
@@ -94,22 +94,39 @@ async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
         return
 
 
+SWEEP_GRACE_SECONDS = 10.0
+""":func:`sweep_queues` leaves a run this young to the request that made it: under load its
+start can take seconds, and a second starter only repeats the work."""
+
+
 async def sweep_queues(pool: asyncpg.Pool, temporal: Client,
                        settings: Settings | None = None) -> int:
     """One pass over every thread with a queued run (:func:`advance_queue`); how many there were.
 
     Each API process runs it at start-up and every ``queue_recovery_seconds``: it starts
     queued runs no run handed the thread to (accepted by an API process that died before
-    starting them, or whose start Temporal did not answer).
+    starting them, or whose start Temporal did not answer). Runs younger than
+    :data:`SWEEP_GRACE_SECONDS` are left to the request that made them, which is starting
+    them; a thread deleted meanwhile is skipped.
     """
-    rows = await pool.fetch("SELECT DISTINCT thread_id FROM agent_runs WHERE status = 'pending'")
-    for r in rows:
+    threads = await queued_threads(pool)
+    for thread_id in threads:
         try:
-            await advance_queue(pool, temporal, str(r["thread_id"]), settings)
+            await advance_queue(pool, temporal, thread_id, settings)
+        except NotFoundError:
+            continue  # the thread (and its queue) was deleted since the pass read it
         except (OverseerError, RPCError, asyncpg.PostgresError, OSError) as err:
             logger.warning("queued run not started yet", extra={
-                "thread_id": str(r["thread_id"]), "error": type(err).__name__})
-    return len(rows)
+                "thread_id": thread_id, "error": type(err).__name__})
+    return len(threads)
+
+
+async def queued_threads(pool: asyncpg.Pool) -> list[str]:
+    """The threads :func:`sweep_queues` looks at: with a ``pending`` run older than the grace."""
+    rows = await pool.fetch(
+        "SELECT DISTINCT thread_id FROM agent_runs WHERE status = 'pending' "
+        "AND created_at < now() - make_interval(secs => $1)", SWEEP_GRACE_SECONDS)
+    return [str(r["thread_id"]) for r in rows]
 
 
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
@@ -232,8 +249,21 @@ async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                        "WHERE run_id = $1 AND status = 'pending'", run["run_id"])
     still = await pool.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1",
                                 run["thread_id"])
-    if still != run["run_id"]:  # cancelled or deleted while it was being started
+    if still != run["run_id"] and not await ended_by_itself(pool, run_id):
+        # cancelled or deleted while it was being started (not: another caller started it,
+        # it ran, and its own ending handed the thread on before this caller looked)
         await cancel_workflow(pool, temporal, pipeline.name, run_id, run["created_by"] or "queue")
+
+
+async def ended_by_itself(pool: asyncpg.Pool, run_id: str) -> bool:
+    """Whether the run's own workflow has written its ending (``completed``, ``rejected``, ``failed``).
+
+    Read from the ``runs`` read model. A run ``cancelled`` (the API recorded it), or with no
+    ending yet, has not.
+    """
+    status = await pool.fetchval("SELECT status FROM runs WHERE run_id = $1",
+                                 parse_uuid(run_id, "run"))
+    return status in ("completed", "rejected", "failed")
 
 
 async def _fail_unstarted(pool: asyncpg.Pool, run: asyncpg.Record, message: str) -> None:

@@ -127,12 +127,14 @@ async def test_a_queued_run_nobody_started_is_started_by_the_next_api(stack: Sta
     tid = (await client.threads.create())["thread_id"]
     run_id = uuid.uuid4()
     # what an API process leaves that died after accepting the run and before starting it
+    # (a minute ago: the recovery pass leaves younger runs to the request still starting them)
     await pool.execute(
         """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
                                    kind, status, metadata, kwargs, multitask_strategy,
-                                   created_by)
+                                   created_by, created_at)
            SELECT $1, thread_id, 'slow', 'slow', $1, 'start', 'pending', '{}'::jsonb,
-                  '{"input": {"topic": "0"}}'::jsonb, 'enqueue', created_by
+                  '{"input": {"topic": "0"}}'::jsonb, 'enqueue', created_by,
+                  now() - interval '1 minute'
            FROM agent_threads WHERE thread_id = $2""", run_id, uuid.UUID(tid))
     await asyncio.sleep(2)
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",

@@ -7,12 +7,21 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import timedelta
 from typing import Any, cast
 
 import asyncpg
 
 from overseer import thread_queue
 from overseer.settings import Settings
+from overseer.store.events import (
+    RUN_CANCELLED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_SUBMITTED,
+    NewEvent,
+    append_events,
+)
 
 
 async def _thread_with_run(pool: asyncpg.Pool) -> tuple[uuid.UUID, uuid.UUID]:
@@ -102,3 +111,48 @@ async def test_a_run_that_failed_before_any_state_still_frees_the_thread(
     row = await _thread(pool, tid)
     assert left == "error" and row["last_run_id"] is None  # a queued run may start now
     assert json.loads(row["values"]) == {"topic": "before"}
+
+
+async def _submitted(pool: asyncpg.Pool, *endings: str) -> str:
+    """A run on record (``run.submitted``), then each of ``endings`` as its terminal event."""
+    run_id = str(uuid.uuid4())
+    async with pool.acquire() as conn:
+        await append_events(conn, [NewEvent(
+            run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor="api:test",
+            data={"pipeline": "slow", "workflow_id": f"slow-{run_id}", "submitted_by": "test",
+                  "idempotency_key": None, "input": {"input": {}}})])
+        for ending in endings:
+            await append_events(conn, [NewEvent(
+                run_id=run_id, key="run.finished", type=ending, actor="workflow",
+                data={"status": ending.removeprefix("run."), "outcome": "x"})])
+    return run_id
+
+
+async def test_a_run_ended_by_its_own_workflow_is_not_cancelled_by_a_late_starter(
+        pool: asyncpg.Pool) -> None:
+    # a second caller that started the same run finds the thread handed on: cancel only a
+    # run that did not end by itself (issue 25's load run: two finished runs were cancelled)
+    assert await thread_queue.ended_by_itself(pool, await _submitted(pool, RUN_COMPLETED))
+    assert await thread_queue.ended_by_itself(pool, await _submitted(pool, RUN_FAILED))
+    assert not await thread_queue.ended_by_itself(pool, await _submitted(pool))
+    assert not await thread_queue.ended_by_itself(pool, await _submitted(pool, RUN_CANCELLED))
+    assert not await thread_queue.ended_by_itself(pool, str(uuid.uuid4()))  # deleted, unknown
+
+
+async def test_the_recovery_pass_leaves_a_young_queued_run_to_its_request(
+        pool: asyncpg.Pool) -> None:
+    young, old = uuid.uuid4(), uuid.uuid4()
+    for tid, age in ((young, timedelta(0)), (old, timedelta(minutes=1))):
+        await pool.execute("INSERT INTO agent_threads (thread_id, status) VALUES ($1, 'idle')",
+                           tid)
+        await pool.execute(
+            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id,
+                                       workflow_run_id, kind, status, created_at)
+               VALUES ($1, $2, 'slow', 'slow', $1, 'start', 'pending', now() - $3::interval)""",
+            uuid.uuid4(), tid, age)
+    try:
+        # the request that made the young run is starting it; the old one nobody started
+        found = await thread_queue.queued_threads(pool)
+        assert str(old) in found and str(young) not in found
+    finally:
+        await pool.execute("DELETE FROM agent_threads WHERE thread_id = ANY($1)", [young, old])
