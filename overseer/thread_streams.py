@@ -523,7 +523,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
                 asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), token_stream.POLL_SECONDS)
+                await asyncio.wait_for(wake.wait(), feed.poll_seconds)
             wake.clear()
     finally:
         await feed.unwatch(wid, wake)

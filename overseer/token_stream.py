@@ -50,8 +50,12 @@ CHUNK_FLUSH_SECONDS = 1.0
 """A segment writes LangGraph's other chunks (``values``, ``updates`` …) at least this often,
 or with the next token, whichever comes first."""
 POLL_SECONDS = 0.5
-"""A reader looks again after this long without a notification (a lost ``NOTIFY``, a
-listener that reconnects)."""
+"""A reader looks again after this long without a notification while this process has no
+``LISTEN`` connection (it could not be had, or it was lost: its ``NOTIFY``s are missed)."""
+LISTENING_POLL_SECONDS = 5.0
+"""… and after this long while it listens: a ``NOTIFY`` wakes the reader, and a lost
+connection wakes every reader at once (:meth:`TokenListener.poll_seconds`); this poll only
+bounds what a connection that hangs without closing would delay."""
 DROPPED_METADATA = ("overseer_run_id", "checkpoint_ns", "langgraph_checkpoint_ns",
                     "__pregel_task_id")
 """LangGraph metadata keys that are Overseer's bookkeeping or internal, not a client's."""
@@ -373,8 +377,8 @@ class TokenListener:
     on either and looks again at what it waits for.
 
     Taken from the pool by the first reader (:meth:`watch`) and given back by the last
-    (:meth:`unwatch`); when it cannot be had, readers keep going on :data:`POLL_SECONDS`
-    polls and the next :meth:`watch` tries again.
+    (:meth:`unwatch`); when it cannot be had, or is lost, readers keep going on
+    :data:`POLL_SECONDS` polls (:attr:`poll_seconds`) and the next :meth:`watch` tries again.
     """
 
     def __init__(self, pool: asyncpg.Pool) -> None:
@@ -387,16 +391,36 @@ class TokenListener:
         for event in self._waiters.get(str(payload), ()):
             event.set()
 
+    def _lost(self, _conn: Any) -> None:
+        """The connection closed: every reader looks again now, then polls (``NOTIFY``s are missed).
+
+        The pool has taken the connection back itself; the next :meth:`watch` listens anew.
+        """
+        self._conn = None
+        for waiting in self._waiters.values():
+            for event in waiting:
+                event.set()
+
+    @property
+    def poll_seconds(self) -> float:
+        """How long a reader waits for a wake-up before it looks again by itself.
+
+        :data:`LISTENING_POLL_SECONDS` while the ``LISTEN`` connection is open,
+        :data:`POLL_SECONDS` otherwise.
+        """
+        return POLL_SECONDS if self._conn is None else LISTENING_POLL_SECONDS
+
     async def _ensure(self) -> None:
-        if self._conn is not None and not self._conn.is_closed():
+        if self._conn is not None:
             return
         async with self._connecting:
-            if self._conn is not None and not self._conn.is_closed():
+            if self._conn is not None:
                 return
             try:
                 conn = await self.pool.acquire()
                 for channel in (CHANNEL, STATE_CHANNEL):
                     await conn.add_listener(channel, self._notified)
+                conn.add_termination_listener(self._lost)
                 self._conn = conn
             except (asyncpg.PostgresError, OSError):
                 logger.warning("token listener not connected; readers poll", exc_info=True)
@@ -424,10 +448,12 @@ class TokenListener:
             if self._waiters or self._conn is None:
                 return  # a new reader came meanwhile, or another unwatch gave it back
             conn, self._conn = self._conn, None
-            with contextlib.suppress(asyncpg.PostgresError, OSError):
-                for channel in (CHANNEL, STATE_CHANNEL):
-                    await conn.remove_listener(channel, self._notified)
-            await self.pool.release(conn)
+            with contextlib.suppress(asyncpg.InterfaceError):  # lost meanwhile: the pool has it
+                conn.remove_termination_listener(self._lost)
+                with contextlib.suppress(asyncpg.PostgresError, OSError):
+                    for channel in (CHANNEL, STATE_CHANNEL):
+                        await conn.remove_listener(channel, self._notified)
+                await self.pool.release(conn)
 
 
 _listeners: dict[int, TokenListener] = {}

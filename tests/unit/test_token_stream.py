@@ -98,6 +98,27 @@ async def test_a_buffered_token_is_written_without_waiting_for_the_next(pool: as
     assert feed._conn is None  # the last reader gave the LISTEN connection back
 
 
+async def test_a_lost_listen_connection_wakes_every_reader_and_they_poll_until_it_is_back(
+        pool: asyncpg.Pool):
+    """With ``LISTEN`` up a reader waits long (a ``NOTIFY`` wakes it); losing it wakes them all."""
+    run = str(uuid.uuid4())
+    feed = token_stream.listener(pool)
+    woken = await feed.watch(run)
+    try:
+        assert feed.poll_seconds == token_stream.LISTENING_POLL_SECONDS
+        pid = feed._conn.get_server_pid()
+        await pool.execute("SELECT pg_terminate_backend($1)", pid)
+        await asyncio.wait_for(woken.wait(), 5)  # woken to look again: NOTIFYs are missed now
+        assert feed.poll_seconds == token_stream.POLL_SECONDS
+        again = await feed.watch(run)  # the next reader listens again, on a new connection
+        assert feed.poll_seconds == token_stream.LISTENING_POLL_SECONDS
+        assert feed._conn.get_server_pid() != pid
+        await feed.unwatch(run, again)
+    finally:
+        await feed.unwatch(run, woken)
+    assert feed._conn is None
+
+
 def _json(value: Any) -> Any:
     import json
 
