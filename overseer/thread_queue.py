@@ -66,7 +66,7 @@ async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
             claimed = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 "
                                           "AND status = 'pending'", row["last_run_id"])
             if claimed is not None:
-                await _launch(pool, temporal, settings, claimed)
+                await launch(pool, temporal, settings, claimed)
                 return
             nxt = await pool.fetchrow("SELECT created_by FROM agent_runs WHERE thread_id = $1 "
                                       "AND status = 'pending' ORDER BY created_at LIMIT 1",
@@ -90,7 +90,7 @@ async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                 """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
                        interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
                 row["thread_id"], claimed["run_id"], claimed["graph_id"])
-        await _launch(pool, temporal, settings, claimed)
+        await launch(pool, temporal, settings, claimed)
         return
 
 
@@ -191,11 +191,13 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     return status
 
 
-async def _launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
-                  run: asyncpg.Record) -> None:
+async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                 run: asyncpg.Record) -> None:
     """Start the ``SegmentRunWorkflow`` of a claimed run on the thread's checkpoints (idempotent).
 
-    A failure to reach Temporal leaves the run claimed and ``pending``: the next
+    ``run`` is its ``agent_runs`` row; the thread's ``last_run_id`` is the run (claimed by
+    :func:`advance_queue`, or by :func:`overseer.thread_runs.create_run` on a thread made
+    for it). A failure to reach Temporal leaves the run claimed and ``pending``: the next
     :func:`advance_queue` starts it.
     """
     row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",

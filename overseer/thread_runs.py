@@ -38,7 +38,7 @@ from overseer.registry import get_registry
 from overseer.run_body import check_run_body, check_webhook, graph_input, resume_target, run_kwargs
 from overseer.run_decisions import decide
 from overseer.settings import Settings
-from overseer.thread_queue import advance_queue, sync_thread
+from overseer.thread_queue import advance_queue, launch, sync_thread
 from overseer.thread_sync import cancel_thread_run, query_state, refresh, segment_status, thread_status
 from overseer.threads import (
     ACTIVE_RUN_STATUSES,
@@ -101,7 +101,8 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                      thread_id: str, body: dict[str, Any], principal: Principal,
                      check_role: bool = True,
                      run_id: str | None = None,
-                     assistant_id: str | None = None) -> asyncpg.Record:
+                     assistant_id: str | None = None,
+                     fresh: bool = False) -> asyncpg.Record:
     """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
 
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
@@ -129,6 +130,9 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         assistant_id: the run's assistant when it is one made through the API
             (:func:`overseer.assistants.run_body` has already applied its config and
             context, and ``body["assistant_id"]`` names its graph); else the graph's own.
+        fresh: the thread was made by this request for this run alone (a stateless run's,
+            whose id nobody else knows): no run is on it or queued, so the run claims it as
+            it is written, without looking (six statements fewer before the start).
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.
@@ -163,6 +167,21 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                                     uuid.UUID(run_id))
         if known is not None:
             return known
+    if fresh:
+        run_id = run_id or str(uuid.uuid4())
+        graph_input(pipeline, body, run_id, has_state=False)  # 422 before it is written
+        async with pool.acquire() as conn, conn.transaction():
+            run = await _insert_run(conn, run_id, parse_uuid(thread_id), pipeline, body,
+                                    strategy, subject, assistant_id)
+            claimed = await conn.execute(
+                """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
+                       updated_at = now() WHERE thread_id = $1 AND last_run_id IS NULL""",
+                parse_uuid(thread_id), uuid.UUID(run_id), pipeline.name)
+        if run is not None and claimed == "UPDATE 1":
+            await launch(pool, temporal, settings, run)
+        else:  # not so fresh after all: the queue decides, as for any thread
+            await advance_queue(pool, temporal, thread_id, settings)
+        return await _run_row(pool, run_id)
     row = await sync_thread(pool, temporal, thread_id, settings)
     run_id = run_id or str(uuid.uuid4())
     graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
@@ -178,19 +197,33 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
             row = await get_thread(pool, thread_id)
             await cancel_thread_run(pool, temporal, row, subject,
                                     rollback=strategy == "rollback")
-    await pool.execute(
+    async with pool.acquire() as conn:
+        await _insert_run(conn, run_id, row["thread_id"], pipeline, body, strategy, subject,
+                          assistant_id)
+    await advance_queue(pool, temporal, thread_id, settings)
+    return await _run_row(pool, run_id)
+
+
+async def _insert_run(conn: Any, run_id: str, thread_id: uuid.UUID, pipeline: Pipeline,
+                      body: dict[str, Any], strategy: str, subject: str,
+                      assistant_id: str | None) -> asyncpg.Record | None:
+    """Write a new run ``pending`` on its thread; the row, or None when it was there already."""
+    row: asyncpg.Record | None = await conn.fetchrow(
         """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
                                    from_offset, kind, status, metadata, kwargs,
                                    multitask_strategy, created_by)
            VALUES ($1, $2, $3, $4, $1, 0, 'start', 'pending', $5::jsonb, $6::jsonb, $7, $8)
-           ON CONFLICT (run_id) DO NOTHING""",
-        uuid.UUID(run_id), row["thread_id"], assistant_id or assistant_id_of(pipeline.name),
+           ON CONFLICT (run_id) DO NOTHING RETURNING *""",
+        uuid.UUID(run_id), thread_id, assistant_id or assistant_id_of(pipeline.name),
         pipeline.name,
         json.dumps(dict(body.get("metadata") or {})), json.dumps(run_kwargs(body)), strategy,
         subject)
-    await advance_queue(pool, temporal, thread_id, settings)
+    return row
+
+
+async def _run_row(pool: asyncpg.Pool, run_id: str) -> asyncpg.Record:
     run = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", uuid.UUID(run_id))
-    assert run is not None  # inserted just above
+    assert run is not None  # inserted by create_run
     return run
 
 

@@ -102,6 +102,7 @@ async def start_run(pool: Any, temporal: Any, settings: Any, principal: Principa
     body, assistant = await assistants.run_body(pool, body)  # its config and context applied
     if "stream_mode" in body:
         run_body.stream_modes(body["stream_mode"])  # 422 first
+    stateless = thread_id is None  # its thread is made here, for it alone
     if thread_id is None or body.get("if_not_exists") == "create":
         # stateless: a thread of its own; if_not_exists="create": a missing thread is made
         value: dict[str, Any] = {"thread_id": thread_id,
@@ -129,7 +130,8 @@ async def start_run(pool: Any, temporal: Any, settings: Any, principal: Principa
     return await thread_runs.create_run(pool, temporal, settings, thread_id=thread_id,
                                         body=body, principal=principal,
                                         check_role=principal.user is None,
-                                        assistant_id=assistant, run_id=run_id)
+                                        assistant_id=assistant, run_id=run_id,
+                                        fresh=stateless)
 
 
 @router.post("/threads/{thread_id}/runs")
