@@ -333,6 +333,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     beats = None if local else asyncio.create_task(_heartbeats(call, started, ran, inner))
     stopped: BudgetStop | None = None
     ended = False  # the loop ended or stopped at the budget (else the segment fails)
+    reading: asyncio.Task[Any] | None = None  # the state after the loop
     try:
         loop_args: dict[str, Any] = {"stream_mode": modes, "durability": call.durability,
                                      "subgraphs": True, "context": call.context, **breakpoints}
@@ -389,6 +390,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
                 node_completed(nodes, call.run_id, call.pipeline, task_id, name, seconds * 1000,
                                where.of(task_id), chunk.get("result"), view)
         ended = True
+        # read while the closing writes below go out (their round trips overlap: ~3 ms)
+        reading = asyncio.create_task(app.aget_state(config))
     except BudgetStop as err:  # the call was not made; the finished tasks' writes are kept
         stopped, ended = err, True
     except Exception as err:
@@ -410,18 +413,27 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     finally:  # every chat-model call a node made is in the run's ledger, failed ones too
         if beats is not None:
             beats.cancel()
-        if not ended:  # what finished before the failure is recorded all the same
-            await nodes.close(quiet=True)
-        if tokens is not None:  # committed before the segment reports (or fails and retries)
-            await tokens.close()
-        if own is not None:  # published before the segment reports
-            await own.close()
-        await record_ledger(call.run_id, "segment", f"segment{call.segment}"
-                            + (f".{call.leg}" if call.leg else ""), meter)
-    if stopped is not None:
-        await _kept_tasks(app, config, call, started, wall_started, where, nodes)
-    await nodes.close()  # in the log before the segment reports
-    state = await app.aget_state(config)
+        try:
+            if not ended:  # what finished before the failure is recorded all the same
+                await nodes.close(quiet=True)
+            if tokens is not None:  # committed before the segment reports (or fails, retries)
+                await tokens.close()
+            if own is not None:  # published before the segment reports
+                await own.close()
+            await record_ledger(call.run_id, "segment", f"segment{call.segment}"
+                                + (f".{call.leg}" if call.leg else ""), meter)
+        except BaseException:
+            if reading is not None:
+                reading.cancel()
+            raise
+    try:
+        if stopped is not None:
+            await _kept_tasks(app, config, call, started, wall_started, where, nodes)
+        await nodes.close()  # in the log before the segment reports
+        state = await (reading if reading is not None else app.aget_state(config))
+    finally:
+        if reading is not None and not reading.done():
+            reading.cancel()
     values = await claim_checked(state.values)
     extra: dict[str, Any] = {}
     if call.stream:

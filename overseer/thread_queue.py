@@ -174,18 +174,22 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
         return str(row["status"])  # the API is cancelling this run: it hands the thread on
     if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
-        await save_snapshot(pool, row, snapshot, shown=not pause)
-    await pool.execute("SELECT pg_notify($1, $2)", STATE_CHANNEL, run_id)
-    if pause:
-        return str(await pool.fetchval("SELECT status FROM agent_threads WHERE thread_id = $1",
-                                       row["thread_id"]))
-    if await pool.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
-                           "AND status = 'pending')", row["thread_id"]):
-        try:
-            await advance_queue(pool, temporal, thread_id, settings)
-        except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
-            logger.warning("queued run not started at hand-off", extra={
-                "thread_id": thread_id, "error": type(err).__name__})
+        await save_snapshot(pool, row, snapshot, shown=not pause, notify=run_id)
+    else:
+        await pool.execute("SELECT pg_notify($1, $2)", STATE_CHANNEL, run_id)
+    left = await pool.fetchrow(
+        "SELECT status, EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+        "AND status = 'pending') AS queued FROM agent_threads WHERE thread_id = $1",
+        row["thread_id"])
+    if left is None:
+        return None  # deleted meanwhile
+    if pause or not left["queued"]:
+        return str(left["status"])
+    try:
+        await advance_queue(pool, temporal, thread_id, settings)
+    except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
+        logger.warning("queued run not started at hand-off", extra={
+            "thread_id": thread_id, "error": type(err).__name__})
     status: str | None = await pool.fetchval(
         "SELECT status FROM agent_threads WHERE thread_id = $1", row["thread_id"])
     return status

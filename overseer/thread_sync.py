@@ -143,20 +143,33 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
 
 
 async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
-                        shown: bool = True) -> None:
+                        shown: bool = True, notify: str | None = None) -> None:
     """Write a workflow's state into the thread and its runs' statuses.
 
     ``shown=False`` (a pause handed over by the workflow, not yet shown to any client)
     leaves the thread's ``checkpoint`` — the state a resume without an interrupt id answers
     (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no client
     has read; :func:`overseer.thread_streams.wait_values` and every read of the thread show it.
+    ``notify``: a workflow run id to ``NOTIFY`` on :data:`overseer.token_stream.STATE_CHANNEL`
+    in the same transaction (Postgres delivers it as the state commits, a round trip sooner
+    than a ``NOTIFY`` after it), whether or not the state was written (the thread's row
+    exists: the caller read it).
     """
     status = thread_status(snap)
     wrid = row["last_run_id"]
     async with pool.acquire() as conn, conn.transaction():
         # the thread's row first: a resume's run row is in, or the thread detached, not both
-        if await conn.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1 "
-                               "FOR UPDATE", row["thread_id"]) != wrid:
+        if notify is None:
+            locked = await conn.fetchval("SELECT last_run_id FROM agent_threads "
+                                         "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
+        else:  # the NOTIFY rides on the lock's statement; Postgres sends it at the commit
+            from overseer.token_stream import STATE_CHANNEL
+
+            locked = await conn.fetchval(
+                "SELECT last_run_id FROM (SELECT last_run_id, pg_notify($2, $3) "
+                "FROM agent_threads WHERE thread_id = $1 FOR UPDATE) AS t",
+                row["thread_id"], STATE_CHANNEL, notify)
+        if locked != wrid:
             return  # already detached (this run's ending, a cancel) or given to another run
         for run in await conn.fetch(
                 "SELECT run_id, from_offset FROM agent_runs WHERE workflow_run_id = $1 "

@@ -5,6 +5,7 @@ On the real Postgres; no run is queued behind, so no Temporal call is made.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import timedelta
@@ -12,7 +13,7 @@ from typing import Any, cast
 
 import asyncpg
 
-from overseer import thread_queue
+from overseer import thread_queue, token_stream
 from overseer.settings import Settings
 from overseer.store.events import (
     RUN_CANCELLED,
@@ -51,8 +52,15 @@ def _ended(values: dict[str, Any], event: str = "end") -> dict[str, Any]:
 async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
         pool: asyncpg.Pool, test_settings: Settings) -> None:
     tid, rid = await _thread_with_run(pool)
-    left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
-                                  run_id=str(rid), snapshot=_ended({"topic": "after"}))
+    feed = token_stream.listener(pool)
+    woken = await feed.watch(str(rid))  # a runs.wait of the run
+    try:
+        left = await thread_queue.hand_off(pool, cast(Any, None), test_settings,
+                                           thread_id=str(tid), run_id=str(rid),
+                                           snapshot=_ended({"topic": "after"}))
+        await asyncio.wait_for(woken.wait(), 5)  # NOTIFY'd with the state's commit
+    finally:
+        await feed.unwatch(str(rid), woken)
     row = await _thread(pool, tid)
     assert left == "idle" and row["last_run_id"] is None
     assert json.loads(row["values"]) == {"topic": "after"}
