@@ -170,13 +170,14 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
     if fresh:
         run_id = run_id or str(uuid.uuid4())
         graph_input(pipeline, body, run_id, has_state=False)  # 422 before it is written
+        tid = parse_uuid(thread_id)
         async with pool.acquire() as conn, conn.transaction():
-            run = await _insert_run(conn, run_id, parse_uuid(thread_id), pipeline, body,
-                                    strategy, subject, assistant_id)
+            run = await _insert_run(conn, run_id, tid, pipeline, body, strategy, subject,
+                                    assistant_id)
             claimed = await conn.execute(
                 """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
                        updated_at = now() WHERE thread_id = $1 AND last_run_id IS NULL""",
-                parse_uuid(thread_id), uuid.UUID(run_id), pipeline.name)
+                tid, uuid.UUID(run_id), pipeline.name)
         if run is not None and claimed == "UPDATE 1":
             await launch(pool, temporal, settings, run)
         else:  # not so fresh after all: the queue decides, as for any thread

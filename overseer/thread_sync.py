@@ -166,9 +166,8 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
             from overseer.token_stream import STATE_CHANNEL
 
             locked = await conn.fetchval(
-                "SELECT last_run_id FROM (SELECT last_run_id, pg_notify($2, $3) "
-                "FROM agent_threads WHERE thread_id = $1 FOR UPDATE) AS t",
-                row["thread_id"], STATE_CHANNEL, notify)
+                "SELECT last_run_id, pg_notify($2, $3) FROM agent_threads "
+                "WHERE thread_id = $1 FOR UPDATE", row["thread_id"], STATE_CHANNEL, notify)
         if locked != wrid:
             return  # already detached (this run's ending, a cancel) or given to another run
         for run in await conn.fetch(
