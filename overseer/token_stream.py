@@ -50,12 +50,13 @@ CHUNK_FLUSH_SECONDS = 1.0
 """A segment writes LangGraph's other chunks (``values``, ``updates`` …) at least this often,
 or with the next token, whichever comes first."""
 POLL_SECONDS = 0.5
-"""A reader looks again after this long without a notification while this process has no
-``LISTEN`` connection (it could not be had, or it was lost: its ``NOTIFY``s are missed)."""
+"""A token reader (:func:`merge_live`) looks again after this long without a notification;
+so does a ``runs.wait`` while this process has no ``LISTEN`` connection (it could not be
+had, or it was lost: its ``NOTIFY``s are missed; :attr:`TokenListener.poll_seconds`)."""
 LISTENING_POLL_SECONDS = 5.0
-"""… and after this long while it listens: a ``NOTIFY`` wakes the reader, and a lost
-connection wakes every reader at once (:meth:`TokenListener.poll_seconds`); this poll only
-bounds what a connection that hangs without closing would delay."""
+"""A ``runs.wait`` looks again after this long while the process listens: a ``NOTIFY``
+wakes it, and a lost connection wakes every reader at once; this poll only bounds what a
+connection that hangs without closing would delay."""
 DROPPED_METADATA = ("overseer_run_id", "checkpoint_ns", "langgraph_checkpoint_ns",
                     "__pregel_task_id")
 """LangGraph metadata keys that are Overseer's bookkeeping or internal, not a client's."""
@@ -403,7 +404,7 @@ class TokenListener:
 
     @property
     def poll_seconds(self) -> float:
-        """How long a reader waits for a wake-up before it looks again by itself.
+        """How long a ``runs.wait`` waits for a wake-up before it looks again by itself.
 
         :data:`LISTENING_POLL_SECONDS` while the ``LISTEN`` connection is open,
         :data:`POLL_SECONDS` otherwise.
