@@ -86,12 +86,27 @@ async def advance_queue(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                 "ORDER BY created_at, run_id LIMIT 1", row["thread_id"])
             if claimed is None:
                 return
-            await conn.execute(
-                """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
-                       interrupts = '{}'::jsonb, updated_at = now() WHERE thread_id = $1""",
-                row["thread_id"], claimed["run_id"], claimed["graph_id"])
+            await claim(conn, row["thread_id"], claimed)
         await launch(pool, temporal, settings, claimed)
         return
+
+
+async def claim(conn: Any, thread_id: uuid.UUID, run: asyncpg.Record) -> bool:
+    """Give a free thread (no ``last_run_id``) to ``run`` (its ``agent_runs`` row): ``busy``.
+
+    Called inside the transaction that found the thread free (:func:`advance_queue`, under
+    the row's lock) or made the run on a thread made for it
+    (:func:`overseer.thread_runs.create_run`); :func:`launch` then starts it.
+
+    Returns:
+        False when the thread was not free (nothing changed).
+    """
+    done = await conn.execute(
+        """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
+               interrupts = '{}'::jsonb, updated_at = now()
+           WHERE thread_id = $1 AND last_run_id IS NULL""",
+        thread_id, run["run_id"], run["graph_id"])
+    return bool(done == "UPDATE 1")
 
 
 SWEEP_GRACE_SECONDS = 10.0

@@ -38,7 +38,7 @@ from overseer.registry import get_registry
 from overseer.run_body import check_run_body, check_webhook, graph_input, resume_target, run_kwargs
 from overseer.run_decisions import decide
 from overseer.settings import Settings
-from overseer.thread_queue import advance_queue, launch, sync_thread
+from overseer.thread_queue import advance_queue, claim, launch, sync_thread
 from overseer.thread_sync import cancel_thread_run, query_state, refresh, segment_status, thread_status
 from overseer.threads import (
     ACTIVE_RUN_STATUSES,
@@ -174,11 +174,8 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         async with pool.acquire() as conn, conn.transaction():
             run = await _insert_run(conn, run_id, tid, pipeline, body, strategy, subject,
                                     assistant_id)
-            claimed = await conn.execute(
-                """UPDATE agent_threads SET status = 'busy', last_run_id = $2, graph_id = $3,
-                       updated_at = now() WHERE thread_id = $1 AND last_run_id IS NULL""",
-                tid, uuid.UUID(run_id), pipeline.name)
-        if run is not None and claimed == "UPDATE 1":
+            claimed = run is not None and await claim(conn, tid, run)
+        if run is not None and claimed:
             await launch(pool, temporal, settings, run)
         else:  # not so fresh after all: the queue decides, as for any thread
             await advance_queue(pool, temporal, thread_id, settings)

@@ -30,6 +30,7 @@ from overseer.threads import (
     mirror_checkpointed,
     workflow_id,
 )
+from overseer.token_stream import STATE_CHANNEL
 
 QUERY_TRIES = 5
 """A query that times out or finds Temporal unavailable is asked again this many times in all
@@ -163,8 +164,6 @@ async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str,
             locked = await conn.fetchval("SELECT last_run_id FROM agent_threads "
                                          "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
         else:  # the NOTIFY rides on the lock's statement; Postgres sends it at the commit
-            from overseer.token_stream import STATE_CHANNEL
-
             locked = await conn.fetchval(
                 "SELECT last_run_id, pg_notify($2, $3) FROM agent_threads "
                 "WHERE thread_id = $1 FOR UPDATE", row["thread_id"], STATE_CHANNEL, notify)
