@@ -20,10 +20,11 @@ async def record_events(events: list[dict[str, Any]],
     Safe to retry: ids are deterministic, so a retried call appends nothing twice.
 
     ``hand_off`` (``{thread_id, run_id, snapshot, key, pause?}``), sent with the ending of an
-    Agent Server run or its pause on an interrupt, then hands the run's thread on
-    (:func:`overseer.thread_queue.hand_off`): its state to the thread and, at the end, the next
-    queued run started, after the events are in the log; and claims the webhooks of the
-    runs that ended (:func:`overseer.thread_queue.claim_webhooks`, ``key`` the claim).
+    Agent Server run or its pause on an interrupt, also hands the run's thread on
+    (:func:`overseer.thread_queue.hand_off`) and claims the webhooks of the runs that ended
+    (:func:`overseer.thread_queue.claim_webhooks`, ``key`` the claim), in the transaction
+    that appends the events: the log, the thread's state and the claims commit together.
+    After the commit, at the end, the next queued run is started.
 
     Returns:
         How many events were new; with ``hand_off``, ``{"inserted": n, "webhooks": [...]}``
@@ -36,19 +37,26 @@ async def record_events(events: list[dict[str, Any]],
     batch = [NewEvent(**e) for e in events]
     for event in batch:
         event.trace_id = event.trace_id or trace_id
-    async with get_runtime().pool.acquire() as conn:
-        inserted = await append_events(conn, batch)
-        await observe_events(conn, inserted)  # metrics from new events only (never raises)
-    if hand_off is not None:
-        from overseer import thread_queue  # the Agent Server's thread queue, only for its runs
+    runtime = get_runtime()
+    if hand_off is None:
+        async with runtime.pool.acquire() as conn:
+            inserted = await append_events(conn, batch)
+            await observe_events(conn, inserted)  # metrics from new events only (never raises)
+        return len(inserted)
+    from overseer import thread_queue  # the Agent Server's thread queue, only for its runs
 
-        runtime = get_runtime()
-        given = dict(hand_off)
-        claim = str(given.pop("key", "end"))
-        await thread_queue.hand_off(runtime.pool, activity.client(), runtime.settings, **given)
-        webhooks = await thread_queue.claim_webhooks(runtime.pool, given["run_id"], claim)
-        return {"inserted": len(inserted), "webhooks": webhooks}
-    return len(inserted)
+    given = dict(hand_off)
+    claim = str(given.pop("key", "end"))
+    pause = bool(given.get("pause", False))
+    async with runtime.pool.acquire() as conn:
+        async with conn.transaction():  # the events, the thread's state and the claim at once
+            inserted = await append_events(conn, batch)
+            left = await thread_queue.hand_over(conn, **given)
+            webhooks = await thread_queue.claim_webhooks(conn, given["run_id"], claim)
+        await observe_events(conn, inserted)
+    await thread_queue.after_hand_over(runtime.pool, activity.client(), runtime.settings,
+                                       given["thread_id"], left, pause=pause)
+    return {"inserted": len(inserted), "webhooks": webhooks}
 
 
 async def append_from_activity(events: list[NewEvent]) -> int:

@@ -26,7 +26,13 @@ from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_inp
 from overseer.runs import RunRequest, start
 from overseer.settings import Settings, get_settings
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
-from overseer.thread_sync import cancel_thread_run, cancel_workflow, refresh, save_snapshot
+from overseer.thread_sync import (
+    Snapshotted,
+    cancel_thread_run,
+    cancel_workflow,
+    refresh,
+    write_snapshot,
+)
 from overseer.threads import ACTIVE_RUN_STATUSES, get_thread, parse_json, parse_uuid, run_view
 from overseer.token_stream import STATE_CHANNEL
 
@@ -182,31 +188,60 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     Raises:
         asyncpg.PostgresError, OSError: the database is unavailable (the activity retries).
     """
-    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
-                              parse_uuid(thread_id))
+    async with pool.acquire() as conn, conn.transaction():
+        left = await hand_over(conn, thread_id=thread_id, run_id=run_id, snapshot=snapshot,
+                               pause=pause)
+    return await after_hand_over(pool, temporal, settings, thread_id, left, pause=pause)
+
+
+async def hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[str, Any],
+                    pause: bool = False) -> Snapshotted | None:
+    """:func:`hand_off`'s writes, in the caller's transaction (the run's events may share it).
+
+    Locks the thread's row, ``NOTIFY``s :data:`overseer.token_stream.STATE_CHANNEL` (sent
+    at the commit) and, while the run is attached and not being cancelled, writes its state
+    (:func:`overseer.thread_sync.write_snapshot`). The caller then commits and calls
+    :func:`after_hand_over`.
+
+    Returns:
+        The thread's status and whether a run is queued on it; None when the thread no
+        longer exists.
+    """
+    row = await conn.fetchrow(  # the NOTIFY rides on the lock's statement
+        "SELECT thread_id, status, last_run_id, cancelling, pg_notify($2, $3) "
+        "FROM agent_threads WHERE thread_id = $1 FOR UPDATE",
+        parse_uuid(thread_id), STATE_CHANNEL, run_id)
     if row is None:
         return None
     if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
-        return str(row["status"])  # the API is cancelling this run: it hands the thread on
+        return Snapshotted(str(row["status"]), False)  # the API is cancelling it: it hands on
     if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
-        await save_snapshot(pool, row, snapshot, shown=not pause, notify=run_id)
-    else:
-        await pool.execute("SELECT pg_notify($1, $2)", STATE_CHANNEL, run_id)
-    left = await pool.fetchrow(
-        "SELECT status, EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
-        "AND status = 'pending') AS queued FROM agent_threads WHERE thread_id = $1",
-        row["thread_id"])
+        return await write_snapshot(conn, row["thread_id"], row["last_run_id"], snapshot,
+                                    shown=not pause)
+    queued = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
+                                 "AND status = 'pending')", row["thread_id"])
+    return Snapshotted(str(row["status"]), bool(queued))
+
+
+async def after_hand_over(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                          thread_id: str, left: Snapshotted | None, *,
+                          pause: bool = False) -> str | None:
+    """After :func:`hand_over` committed: start the next queued run at a run's end.
+
+    Returns:
+        The status the thread was left in, or None when the thread no longer exists.
+    """
     if left is None:
-        return None  # deleted meanwhile
-    if pause or not left["queued"]:
-        return str(left["status"])
+        return None
+    if pause or not left.queued:
+        return left.status
     try:
         await advance_queue(pool, temporal, thread_id, settings)
     except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
         logger.warning("queued run not started at hand-off", extra={
             "thread_id": thread_id, "error": type(err).__name__})
     status: str | None = await pool.fetchval(
-        "SELECT status FROM agent_threads WHERE thread_id = $1", row["thread_id"])
+        "SELECT status FROM agent_threads WHERE thread_id = $1", parse_uuid(thread_id))
     return status
 
 
@@ -298,13 +333,14 @@ async def _fail_unstarted(pool: asyncpg.Pool, run: asyncpg.Record, message: str)
                            run["thread_id"], run["run_id"])
 
 
-async def claim_webhooks(pool: asyncpg.Pool, workflow_run_id: str,
+async def claim_webhooks(db: Any, workflow_run_id: str,
                          claim: str) -> list[dict[str, Any]]:
     """The webhooks due for the workflow's runs that have ended, each claimed once.
 
     A run (a start or a resume) with a ``webhook`` whose status is final is claimed with
     ``claim`` (the hand-off's own key: the same on a retried hand-off, so a retry gets the
-    same list back and no other hand-off gets it at all).
+    same list back and no other hand-off gets it at all). ``db`` is the pool, or the
+    connection of the hand-off's transaction (:func:`activities.events.record_events`).
 
     Returns:
         ``[{"url", "payload", "delivery"}]``: the payload is the run as the SDK reads it plus
@@ -312,7 +348,7 @@ async def claim_webhooks(pool: asyncpg.Pool, workflow_run_id: str,
         run, ``error`` ``{error, message}`` — the Agent Server's webhook body; ``delivery``
         is the run id (one delivery per run).
     """
-    rows = await pool.fetch(
+    rows = await db.fetch(
         """UPDATE agent_runs SET kwargs = kwargs || jsonb_build_object('webhook_claim', $2::text)
            WHERE workflow_run_id = $1 AND status <> ALL($3) AND kwargs ? 'webhook'
              AND (NOT kwargs ? 'webhook_claim' OR kwargs->>'webhook_claim' = $2)
@@ -321,20 +357,20 @@ async def claim_webhooks(pool: asyncpg.Pool, workflow_run_id: str,
     for row in sorted(rows, key=lambda r: r["created_at"]):
         view = run_view(row)
         view["kwargs"].pop("webhook_claim", None)
-        values = parse_json(await pool.fetchval('SELECT "values" FROM agent_threads '
-                                           "WHERE thread_id = $1", row["thread_id"]))
+        values = parse_json(await db.fetchval('SELECT "values" FROM agent_threads '
+                                             "WHERE thread_id = $1", row["thread_id"]))
         payload = {**view, "run_started_at": view["created_at"],
                    "run_ended_at": view["updated_at"], "values": values}
         if row["status"] == "error":
-            payload["error"] = await run_error(pool, workflow_run_id)
+            payload["error"] = await run_error(db, workflow_run_id)
         due.append({"url": view["kwargs"]["webhook"], "payload": payload,
                     "delivery": view["run_id"]})
     return due
 
 
-async def run_error(pool: asyncpg.Pool, workflow_run_id: str) -> dict[str, Any]:
+async def run_error(db: Any, workflow_run_id: str) -> dict[str, Any]:
     """``{error, message}`` of a failed run, from its ``run.failed`` event."""
-    data = parse_json(await pool.fetchval(
+    data = parse_json(await db.fetchval(
         "SELECT data FROM events WHERE run_id = $1 AND type = 'run.failed' "
         "ORDER BY seq DESC LIMIT 1", uuid.UUID(workflow_run_id))) or {}
     error = data.get("error") if isinstance(data, dict) else None

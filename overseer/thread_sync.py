@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -30,7 +31,6 @@ from overseer.threads import (
     mirror_checkpointed,
     workflow_id,
 )
-from overseer.token_stream import STATE_CHANNEL
 
 QUERY_TRIES = 5
 """A query that times out or finds Temporal unavailable is asked again this many times in all
@@ -120,10 +120,37 @@ def segment_status(snap: dict[str, Any] | None, from_offset: int) -> str:
     """
     if snap is None:
         return "error"
-    for mark in snap.get("marks") or []:
-        if mark["offset"] >= from_offset:
-            return "interrupted" if mark.get("cancelled") else RUN_ENDINGS[mark["event"]]
-    return "interrupted" if snap.get("closed") else "running"
+    offsets, statuses, otherwise = mark_statuses(snap)
+    return next((status for offset, status in zip(offsets, statuses, strict=True)
+                 if offset >= from_offset), otherwise)
+
+
+def mark_statuses(snap: dict[str, Any]) -> tuple[list[int], list[str], str]:
+    """:func:`segment_status` as data: ``(offsets, statuses, otherwise)``.
+
+    A run whose first offset is ``from_offset`` has the status of the first mark (in the
+    state's order) whose offset is at or after it, ``otherwise`` when there is none, so one
+    ``UPDATE`` can set every run of a workflow (:data:`_RUN_STATUSES`).
+    """
+    marks = snap.get("marks") or []
+    return ([int(m["offset"]) for m in marks],
+            ["interrupted" if m.get("cancelled") else RUN_ENDINGS[m["event"]] for m in marks],
+            "interrupted" if snap.get("closed") else "running")
+
+
+_RUN_STATUSES = """
+UPDATE agent_runs r SET status = coalesce(
+        (SELECT m.status FROM unnest($2::int[], $3::text[]) WITH ORDINALITY AS m(off, status, ord)
+         WHERE m.off >= r.from_offset ORDER BY m.ord LIMIT 1), $4),
+    updated_at = now()
+WHERE r.workflow_run_id = $1 AND r.status = ANY($5)
+"""
+"""Every active run of a workflow gets its :func:`segment_status` (``$2``–``$4`` from
+:func:`mark_statuses`)."""
+
+_LEFT = """RETURNING status, EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1
+                                 AND status = 'pending') AS queued"""
+"""What :func:`write_snapshot`'s ``UPDATE`` of the thread answers (:class:`Snapshotted`)."""
 
 
 async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
@@ -143,62 +170,84 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
     return await get_thread(pool, thread_id)
 
 
-async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
-                        shown: bool = True, notify: str | None = None) -> None:
-    """Write a workflow's state into the thread and its runs' statuses.
+@dataclass(frozen=True)
+class Snapshotted:
+    """What :func:`write_snapshot` left: the thread's status, whether a run is queued on it."""
 
-    ``shown=False`` (a pause handed over by the workflow, not yet shown to any client)
-    leaves the thread's ``checkpoint`` — the state a resume without an interrupt id answers
-    (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no client
-    has read; :func:`overseer.thread_streams.wait_values` and every read of the thread show it.
-    ``notify``: a workflow run id to ``NOTIFY`` on :data:`overseer.token_stream.STATE_CHANNEL`
-    in the same transaction (Postgres delivers it as the state commits, a round trip sooner
-    than a ``NOTIFY`` after it), whether or not the state was written (the thread's row
-    exists: the caller read it).
+    status: str
+    queued: bool
+
+
+async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
+                        shown: bool = True) -> None:
+    """Write a workflow's state into the thread and its runs' statuses (its own transaction).
+
+    ``row`` is the thread's row as read before; nothing is written when the thread has since
+    been detached or given to another run. See :func:`write_snapshot`.
     """
-    status = thread_status(snap)
-    wrid = row["last_run_id"]
     async with pool.acquire() as conn, conn.transaction():
         # the thread's row first: a resume's run row is in, or the thread detached, not both
-        if notify is None:
-            locked = await conn.fetchval("SELECT last_run_id FROM agent_threads "
-                                         "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
-        else:  # the NOTIFY rides on the lock's statement; Postgres sends it at the commit
-            locked = await conn.fetchval(
-                "SELECT last_run_id, pg_notify($2, $3) FROM agent_threads "
-                "WHERE thread_id = $1 FOR UPDATE", row["thread_id"], STATE_CHANNEL, notify)
-        if locked != wrid:
-            return  # already detached (this run's ending, a cancel) or given to another run
-        for run in await conn.fetch(
-                "SELECT run_id, from_offset FROM agent_runs WHERE workflow_run_id = $1 "
-                "AND status = ANY($2)", wrid, list(ACTIVE_RUN_STATUSES)):
-            await conn.execute("UPDATE agent_runs SET status = $2, updated_at = now() "
-                               "WHERE run_id = $1", run["run_id"],
-                               segment_status(snap, run["from_offset"]))
-        ended = status in ("idle", "error") or snap.get("closed")
-        if "values" not in snap:  # e.g. failed before its first state: an ended run detaches
-            await conn.execute(
-                """UPDATE agent_threads SET status = $2, updated_at = now(),
-                       last_run_id = CASE WHEN $4 THEN NULL ELSE last_run_id END,
-                       cancelling = CASE WHEN $4 THEN NULL ELSE cancelling END
-                   WHERE thread_id = $1 AND last_run_id = $3""",
-                row["thread_id"], status, wrid, bool(ended))
-            return
-        cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
-                                        "parent_checkpoint_id", "metadata", "created_at")}
-        interrupts = {t["id"]: t["interrupts"] for t in snap.get("tasks") or [] if t["interrupts"]}
-        if status != "interrupted":
-            cp["interrupts"], interrupts = [], {}
-            cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
-        await conn.execute(
-            """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
-                   checkpoint = CASE WHEN $9 THEN $5::jsonb ELSE checkpoint END,
-                   interrupts = $6::jsonb, updated_at = now(),
-                   last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
-                   cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END
-               WHERE thread_id = $1 AND last_run_id = $8""",
-            row["thread_id"], status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
-            json.dumps(cp), json.dumps(interrupts), bool(ended), wrid, shown)
+        locked = await conn.fetchval("SELECT last_run_id FROM agent_threads "
+                                     "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
+        if locked == row["last_run_id"]:
+            await write_snapshot(conn, row["thread_id"], locked, snap, shown=shown)
+
+
+async def write_snapshot(conn: Any, thread_id: Any, wrid: Any, snap: dict[str, Any], *,
+                         shown: bool = True) -> Snapshotted:
+    """Write workflow ``wrid``'s state into its thread and its runs' statuses.
+
+    Called in a transaction that holds the thread's row lock (``SELECT … FOR UPDATE``) and
+    found ``wrid`` attached (``last_run_id``): :func:`save_snapshot`, and the run's own
+    ending or pause (:func:`overseer.thread_queue.hand_over`). The thread's status follows
+    :func:`thread_status`; a workflow that ended (``idle``, ``error`` or ``closed``) is
+    detached. ``shown=False`` (a pause handed over by the workflow, not yet shown to any
+    client) leaves the thread's ``checkpoint`` — the state a resume without an interrupt id
+    answers (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no
+    client has read; :func:`overseer.thread_streams.wait_values` and every read of the
+    thread show it.
+
+    Args:
+        conn: the transaction's connection.
+        thread_id: the thread (``uuid.UUID``).
+        wrid: the workflow run id attached to it (``uuid.UUID``).
+        snap: the workflow's ``get_thread_state`` answer.
+        shown: see above.
+
+    Returns:
+        The thread's status now and whether a run is queued on it (read after the writes,
+        so a run queued by a transaction the lock waited for counts).
+
+    Raises:
+        asyncpg.PostgresError: the database failed (the caller's transaction rolls back).
+    """
+    status = thread_status(snap)
+    await conn.execute(_RUN_STATUSES, wrid, *mark_statuses(snap), list(ACTIVE_RUN_STATUSES))
+    ended = bool(status in ("idle", "error") or snap.get("closed"))
+    if "values" not in snap:  # e.g. failed before its first state: an ended run detaches
+        left = await conn.fetchrow(
+            """UPDATE agent_threads SET status = $2, updated_at = now(),
+                   last_run_id = CASE WHEN $4 THEN NULL ELSE last_run_id END,
+                   cancelling = CASE WHEN $4 THEN NULL ELSE cancelling END
+               WHERE thread_id = $1 AND last_run_id = $3 """ + _LEFT,
+            thread_id, status, wrid, ended)
+        return Snapshotted(str(left["status"]), bool(left["queued"]))
+    cp = {k: snap.get(k) for k in ("next", "tasks", "interrupts", "checkpoint_id",
+                                    "parent_checkpoint_id", "metadata", "created_at")}
+    interrupts = {t["id"]: t["interrupts"] for t in snap.get("tasks") or [] if t["interrupts"]}
+    if status != "interrupted":
+        cp["interrupts"], interrupts = [], {}
+        cp["tasks"] = [t for t in cp.get("tasks") or [] if not t.get("interrupts")]
+    left = await conn.fetchrow(
+        """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
+               checkpoint = CASE WHEN $9 THEN $5::jsonb ELSE checkpoint END,
+               interrupts = $6::jsonb, updated_at = now(),
+               last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
+               cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END
+           WHERE thread_id = $1 AND last_run_id = $8 """ + _LEFT,
+        thread_id, status, json.dumps(snap["values"]), json.dumps(snap["encoded"]),
+        json.dumps(cp), json.dumps(interrupts), ended, wrid, shown)
+    return Snapshotted(str(left["status"]), bool(left["queued"]))
 
 
 async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.Record,

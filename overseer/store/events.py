@@ -10,6 +10,7 @@ Event types are wire names (``<noun>.<past-tense verb>``); add, never rename.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -92,7 +93,7 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
     segment's node events cost one round trip per write, not four per event.
 
     Args:
-        conn: a connection; a transaction is opened (or nested as a savepoint).
+        conn: a connection; the caller's transaction, or one opened here.
         events: events in the order they happened.
 
     Returns:
@@ -107,7 +108,7 @@ async def append_events(conn: Conn, events: Sequence[NewEvent]) -> list[NewEvent
     if len(set(ids)) == len(ids) and all(_merges_at_most(e) for e in events):
         return await _append_merging(conn, events, ids)
     inserted: list[NewEvent] = []
-    async with conn.transaction():
+    async with contextlib.nullcontext() if conn.is_in_transaction() else conn.transaction():
         for event in events:
             occurred = (
                 datetime.fromisoformat(event.occurred_at) if event.occurred_at else datetime.now(UTC)
@@ -322,8 +323,10 @@ async def _approval_decided(conn: Conn, e: NewEvent, at: datetime) -> None:
 
 async def _run_finished(conn: Conn, e: NewEvent, at: datetime) -> None:
     status = e.data["status"]
-    await conn.execute(
-        """UPDATE runs SET status = $2, result = coalesce(result, '{}'::jsonb) || $3::jsonb,
+    await conn.execute(  # its pending approvals are cancelled in the same statement
+        """WITH cancelled AS (UPDATE approvals SET status = 'cancelled'
+                              WHERE run_id = $1 AND status = 'pending')
+           UPDATE runs SET status = $2, result = coalesce(result, '{}'::jsonb) || $3::jsonb,
                            error = $4::jsonb, updated_at = $5
            WHERE run_id = $1""",
         uuid.UUID(e.run_id),
@@ -331,10 +334,6 @@ async def _run_finished(conn: Conn, e: NewEvent, at: datetime) -> None:
         json.dumps(e.data.get("snapshot") or {}),
         json.dumps(e.data["error"]) if e.data.get("error") else None,
         at,
-    )
-    await conn.execute(
-        "UPDATE approvals SET status = 'cancelled' WHERE run_id = $1 AND status = 'pending'",
-        uuid.UUID(e.run_id),
     )
 
 

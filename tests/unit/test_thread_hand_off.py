@@ -23,6 +23,7 @@ from overseer.store.events import (
     NewEvent,
     append_events,
 )
+from overseer.thread_sync import segment_status
 
 
 async def _thread_with_run(pool: asyncpg.Pool) -> tuple[uuid.UUID, uuid.UUID]:
@@ -164,3 +165,50 @@ async def test_the_recovery_pass_leaves_a_young_queued_run_to_its_request(
         assert str(old) in found and str(young) not in found
     finally:
         await pool.execute("DELETE FROM agent_threads WHERE thread_id = ANY($1)", [young, old])
+
+
+async def test_every_active_run_of_the_workflow_gets_the_status_its_first_offset_reads(
+        pool: asyncpg.Pool, test_settings: Settings) -> None:
+    # one UPDATE sets them all (thread_sync._RUN_STATUSES): the same as segment_status
+    tid, rid = await _thread_with_run(pool)  # its start reads from offset 0
+    resumes = {uuid.uuid4(): offset for offset in (3, 5, 6, 9)}
+    for run_id, offset in resumes.items():
+        await pool.execute(
+            """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id,
+                                       workflow_run_id, kind, status, from_offset)
+               VALUES ($1, $2, 'slow', 'slow', $3, 'resume', 'running', $4)""",
+            run_id, tid, rid, offset)
+    done = uuid.uuid4()  # a run of the workflow that had already ended stays as it ended
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   kind, status, from_offset)
+           VALUES ($1, $2, 'slow', 'slow', $3, 'resume', 'error', 1)""", done, tid, rid)
+    snap = {**_ended({"topic": "after"}), "published": 9, "closed": False,
+            "marks": [{"offset": 2, "event": "interrupt"}, {"offset": 5, "event": "end"},
+                      {"offset": 8, "event": "error"}]}
+    await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+                                run_id=str(rid), snapshot=snap)
+    got = {r["run_id"]: r["status"] for r in await pool.fetch(
+        "SELECT run_id, status FROM agent_runs WHERE thread_id = $1", tid)}
+    by_offset = {offset: got[r] for r, offset in resumes.items()}
+    assert got[rid] == "interrupted" and got[done] == "error"
+    assert by_offset == {3: "success", 5: "success", 6: "error", 9: "running"}
+    expected = {rid: segment_status(snap, 0),
+                **{r: segment_status(snap, offset) for r, offset in resumes.items()}}
+    assert {r: got[r] for r in expected} == expected
+    # a pause, and a cancelled ending: interrupted, as the Agent Server calls a cancelled run
+    tid, rid = await _thread_with_run(pool)
+    late = uuid.uuid4()
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   kind, status, from_offset)
+           VALUES ($1, $2, 'slow', 'slow', $3, 'resume', 'running', 4)""", late, tid, rid)
+    snap = {**_ended({"topic": "cancelled"}), "published": 6,
+            "marks": [{"offset": 3, "event": "interrupt"},
+                      {"offset": 5, "event": "end", "cancelled": True}]}
+    await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
+                                run_id=str(rid), snapshot=snap)
+    got = {r["run_id"]: r["status"] for r in await pool.fetch(
+        "SELECT run_id, status FROM agent_runs WHERE thread_id = $1", tid)}
+    assert got == {rid: "interrupted", late: "interrupted"}
+    assert got == {rid: segment_status(snap, 0), late: segment_status(snap, 4)}
