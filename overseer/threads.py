@@ -37,7 +37,7 @@ from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
 from overseer.errors import ConflictError, NotFoundError
 from overseer.registry import get_registry
 from overseer.runs import cancel_run_workflow
-from overseer.token_stream import delete_tokens
+from overseer.token_stream import DELETE_THREAD_TOKENS
 
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
 
@@ -164,6 +164,24 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
         f"LIMIT ${len(args) - 1} OFFSET ${len(args)}", *args))
 
 
+_DELETE_THREAD_NEVER_RAN = f"""
+WITH tokens AS ({DELETE_THREAD_TOKENS}),
+     thread AS (DELETE FROM agent_threads WHERE thread_id = $1),
+     crons AS (DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id)
+SELECT coalesce(array_agg(cron_id), '{{}}') FROM crons
+"""
+""":func:`delete_thread`'s statement: the thread's tokens, its row (its runs go with it) and its
+crons; it answers the crons' ids."""
+
+_DELETE_THREAD = _DELETE_THREAD_NEVER_RAN.replace("WITH ", """WITH
+     writes AS (DELETE FROM checkpoint_writes WHERE thread_id = $2),
+     blobs AS (DELETE FROM checkpoint_blobs WHERE thread_id = $2),
+     checkpoints AS (DELETE FROM checkpoints WHERE thread_id = $2),
+     """, 1)
+"""The same for a thread that has run: LangGraph's checkpoints, blobs and writes go too
+(``$2``: the thread's id as LangGraph's tables keep it, text)."""
+
+
 async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                         subject: str) -> None:
     """Delete a thread, its runs and its crons; a workflow still attached to it is cancelled first.
@@ -176,20 +194,12 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
         run_id = str(row["last_run_id"])
         await cancel_run_workflow(pool, temporal, workflow_id(row["graph_id"], run_id), run_id,
                                   subject)
-    segments = row["graph_id"] is not None
-    if segments:
+    # one statement each, so its parts commit together
+    if row["graph_id"] is not None:
         await segments_app(row["graph_id"])  # LangGraph's tables exist
-    async with pool.acquire() as conn, conn.transaction():
-        await delete_tokens(conn, [r["workflow_run_id"] for r in await conn.fetch(
-            "SELECT DISTINCT workflow_run_id FROM agent_runs WHERE thread_id = $1",
-            row["thread_id"])])  # the tokens its runs streamed (overseer.token_stream)
-        await conn.execute("DELETE FROM agent_threads WHERE thread_id = $1", row["thread_id"])
-        crons = [r["cron_id"] for r in await conn.fetch(
-            "DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id", row["thread_id"])]
-        if segments:  # a thread that never ran has no checkpoints
-            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
-                await conn.execute(f"DELETE FROM {table} WHERE thread_id = $1",  # noqa: S608
-                                   str(row["thread_id"]))
+        crons = await pool.fetchval(_DELETE_THREAD, row["thread_id"], str(row["thread_id"]))
+    else:  # a thread that never ran has no checkpoints
+        crons = await pool.fetchval(_DELETE_THREAD_NEVER_RAN, row["thread_id"])
     if crons:  # the thread's crons go with it, their schedules too
         from overseer.crons import drop_schedules
 

@@ -365,10 +365,10 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
         await feed.unwatch(workflow_run_id, wake)
 
 
-async def delete_tokens(conn: Any, workflow_run_ids: list[Any]) -> None:
-    """Delete the token rows of these runs (their thread is deleted)."""
-    await conn.execute("DELETE FROM agent_run_tokens WHERE workflow_run_id = ANY($1::uuid[])",
-                       [uuid.UUID(str(r)) for r in workflow_run_ids])
+DELETE_THREAD_TOKENS = ("DELETE FROM agent_run_tokens WHERE workflow_run_id IN "
+                        "(SELECT workflow_run_id FROM agent_runs WHERE thread_id = $1)")
+"""Deletes the token rows of thread ``$1``'s runs (for the statement that deletes the thread:
+:func:`overseer.threads.delete_thread`)."""
 
 
 class TokenListener:

@@ -106,6 +106,23 @@ async def test_a_thread_cron_is_a_schedule_and_each_tick_an_ordinary_run(stack: 
     assert await client.crons.count(thread_id=tid) == 0
 
 
+async def test_deleting_a_thread_deletes_its_crons_and_their_schedules(stack: Stack):
+    client, t = sdk(stack), await temporal(stack)
+    tid = (await client.threads.create())["thread_id"]
+    kept_tid = (await client.threads.create())["thread_id"]
+    cid = (await client.crons.create_for_thread(tid, "greeter", schedule="0 9 * * 1",
+                                                input={}))["cron_id"]
+    kept = (await client.crons.create_for_thread(kept_tid, "greeter", schedule="0 9 * * 1",
+                                                 input={}))["cron_id"]
+    await client.threads.delete(tid)
+    assert await client.crons.count(thread_id=tid) == 0
+    with pytest.raises(RPCError):
+        await t.get_schedule_handle(f"cron-{cid}").describe()
+    assert [c["cron_id"] for c in await client.crons.search(thread_id=kept_tid)] == [kept]
+    await t.get_schedule_handle(f"cron-{kept}").describe()  # another thread's cron stays
+    await client.crons.delete(kept)
+
+
 async def test_a_stateless_cron_deletes_each_runs_thread_unless_kept(stack: Stack):
     client, t = sdk(stack), await temporal(stack)
     dropping = await client.crons.create("greeter", schedule="0 0 1 1 *", input={},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 import pytest
 from langgraph_sdk import get_client
 
@@ -249,9 +250,11 @@ async def test_a_thread_stream_follows_every_run_of_the_thread(stack: Stack):
         assert raw.get(f"/threads/{tid}/stream?stream_modes=everything").status_code == 422
 
 
-async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept(stack: Stack):
+async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept(stack: Stack,
+                                                                              pg_url: str):
     """The thread goes once the answer is sent (not before it), as the Agent Server's worker
-    deletes it after the run; ``on_completion="keep"`` keeps it."""
+    deletes it after the run, with its runs and LangGraph's checkpoints, blobs and writes;
+    ``on_completion="keep"`` keeps it."""
     import asyncio
 
     def thread_of(answer: Any) -> str:
@@ -270,3 +273,20 @@ async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept
         else:
             raise AssertionError("the stateless run's thread was not deleted")
         assert http.get(f"/threads/{thread_of(kept)}").json()["status"] == "idle"
+
+    async def left(thread_id: str) -> list[int]:  # its runs, tokens and LangGraph rows
+        conn = await asyncpg.connect(pg_url)
+        try:
+            return [await conn.fetchval(sql, thread_id) for sql in (
+                "SELECT count(*) FROM agent_runs WHERE thread_id = $1::uuid",
+                "SELECT count(*) FROM agent_run_tokens WHERE workflow_run_id IN (SELECT "
+                "workflow_run_id FROM agent_runs WHERE thread_id = $1::uuid)",
+                "SELECT count(*) FROM checkpoints WHERE thread_id = $1",
+                "SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1",
+                "SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1")]
+        finally:
+            await conn.close()
+
+    assert await left(thread_of(dropped)) == [0, 0, 0, 0, 0]
+    runs, _, checkpoints, blobs, _ = await left(thread_of(kept))
+    assert runs == 1 and checkpoints > 0 and blobs > 0  # what a kept thread keeps
