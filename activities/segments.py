@@ -159,8 +159,10 @@ class SegmentCall:
     stream_base: int = 0
     config: dict[str, Any] = field(default_factory=dict)
     context: Any = None
-    interrupt_before: list[str] | str | None = None
-    interrupt_after: list[str] | str | None = None
+    # str first: Temporal's JSON converter tries a union's types in order, and would make
+    # "*" the list ["*"], which LangGraph reads as a node named "*"
+    interrupt_before: str | list[str] | None = None
+    interrupt_after: str | list[str] | None = None
     subgraphs: bool = False
     values_at_pause: bool = False
     ending: dict[str, Any] | None = None

@@ -89,6 +89,24 @@ async def test_breakpoints_stop_the_run_and_the_next_run_goes_on(stack: Stack):
     assert (await client.runs.wait(tid, "greeter"))["lines"][-1] == "bye"
 
 
+async def test_breakpoints_on_every_node_stop_where_plain_langgraph_stops(stack: Stack):
+    # "*" reaches LangGraph as the string it compares with (the segment's call once decoded
+    # it as ["*"], which names no node: the run went through)
+    client = sdk(stack)
+    for option in ("interrupt_before", "interrupt_after"):
+        tid = (await client.threads.create())["thread_id"]
+        stopped = await client.runs.wait(tid, "greeter", input={"lines": ["start"]},
+                                         context={"name": "Cy"}, **{option: "*"})
+        app = reference_app("greeter")
+        ref = {"configurable": {"thread_id": "ref"}}
+        want = await app.ainvoke({"lines": ["start"]}, ref, context={"name": "Cy"},
+                                 **{option: "*"})
+        assert stopped == want, option
+        assert (await client.threads.get_state(tid))["next"] == \
+            list((await app.aget_state(ref)).next), option
+        assert (await client.threads.get(tid))["status"] == "interrupted", option
+
+
 def _named(event: str) -> str:
     """``updates|sub:<task id>`` → ``updates|sub``: task ids differ between two runs."""
     mode, *ns = event.split("|")
