@@ -506,7 +506,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
     run = started
     wid = str(run["workflow_run_id"])
     feed = token_stream.listener(pool)
-    wake = await feed.watch(wid)
+    wake = await feed.watch(wid, states_only=True)  # not woken by its live chunks
     loop = asyncio.get_running_loop()
     asked, every = loop.time(), WAIT_SYNC_SECONDS
     try:

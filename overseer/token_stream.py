@@ -374,8 +374,10 @@ DELETE_THREAD_TOKENS = ("DELETE FROM agent_run_tokens WHERE workflow_run_id IN "
 class TokenListener:
     """One ``LISTEN`` connection per API process; readers wait on it for their run's tokens.
 
-    It listens on :data:`CHANNEL` and :data:`STATE_CHANNEL` alike: a waiter of a run wakes
-    on either and looks again at what it waits for.
+    It listens on :data:`CHANNEL` and :data:`STATE_CHANNEL`: a reader of a run's tokens
+    wakes on either and looks again at what it waits for; a ``runs.wait``
+    (``watch(..., states_only=True)``) wakes only when the run's state is written, not at
+    every batch of its live chunks.
 
     Taken from the pool by the first reader (:meth:`watch`) and given back by the last
     (:meth:`unwatch`); when it cannot be had, or is lost, readers keep going on
@@ -386,11 +388,14 @@ class TokenListener:
         self.pool = pool
         self._conn: Any = None
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._states_only: set[asyncio.Event] = set()
         self._connecting = asyncio.Lock()
 
-    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
+    def _notified(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:
+        tokens = channel == CHANNEL
         for event in self._waiters.get(str(payload), ()):
-            event.set()
+            if not (tokens and event in self._states_only):
+                event.set()
 
     def _lost(self, _conn: Any) -> None:
         """The connection closed: every reader looks again now, then polls (``NOTIFY``s are missed).
@@ -426,11 +431,17 @@ class TokenListener:
             except (asyncpg.PostgresError, OSError):
                 logger.warning("token listener not connected; readers poll", exc_info=True)
 
-    async def watch(self, workflow_run_id: str) -> asyncio.Event:
-        """An event set whenever the run's tokens are written (clear it after each wake-up)."""
+    async def watch(self, workflow_run_id: str, *, states_only: bool = False) -> asyncio.Event:
+        """An event set whenever the run's tokens or its state are written; clear it on waking.
+
+        With ``states_only``, only when its state is (:data:`STATE_CHANNEL`). Every reader is
+        woken when the connection is lost.
+        """
         await self._ensure()
         event = asyncio.Event()
         self._waiters.setdefault(workflow_run_id, set()).add(event)
+        if states_only:
+            self._states_only.add(event)
         return event
 
     async def unwatch(self, workflow_run_id: str, event: asyncio.Event) -> None:
@@ -441,6 +452,7 @@ class TokenListener:
         """
         waiting = self._waiters.get(workflow_run_id, set())
         waiting.discard(event)
+        self._states_only.discard(event)
         if not waiting:
             self._waiters.pop(workflow_run_id, None)
         if self._waiters or self._conn is None:

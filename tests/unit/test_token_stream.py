@@ -119,6 +119,26 @@ async def test_a_lost_listen_connection_wakes_every_reader_and_they_poll_until_i
     assert feed._conn is None
 
 
+async def test_a_runs_wait_wakes_on_its_runs_state_not_on_its_live_chunks(pool: asyncpg.Pool):
+    run = str(uuid.uuid4())
+    feed = token_stream.listener(pool)
+    reader = await feed.watch(run)  # a stream's reader of the run's tokens
+    waiting = await feed.watch(run, states_only=True)  # a runs.wait of the run
+    try:
+        await pool.execute("SELECT pg_notify($1, $2)", token_stream.CHANNEL, run)
+        await asyncio.wait_for(reader.wait(), 5)
+        await asyncio.sleep(0.2)  # the same NOTIFY reached both, or neither would wake
+        assert not waiting.is_set()
+        reader.clear()
+        await pool.execute("SELECT pg_notify($1, $2)", token_stream.STATE_CHANNEL, run)
+        await asyncio.wait_for(waiting.wait(), 5)
+        await asyncio.wait_for(reader.wait(), 5)
+    finally:
+        await feed.unwatch(run, reader)
+        await feed.unwatch(run, waiting)
+    assert feed._conn is None and not feed._states_only
+
+
 def _json(value: Any) -> Any:
     import json
 
