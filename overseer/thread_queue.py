@@ -246,24 +246,28 @@ async def after_hand_over(pool: asyncpg.Pool, temporal: Client, settings: Settin
 
 
 async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
-                 run: asyncpg.Record) -> None:
+                 run: asyncpg.Record, *, fresh: bool = False) -> None:
     """Start the ``SegmentRunWorkflow`` of a claimed run on the thread's checkpoints (idempotent).
 
     ``run`` is its ``agent_runs`` row; the thread's ``last_run_id`` is the run (claimed by
     :func:`advance_queue`, or by :func:`overseer.thread_runs.create_run` on a thread made
-    for it). A failure to reach Temporal leaves the run claimed and ``pending``: the next
-    :func:`advance_queue` starts it.
+    for it: ``fresh``, which has no state and was claimed in the caller's transaction, so
+    it is not read again). A failure to reach Temporal leaves the run claimed and
+    ``pending``: the next :func:`advance_queue` starts it.
     """
-    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1",
-                              run["thread_id"])
-    if row is None or row["last_run_id"] != run["run_id"]:
-        return
+    has_state = False
+    if not fresh:
+        row = await pool.fetchrow("SELECT last_run_id, state IS NOT NULL AS has_state "
+                                  "FROM agent_threads WHERE thread_id = $1", run["thread_id"])
+        if row is None or row["last_run_id"] != run["run_id"]:
+            return
+        has_state = bool(row["has_state"])
     pipeline = get_registry().get(run["graph_id"])
     run_id, thread_id = str(run["run_id"]), str(run["thread_id"])
     kwargs, metadata = parse_json(run["kwargs"]) or {}, parse_json(run["metadata"]) or {}
     body = {**kwargs, "metadata": metadata}
     try:
-        value, recorded = graph_input(pipeline, body, run_id, has_state=row["state"] is not None)
+        value, recorded = graph_input(pipeline, body, run_id, has_state=has_state)
     except Exception as err:  # noqa: BLE001 - the input no longer fits the thread: the run fails
         await _fail_unstarted(pool, run, f"{type(err).__name__}: {err}"[:500])
         return
@@ -301,10 +305,11 @@ async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         logger.warning("queued run not started: Temporal did not answer",
                        extra={"run_id": run_id, "error": err.message})
         return
-    await pool.execute("UPDATE agent_runs SET status = 'running', updated_at = now() "
-                       "WHERE run_id = $1 AND status = 'pending'", run["run_id"])
-    still = await pool.fetchval("SELECT last_run_id FROM agent_threads WHERE thread_id = $1",
-                                run["thread_id"])
+    still = await pool.fetchval(  # started: running; and is the thread still the run's?
+        """WITH started AS (UPDATE agent_runs SET status = 'running', updated_at = now()
+                            WHERE run_id = $1 AND status = 'pending')
+           SELECT last_run_id FROM agent_threads WHERE thread_id = $2""",
+        run["run_id"], run["thread_id"])
     if still != run["run_id"] and not await ended_by_itself(pool, run_id):
         # cancelled or deleted while it was being started (not: another caller started it,
         # it ran, and its own ending handed the thread on before this caller looked)

@@ -176,7 +176,7 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                                     assistant_id)
             claimed = run is not None and await claim(conn, tid, run)
         if run is not None and claimed:
-            await launch(pool, temporal, settings, run)
+            await launch(pool, temporal, settings, run, fresh=True)
         else:  # not so fresh after all: the queue decides, as for any thread
             await advance_queue(pool, temporal, thread_id, settings)
         return await _run_row(pool, run_id)
