@@ -21,10 +21,11 @@ async def record_events(events: list[dict[str, Any]],
 
     ``hand_off`` (``{thread_id, run_id, snapshot, key, pause?}``), sent with the ending of an
     Agent Server run or its pause on an interrupt, also hands the run's thread on
-    (:func:`overseer.thread_queue.hand_off`) and claims the webhooks of the runs that ended
-    (:func:`overseer.thread_queue.claim_webhooks`, ``key`` the claim), in the transaction
-    that appends the events: the log, the thread's state and the claims commit together.
-    After the commit, at the end, the next queued run is started.
+    (:func:`overseer.thread_queue.hand_off`, which appends the events in its transaction)
+    and claims the webhooks of the runs that ended
+    (:func:`overseer.thread_queue.claim_webhooks`, ``key`` the claim): the log, the
+    thread's state and the claims commit together; at the end the next queued run is
+    started after the commit.
 
     Returns:
         How many events were new; with ``hand_off``, ``{"inserted": n, "webhooks": [...]}``
@@ -47,16 +48,10 @@ async def record_events(events: list[dict[str, Any]],
 
     given = dict(hand_off)
     claim = str(given.pop("key", "end"))
-    pause = bool(given.get("pause", False))
-    async with runtime.pool.acquire() as conn:
-        async with conn.transaction():  # the events, the thread's state and the claim at once
-            inserted = await append_events(conn, batch)
-            left = await thread_queue.hand_over(conn, **given)
-            webhooks = await thread_queue.claim_webhooks(conn, given["run_id"], claim)
-        await observe_events(conn, inserted)
-    await thread_queue.after_hand_over(runtime.pool, activity.client(), runtime.settings,
-                                       given["thread_id"], left, pause=pause)
-    return {"inserted": len(inserted), "webhooks": webhooks}
+    handed = await thread_queue.hand_off(runtime.pool, activity.client(), runtime.settings,
+                                         events=batch, claim=claim, **given)
+    await observe_events(runtime.pool, handed.inserted)
+    return {"inserted": len(handed.inserted), "webhooks": handed.webhooks}
 
 
 async def append_from_activity(events: list[NewEvent]) -> int:

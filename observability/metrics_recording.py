@@ -98,8 +98,9 @@ async def observe_events(conn: Any, events: Sequence[Any], *, workflow_id: str |
     """Derive business metrics from events that were *newly* appended (never raises).
 
     Args:
-        conn: the asyncpg connection that appended them (used to read an approval's
-            request time for ``overseer_approval_wait_seconds``).
+        conn: the asyncpg connection that appended them, or the pool once they are
+            committed (used to read an approval's request time for
+            ``overseer_approval_wait_seconds``).
         events: :class:`overseer.store.events.NewEvent` objects as returned by
             ``append_events`` (only the new ones).
         workflow_id: the recording workflow's id, to name the pipeline when an event's

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -25,7 +27,7 @@ from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
 from overseer.runs import RunRequest, start
 from overseer.settings import Settings, get_settings
-from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
+from overseer.store.events import RUN_SUBMITTED, TERMINAL_STATUSES, NewEvent, append_events
 from overseer.thread_sync import (
     Snapshotted,
     cancel_thread_run,
@@ -150,9 +152,23 @@ async def queued_threads(pool: asyncpg.Pool) -> list[str]:
     return [str(r["thread_id"]) for r in rows]
 
 
+@dataclass(frozen=True)
+class HandedOff:
+    """What :func:`hand_off` did.
+
+    ``status``: the thread's after it (None: the thread no longer exists); ``inserted``: the
+    events it appended that were new; ``webhooks``: those it claimed (:func:`claim_webhooks`).
+    """
+
+    status: str | None
+    inserted: list[NewEvent] = field(default_factory=list)
+    webhooks: list[dict[str, Any]] = field(default_factory=list)
+
+
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                    thread_id: str, run_id: str, snapshot: dict[str, Any],
-                   pause: bool = False) -> str | None:
+                   pause: bool = False, events: Sequence[NewEvent] = (),
+                   claim: str | None = None) -> HandedOff:
     """A thread's run has ended: write its final state to the thread, start the next queued run.
 
     With ``pause`` the run has stopped at an interrupt instead (its approval is being
@@ -164,10 +180,14 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     Called by the run's own workflow with its ending (``record_events``' ``hand_off``), so the
     thread's queue moves when Temporal ends a run and not when someone next looks: the
     per-thread ordering the Agent Server's multitask strategies promise, driven by the run
-    workflows (issue 25). Idempotent, so a retried call writes nothing twice and starts no
-    run twice: the thread is detached only while the ending run is still attached, and
-    :func:`advance_queue` claims under the thread's row lock. Does nothing while the API
-    is cancelling the run (``agent_threads.cancelling``): :func:`cancel_thread_run` then
+    workflows (issue 25). The run's ``events`` (its ``run.finished``, or its
+    ``approval.requested`` at a pause), the thread's state, the runs' statuses and the
+    webhooks' ``claim`` commit in one transaction, which holds the thread's row lock; the
+    next queued run is started after the commit. Idempotent, so a retried call writes
+    nothing twice and starts no run twice: the events are keyed, the thread is detached
+    only while the ending run is still attached, a claim is given the same webhooks again,
+    and :func:`advance_queue` claims under the thread's row lock. Writes no state while the
+    API is cancelling the run (``agent_threads.cancelling``): :func:`cancel_thread_run` then
     sets the thread's state (a rollback's is the state before the run) and its caller
     starts the next run.
 
@@ -181,27 +201,40 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
             ending is published (its last mark ``end`` or ``error``), with ``closed`` set;
             with ``pause``, what it answers at the interrupt.
         pause: the run paused on an interrupt (see above).
+        events: appended (:func:`overseer.store.events.append_events`) in the transaction.
+        claim: the key to claim the ended runs' webhooks with (:func:`claim_webhooks`);
+            None claims none.
 
     Returns:
-        The status the thread was left in, or None when the thread no longer exists.
+        :class:`HandedOff`.
 
     Raises:
         asyncpg.PostgresError, OSError: the database is unavailable (the activity retries).
     """
     async with pool.acquire() as conn, conn.transaction():
-        left = await hand_over(conn, thread_id=thread_id, run_id=run_id, snapshot=snapshot,
-                               pause=pause)
-    return await after_hand_over(pool, temporal, settings, thread_id, left, pause=pause)
+        inserted = await append_events(conn, events) if events else []
+        left = await _hand_over(conn, thread_id=thread_id, run_id=run_id, snapshot=snapshot,
+                                pause=pause)
+        webhooks = await claim_webhooks(conn, run_id, claim) if claim is not None else []
+    if left is None or pause or not left.queued:
+        return HandedOff(left.status if left is not None else None, inserted, webhooks)
+    try:
+        await advance_queue(pool, temporal, thread_id, settings)
+    except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
+        logger.warning("queued run not started at hand-off", extra={
+            "thread_id": thread_id, "error": type(err).__name__})
+    status: str | None = await pool.fetchval(
+        "SELECT status FROM agent_threads WHERE thread_id = $1", parse_uuid(thread_id))
+    return HandedOff(status, inserted, webhooks)
 
 
-async def hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[str, Any],
-                    pause: bool = False) -> Snapshotted | None:
-    """:func:`hand_off`'s writes, in the caller's transaction (the run's events may share it).
+async def _hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[str, Any],
+                     pause: bool) -> Snapshotted | None:
+    """:func:`hand_off`'s writes to the thread, in its transaction.
 
     Locks the thread's row, ``NOTIFY``s :data:`overseer.token_stream.STATE_CHANNEL` (sent
     at the commit) and, while the run is attached and not being cancelled, writes its state
-    (:func:`overseer.thread_sync.write_snapshot`). The caller then commits and calls
-    :func:`after_hand_over`.
+    (:func:`overseer.thread_sync.write_snapshot`).
 
     Returns:
         The thread's status and whether a run is queued on it; None when the thread no
@@ -221,28 +254,6 @@ async def hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[st
     queued = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "
                                  "AND status = 'pending')", row["thread_id"])
     return Snapshotted(str(row["status"]), bool(queued))
-
-
-async def after_hand_over(pool: asyncpg.Pool, temporal: Client, settings: Settings,
-                          thread_id: str, left: Snapshotted | None, *,
-                          pause: bool = False) -> str | None:
-    """After :func:`hand_over` committed: start the next queued run at a run's end.
-
-    Returns:
-        The status the thread was left in, or None when the thread no longer exists.
-    """
-    if left is None:
-        return None
-    if pause or not left.queued:
-        return left.status
-    try:
-        await advance_queue(pool, temporal, thread_id, settings)
-    except (OverseerError, RPCError) as err:  # the API's recovery pass starts it later
-        logger.warning("queued run not started at hand-off", extra={
-            "thread_id": thread_id, "error": type(err).__name__})
-    status: str | None = await pool.fetchval(
-        "SELECT status FROM agent_threads WHERE thread_id = $1", parse_uuid(thread_id))
-    return status
 
 
 async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
@@ -324,7 +335,7 @@ async def ended_by_itself(pool: asyncpg.Pool, run_id: str) -> bool:
     """
     status = await pool.fetchval("SELECT status FROM runs WHERE run_id = $1",
                                  parse_uuid(run_id, "run"))
-    return status in ("completed", "rejected", "failed")
+    return status in TERMINAL_STATUSES - {"cancelled"}
 
 
 async def _fail_unstarted(pool: asyncpg.Pool, run: asyncpg.Record, message: str) -> None:

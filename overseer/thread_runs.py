@@ -132,7 +132,7 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
             context, and ``body["assistant_id"]`` names its graph); else the graph's own.
         fresh: the thread was made by this request for this run alone (a stateless run's,
             whose id nobody else knows): no run is on it or queued, so the run claims it as
-            it is written, without looking (six statements fewer before the start).
+            it is written, without looking, and starts without the thread being read again.
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.

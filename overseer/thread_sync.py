@@ -199,7 +199,7 @@ async def write_snapshot(conn: Any, thread_id: Any, wrid: Any, snap: dict[str, A
 
     Called in a transaction that holds the thread's row lock (``SELECT … FOR UPDATE``) and
     found ``wrid`` attached (``last_run_id``): :func:`save_snapshot`, and the run's own
-    ending or pause (:func:`overseer.thread_queue.hand_over`). The thread's status follows
+    ending or pause (:func:`overseer.thread_queue.hand_off`). The thread's status follows
     :func:`thread_status`; a workflow that ended (``idle``, ``error`` or ``closed``) is
     detached. ``shown=False`` (a pause handed over by the workflow, not yet shown to any
     client) leaves the thread's ``checkpoint`` — the state a resume without an interrupt id

@@ -164,20 +164,17 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
         f"LIMIT ${len(args) - 1} OFFSET ${len(args)}", *args))
 
 
-_DELETE_THREAD_NEVER_RAN = f"""
-WITH tokens AS ({DELETE_THREAD_TOKENS}),
+_THREAD_ROWS = f"""tokens AS ({DELETE_THREAD_TOKENS}),
      thread AS (DELETE FROM agent_threads WHERE thread_id = $1),
-     crons AS (DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id)
-SELECT coalesce(array_agg(cron_id), '{{}}') FROM crons
-"""
+     crons AS (DELETE FROM agent_crons WHERE thread_id = $1 RETURNING cron_id)"""
+_CHECKPOINT_ROWS = """writes AS (DELETE FROM checkpoint_writes WHERE thread_id = $2),
+     blobs AS (DELETE FROM checkpoint_blobs WHERE thread_id = $2),
+     checkpoints AS (DELETE FROM checkpoints WHERE thread_id = $2),"""
+_CRON_IDS = "SELECT coalesce(array_agg(cron_id), '{}') FROM crons"
+_DELETE_THREAD_NEVER_RAN = f"WITH {_THREAD_ROWS} {_CRON_IDS}"
 """:func:`delete_thread`'s statement: the thread's tokens, its row (its runs go with it) and its
 crons; it answers the crons' ids."""
-
-_DELETE_THREAD = _DELETE_THREAD_NEVER_RAN.replace("WITH ", """WITH
-     writes AS (DELETE FROM checkpoint_writes WHERE thread_id = $2),
-     blobs AS (DELETE FROM checkpoint_blobs WHERE thread_id = $2),
-     checkpoints AS (DELETE FROM checkpoints WHERE thread_id = $2),
-     """, 1)
+_DELETE_THREAD = f"WITH {_CHECKPOINT_ROWS} {_THREAD_ROWS} {_CRON_IDS}"
 """The same for a thread that has run: LangGraph's checkpoints, blobs and writes go too
 (``$2``: the thread's id as LangGraph's tables keep it, text)."""
 

@@ -63,14 +63,14 @@ async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
     finally:
         await feed.unwatch(str(rid), woken)
     row = await _thread(pool, tid)
-    assert left == "idle" and row["last_run_id"] is None
+    assert left.status == "idle" and row["last_run_id"] is None
     assert json.loads(row["values"]) == {"topic": "after"}
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1", rid) == \
         "success"
     # a retried hand-off (the local activity ran again) changes nothing
     again = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                    run_id=str(rid), snapshot=_ended({"topic": "other"}))
-    assert again == "idle"
+    assert again.status == "idle"
     assert json.loads(await pool.fetchval('SELECT "values" FROM agent_threads '
                                           "WHERE thread_id = $1", tid)) == {"topic": "after"}
 
@@ -80,7 +80,7 @@ async def test_a_failed_run_leaves_the_thread_in_error(pool: asyncpg.Pool,
     tid, rid = await _thread_with_run(pool)
     left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=_ended({"topic": "x"}, "error"))
-    assert left == "error"
+    assert left.status == "error"
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1", rid) == "error"
 
 
@@ -93,7 +93,7 @@ async def test_a_run_the_api_is_cancelling_is_left_to_the_api(pool: asyncpg.Pool
                                   run_id=str(rid), snapshot=_ended({"topic": "after"}))
     row = await _thread(pool, tid)
     # a rollback keeps the state from before the run: the ending must not overwrite it
-    assert left == "busy" and row["last_run_id"] == rid
+    assert left.status == "busy" and row["last_run_id"] == rid
     assert json.loads(row["values"]) == {"topic": "before"}
     assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1", rid) == \
         "running"
@@ -118,7 +118,7 @@ async def test_a_run_that_failed_before_any_state_still_frees_the_thread(
     left = await thread_queue.hand_off(pool, cast(Any, None), test_settings, thread_id=str(tid),
                                   run_id=str(rid), snapshot=snap)
     row = await _thread(pool, tid)
-    assert left == "error" and row["last_run_id"] is None  # a queued run may start now
+    assert left.status == "error" and row["last_run_id"] is None  # a queued run may start now
     assert json.loads(row["values"]) == {"topic": "before"}
 
 
