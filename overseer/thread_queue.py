@@ -14,7 +14,7 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -161,8 +161,8 @@ class HandedOff:
     """
 
     status: str | None
-    inserted: list[NewEvent] = field(default_factory=list)
-    webhooks: list[dict[str, Any]] = field(default_factory=list)
+    inserted: list[NewEvent]
+    webhooks: list[dict[str, Any]]
 
 
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
