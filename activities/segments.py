@@ -293,15 +293,21 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     start = config if not call.checkpoint_id else {  # a run from a past checkpoint forks there
         **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
     nodes = NodeEvents()  # node.completed, written beside the loop
-    if activity.info().attempt > 1 or call.go_on:
+    info = activity.info()
+    # a local try is run again from attempt 1 when its worker died (the workflow task timed
+    # out and its replay schedules the try anew), so it too looks for this run's checkpoints
+    recovering = False
+    if info.attempt > 1 or call.go_on or info.is_local:
         graph_input, resumed = await _retry_input(app, config, call, graph_input)
         if resumed:
             start = config  # on from this run's own latest checkpoint
-    if activity.info().attempt > 1:  # a crash may have lost events of nodes that finished
+            recovering = graph_input is None  # its own checkpoint, not a resume sent again
+    if info.attempt > 1 or (info.is_local and recovering):
+        # a crash may have lost events of nodes that finished
         for task, key in await recoverable_tasks(app, config, call.run_id):
             node_completed(nodes, call.run_id, call.pipeline, str(task.id), str(task.name), None,
                            key, task.result, recovered=True)
-    local = activity.info().is_local
+    local = info.is_local
     started: dict[str, tuple[str, float]] = {}
     wall_started: dict[str, int] = {}
     ran: list[str] = []

@@ -263,8 +263,9 @@ async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
     ``run`` is its ``agent_runs`` row; the thread's ``last_run_id`` is the run (claimed by
     :func:`advance_queue`, or by :func:`overseer.thread_runs.create_run` on a thread made
     for it: ``fresh``, which has no state and was claimed in the caller's transaction, so
-    it is not read again). A failure to reach Temporal leaves the run claimed and
-    ``pending``: the next :func:`advance_queue` starts it.
+    it is not read again; its segments are first tried as local activities,
+    ``Settings.stateless_segment_local_seconds``). A failure to reach Temporal leaves the run
+    claimed and ``pending``: the next :func:`advance_queue` starts it.
     """
     has_state = False
     if not fresh:
@@ -303,6 +304,8 @@ async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
         if kwargs.get(key):
             own[key] = kwargs[key]
     own.update(segment_options(kwargs))
+    if fresh and settings.stateless_segment_local_seconds > 0:  # a stateless run's: local tries
+        own["segment_local_seconds"] = settings.stateless_segment_local_seconds
     config = own.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
     config["configurable"] = {**(config.get("configurable") or {}),
                               "langgraph_auth_user_id": run["created_by"] or ""}

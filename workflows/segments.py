@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityCancellationType
 
@@ -110,11 +110,13 @@ class SegmentRunner:
                 local: SegmentResult = await workflow.execute_local_activity(
                     "run_segment", call, result_type=SegmentResult,
                     start_to_close_timeout=timedelta(seconds=self.local_seconds),
+                    # a cancelled run's segment ends (its writes kept) before the run does
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
                 return local
             except ACTIVITY_FAILURES as err:
                 cause = failure_cause(err)
-                if cause is not None and cause.non_retryable:
+                if is_cancelled_exception(err) or (cause is not None and cause.non_retryable):
                     raise
                 call.go_on, call.leg = True, call.leg + 1  # the caller goes on from here too
         result: SegmentResult = await workflow.execute_activity(
