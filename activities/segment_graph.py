@@ -4,7 +4,7 @@
 (LangGraph's tables, made by its own ``setup()``); :func:`compiled` is a pipeline's graph
 compiled with it and the store, once per process (the worker's segments and the API's view of
 a thread both use it); :func:`placed` names the graph's nodes with options. Each checkpoint
-names the run that wrote it (:data:`RUN_ID_KEY`).
+names the run and the segment that wrote it (:data:`RUN_ID_KEY`, :data:`SEGMENT_KEY`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from activities.runtime import get_runtime
 
 RUN_ID_KEY = "overseer_run_id"
 """Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
+SEGMENT_KEY = "overseer_segment"
+"""Checkpoint metadata naming the segment of its run that wrote it (``SegmentCall.segment``:
+0 for the start, one more per resume), so a segment run again tells its own checkpoints from
+those of the run's earlier segments."""
 
 
 _saver: Any = None

@@ -53,7 +53,7 @@ from activities.errors import as_application_error
 from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
 from activities.runtime import get_runtime
 from activities.segment_ending import run_ending, write_ending
-from activities.segment_graph import RUN_ID_KEY, compiled, placed
+from activities.segment_graph import RUN_ID_KEY, SEGMENT_KEY, compiled, placed
 from activities.segment_guards import BudgetGuard, StepBarrier
 from activities.segment_record import (
     NodeEvents,
@@ -484,7 +484,8 @@ def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
 
     The run's own ``config`` (:attr:`SegmentCall.config`: ``configurable``, ``tags``,
     ``metadata``) under the runtime's keys: the thread id, the run id in the metadata
-    (:data:`activities.segment_graph.RUN_ID_KEY`), the recursion limit and the callbacks.
+    and the segment in the metadata (:data:`activities.segment_graph.RUN_ID_KEY`,
+    :data:`~activities.segment_graph.SEGMENT_KEY`), the recursion limit and the callbacks.
     Keys LangGraph reserves for itself (``__pregel_*``, ``__``-prefixed) are dropped.
     """
     own = call.config if isinstance(call.config, dict) else {}
@@ -492,7 +493,8 @@ def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
                     if k not in RUNTIME_CONFIGURABLE and not str(k).startswith("__")}
     config: dict[str, Any] = {
         "configurable": {**configurable, "thread_id": call.thread_id},
-        "metadata": {**(own.get("metadata") or {}), RUN_ID_KEY: call.run_id},
+        "metadata": {**(own.get("metadata") or {}), RUN_ID_KEY: call.run_id,
+                     SEGMENT_KEY: call.segment},
         "recursion_limit": call.recursion_limit, "callbacks": callbacks}
     if own.get("tags"):
         config["tags"] = [str(t) for t in own["tags"]]
@@ -545,14 +547,17 @@ async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
     """What a retried segment runs, and whether from the thread's latest checkpoint.
 
     - it still waits on the interrupt this resume answers → the same resume;
-    - the thread's latest checkpoint was written by this run → ``None`` from there (LangGraph
-      goes on where it stopped: a finished superstep never runs again; a segment that had
-      ended, or reached its interrupt, ends again without running anything);
-    - this run wrote no checkpoint yet (died before its first) → the original input, from
-      where the first attempt started.
+    - the thread's latest checkpoint was written by this segment of this run → ``None`` from
+      there (LangGraph goes on where it stopped: a finished superstep never runs again; a
+      segment that had ended, or reached its interrupt, ends again without running anything);
+    - this segment wrote no checkpoint yet (died before its first, or is a first try whose
+      run's earlier segments wrote the latest) → its own input, from where it started: a
+      resume whose interrupt has not fired yet (the segment stopped before the node that
+      asks) is sent again, not dropped.
     """
     state = await app.aget_state(config)
-    mine = (state.metadata or {}).get(RUN_ID_KEY) == call.run_id
+    metadata = state.metadata or {}
+    mine = metadata.get(RUN_ID_KEY) == call.run_id and metadata.get(SEGMENT_KEY) == call.segment
     if call.resume is not None and state.interrupts and \
             {i.id for i in state.interrupts} & set(call.resume):
         return first_input, True

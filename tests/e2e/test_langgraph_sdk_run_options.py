@@ -211,3 +211,19 @@ async def test_on_disconnect_cancel_cancels_the_run_when_its_client_leaves(stack
         await client.runs.wait(kept, "slow_plain", input={"topic": "0"}, on_disconnect="later")
     assert refused.value.response.status_code == 422
     assert refused.value.response.json()["details"] == {"field": "on_disconnect"}
+
+
+async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(stack: Stack):
+    """A stateless run's segment is a local try, which holds its workflow's task: a cancel
+    made while its 30 s node runs takes effect at the workflow task's heartbeat (about 8 s),
+    not after the node; the run is ``interrupted`` and its thread kept, as on a thread."""
+    client = sdk(stack)
+    run = await client.runs.create(None, "slow_plain", input={"topic": "30"},
+                                   on_completion="keep")
+    tid, run_id = run["thread_id"], run["run_id"]
+    await asyncio.sleep(2)  # the slow node has started
+    asked = time.monotonic()
+    await client.runs.cancel(tid, run_id)
+    assert await _status_within(client, tid, run_id, "interrupted", 20) == "interrupted"
+    assert time.monotonic() - asked < 20  # well before the node's 30 s
+    assert (await client.threads.get(tid))["status"] == "idle"

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from activities.segment_graph import RUN_ID_KEY
+from activities.segment_graph import RUN_ID_KEY, SEGMENT_KEY
 from activities.segments import SegmentCall, _retry_input
 from overseer.registry import builder_of, load_langgraph_json
 
@@ -24,8 +24,9 @@ def app_of(name: str) -> Any:
         checkpointer=InMemorySaver())
 
 
-def config(run_id: str, thread: str = "t") -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}, "metadata": {RUN_ID_KEY: run_id}}
+def config(run_id: str, thread: str = "t", segment: int = 0) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread},
+            "metadata": {RUN_ID_KEY: run_id, SEGMENT_KEY: segment}}
 
 
 async def test_a_run_that_wrote_nothing_starts_again_from_its_input():
@@ -116,3 +117,21 @@ async def test_recovered_tasks_carry_the_keys_their_events_were_written_under():
             assert len([w for _, w in ran if "__pregel_push" in w]) >= 3, ran
         # another run's checkpoints on the same thread are not this run's to recover
         assert await recoverable_tasks(app, cfg, "someone-else") == []
+
+
+async def test_a_later_segment_that_wrote_nothing_gets_its_own_input_not_the_runs_checkpoint():
+    """A resume segment run again before it wrote a checkpoint (or a local try, which always
+    looks) finds the latest checkpoint written by its run's earlier segment: that is not its
+    own, so its resume is sent again. Here the earlier segment stopped before a node (as a
+    pipeline's gate stops before the node that asks), so no interrupt is pending that the
+    resume could match; before segments were told apart, the resume was dropped."""
+    app = app_of("constructs")
+    await app.ainvoke({"topic": "a"}, config("r1"), interrupt_before=["work"])
+    assert not (await app.aget_state(config("r1"))).interrupts
+    answer = Command(resume={"asked-later": {"decision": "yes"}})
+    resume = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t", segment=1,
+                         resume={"asked-later": {"decision": "yes"}})
+    assert await _retry_input(app, config("r1", segment=1), resume, answer) == (answer, False)
+    # once the resume segment wrote a checkpoint of its own, a retry goes on from it
+    await app.ainvoke(None, config("r1", segment=1))
+    assert await _retry_input(app, config("r1", segment=1), resume, answer) == (None, True)
