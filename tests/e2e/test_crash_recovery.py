@@ -107,33 +107,39 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
     1: it goes on from the run's own checkpoints (``first`` does not run again, the input is
     not applied twice), and nothing doubles in the log."""
     from langgraph_sdk import get_client
+    from temporalio.api.enums.v1 import PendingWorkflowTaskState
 
     client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
-    run = await client.runs.create(None, "slow_plain", input={"topic": "4"},
+    run = await client.runs.create(None, "slow_plain", input={"topic": "6"},
                                    on_completion="keep")
     run_id, thread_id = run["run_id"], run["thread_id"]
+    handle = dev_server.client.get_workflow_handle(f"slow_plain-{run_id}")
     with stack.client("admin") as admin:
         deadline = time.monotonic() + 60
-        while not any(e["data"].get("node") == "first" for e in
-                      admin.get(f"/v1/runs/{run_id}/events").json()["items"]):
-            assert time.monotonic() < deadline, "the first node never finished"
+        while True:  # `first` done and the local try holding the workflow task: in slow_step
+            done = {e["data"].get("node") for e in
+                    admin.get(f"/v1/runs/{run_id}/events").json()["items"]}
+            task = (await handle.describe()).raw_description.pending_workflow_task
+            if "first" in done and \
+                    task.state == PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED:
+                break
+            assert time.monotonic() < deadline, f"the first node never finished: {done}"
             time.sleep(0.05)
+        assert "slow_step" not in done, "the kill would land after the slow node"
         victim = next(w for w in reversed(stack.workers) if w.poll() is None)
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
         killed_at = time.monotonic()
         stack.start_worker()
         final = await client.runs.join(thread_id, run_id)
-        # the workflow task's 10 s time-out + the 4 s node again, with room for a loaded machine
+        # the workflow task's 10 s time-out + the 6 s node again, with room for a loaded machine
         assert time.monotonic() - killed_at < 60
         assert final["trail"] == ["first", "slow", "last"]
         events = admin.get(f"/v1/runs/{run_id}/events").json()["items"]
     nodes = Counter(e["data"]["node"] for e in events if e["type"] == "node.completed")
     assert nodes == {"first": 1, "slow_step": 1, "last": 1}, nodes
     assert [e["type"] for e in events].count("run.completed") == 1
-    history = await dev_server.client.get_workflow_handle(
-        f"slow_plain-{run_id}").fetch_history()
-    assert not any(e.HasField("activity_task_scheduled_event_attributes")
-                   for e in history.events)  # both tries were local
-    assert sum(e.HasField("workflow_task_timed_out_event_attributes")
-               for e in history.events) >= 1  # the dead worker's task
+    history = await handle.fetch_history()
+    kinds = [e.WhichOneof("attributes") for e in history.events]
+    assert "activity_task_scheduled_event_attributes" not in kinds, kinds  # both tries local
+    assert "workflow_task_timed_out_event_attributes" in kinds, kinds  # the dead worker's task

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessageChunk
 
-from activities.segment_graph import RUN_ID_KEY
+from activities.segment_graph import RUN_ID_KEY, SEGMENT_KEY
 from activities.segments import (
     SegmentCall,
     _breakpoints,
@@ -31,11 +31,12 @@ def _call(**kwargs: object) -> SegmentCall:
 def test_the_runs_config_goes_under_the_runtimes_keys():
     call = _call(config={"configurable": {"language": "fr", "thread_id": "spoof",
                                           "checkpoint_id": "c", "__pregel_x": 1},
-                         "tags": ["user:web"], "metadata": {"team": "a", RUN_ID_KEY: "spoof"}},
-                 recursion_limit=7)
+                         "tags": ["user:web"],
+                         "metadata": {"team": "a", RUN_ID_KEY: "spoof", SEGMENT_KEY: 9}},
+                 recursion_limit=7, segment=2)
     config = run_config(call, ["cb"])
     assert config["configurable"] == {"language": "fr", "thread_id": "t-1"}
-    assert config["metadata"] == {"team": "a", RUN_ID_KEY: "r-1"}
+    assert config["metadata"] == {"team": "a", RUN_ID_KEY: "r-1", SEGMENT_KEY: 2}
     assert config["tags"] == ["user:web"] and config["recursion_limit"] == 7
     assert config["callbacks"] == ["cb"]
     assert "tags" not in run_config(_call(), [])
