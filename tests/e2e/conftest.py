@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -44,6 +45,18 @@ class Stack:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.workers.append(proc)
         return proc
+
+    def replace_workers(self) -> subprocess.Popen[bytes]:
+        """SIGKILL every live worker (so the one running a run's work dies), then start one.
+
+        Returns the new worker. Killing only one of them would leave another to pick the
+        work up, and a later crash test's kill might miss the worker that runs its run.
+        """
+        for proc in self.workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(10)
+        return self.start_worker()
 
 
 def _free_port() -> int:

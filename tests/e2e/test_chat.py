@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -268,11 +267,7 @@ def test_paused_plan_resumes_by_thread_id_after_a_worker_restart(stack: Stack):
     paused = sub.post("/api/v1/chat", params={"plan": "true"},
                       json={"message": "Propose updates for TB044-online"}).json()
     assert paused["awaiting_approval"] is True
-    for proc in stack.workers:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-    stack.start_worker()
+    stack.replace_workers()
     # The update waits until the new worker has started and replayed the run (slow on a busy box).
     final = rev.post("/api/v1/chat/approve", json={"thread_id": paused["thread_id"]}, timeout=180)
     assert final.status_code == 200, final.text

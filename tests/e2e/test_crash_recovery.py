@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections import Counter
 
@@ -36,11 +35,8 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
         assert time.monotonic() < deadline, "no OCR activity started"
         time.sleep(0.05)
 
-    victim = stack.workers[0]
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(10)
+    replacement = stack.replace_workers()
     killed_at = time.monotonic()
-    replacement = stack.start_worker()
 
     run = wait_for_status(sub, run_id, {"completed", "awaiting_approval", "failed"}, timeout=180)
     recovery_seconds = time.monotonic() - killed_at
@@ -80,11 +76,8 @@ async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
             break
         assert time.monotonic() < deadline, "the slow node never started"
         time.sleep(0.05)
-    victim = next(w for w in reversed(stack.workers) if w.poll() is None)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(10)
+    stack.replace_workers()
     killed_at = time.monotonic()
-    stack.start_worker()
     run = wait_for_status(sub, run_id, {"completed", "failed"}, timeout=180)
     assert run["status"] == "completed", run.get("error")
     # heartbeat time-out (2 s or the 10 s default) + retry + the 4 s node again, with room
@@ -126,11 +119,8 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
             assert time.monotonic() < deadline, f"the first node never finished: {done}"
             time.sleep(0.05)
         assert "slow_step" not in done, "the kill would land after the slow node"
-        victim = next(w for w in reversed(stack.workers) if w.poll() is None)
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(10)
+        stack.replace_workers()
         killed_at = time.monotonic()
-        stack.start_worker()
         final = await client.runs.join(thread_id, run_id)
         # the workflow task's 10 s time-out + the 6 s node again, with room for a loaded machine
         assert time.monotonic() - killed_at < 60

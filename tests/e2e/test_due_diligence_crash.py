@@ -11,7 +11,6 @@ compares the run with an uninterrupted run of the same agreement on the same sta
 
 from __future__ import annotations
 
-import signal
 import time
 from collections import Counter
 from typing import Any
@@ -108,10 +107,7 @@ async def test_worker_killed_during_clause_extraction_loses_and_doubles_nothing(
         assert "clause_extraction" not in done, "clause extraction finished before the kill"
         time.sleep(0.05)
 
-    victim = next(w for w in reversed(stack.workers) if w.poll() is None)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(10)
-    stack.start_worker()
+    stack.replace_workers()
 
     run = wait_for(sub, run_id, {"completed", "failed"}, timeout=300)
     assert run["status"] == "completed", run.get("error")
