@@ -295,7 +295,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     nodes = NodeEvents()  # node.completed, written beside the loop
     info = activity.info()
     # a local try is run again from attempt 1 when its worker died (the workflow task timed
-    # out and its replay schedules the try anew), so it too looks for this run's checkpoints
+    # out and its replay schedules the try anew), so it too looks for this segment's checkpoints
     recovering = False
     if info.attempt > 1 or call.go_on or info.is_local:
         graph_input, resumed = await _retry_input(app, config, call, graph_input)
@@ -544,7 +544,10 @@ async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
 
 async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,
                        first_input: Any) -> tuple[Any, bool]:
-    """What a retried segment runs, and whether from the thread's latest checkpoint.
+    """What a segment that may have run before runs, and whether from the thread's latest checkpoint.
+
+    Asked by a retry, a segment that goes on (``go_on``) and every local try (which runs
+    again from attempt 1 after its worker died).
 
     - it still waits on the interrupt this resume answers → the same resume;
     - the thread's latest checkpoint was written by this segment of this run → ``None`` from
