@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,6 +138,10 @@ class SegmentCall:
             :meth:`workflows.durable_stream.DurableStream.segment_ending`): a segment that ends
             the graph (``done``) writes the run's ending and hands the thread on itself
             (:mod:`activities.segment_ending`), and says so in ``SegmentResult.ended``.
+        yield_after: a local try (only) stops at the first superstep boundary this many
+            seconds after it started (0 = never) and reports ``paused`` with ``yielded``: the
+            workflow goes on from its checkpoint in the heartbeating activity, so nothing
+            runs twice and a cancel lands at once from then on (:class:`YieldAfter`).
     """
 
     run_id: str
@@ -166,6 +171,7 @@ class SegmentCall:
     subgraphs: bool = False
     values_at_pause: bool = False
     ending: dict[str, Any] | None = None
+    yield_after: float = 0.0
 
 
 @dataclass
@@ -197,6 +203,8 @@ class SegmentResult:
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
         ended: with status ``done`` and ``SegmentCall.ending``, the ending the segment wrote:
             ``{"webhooks"}`` (:func:`activities.segment_ending.write_ending`).
+        yielded: with status ``paused``, a local try stopped at its ``yield_after``: the
+            rest of the segment belongs in the heartbeating activity.
     """
 
     status: str
@@ -210,6 +218,7 @@ class SegmentResult:
     next: list[str] = field(default_factory=list)
     interrupted_in: list[str] = field(default_factory=list)
     ended: dict[str, Any] | None = None
+    yielded: bool = False
 
 
 async def _kept_tasks(app: Any, config: dict[str, Any], call: SegmentCall,
@@ -302,6 +311,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         if resumed:
             start = config  # on from this run's own latest checkpoint
             recovering = graph_input is None  # its own checkpoint, not a resume sent again
+    # a leg that goes on after the last one ended as it should: LangGraph streams the state
+    # (and checkpoint) it starts from first, which that leg streamed as its last; a run not
+    # split in legs would not
+    echo = set(ECHOED_MODES) if call.go_on and recovering and info.attempt == 1 else set()
     if info.attempt > 1 or (info.is_local and recovering):
         # a crash may have lost events of nodes that finished
         for task, key in await recoverable_tasks(app, config, call.run_id):
@@ -332,6 +345,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
     breakpoints = _breakpoints(call, placed(call.pipeline))
+    due = None  # a local try hands over to the heartbeating activity after yield_after
+    if local and call.yield_after > 0 and breakpoints.get("interrupt_after") != "*":
+        due = YieldAfter(breakpoints.get("interrupt_after") or [], call.yield_after)
+        breakpoints["interrupt_after"] = due
     # LangGraph streams subgraphs' chunks only when asked; the segment always asks, for the
     # tasks of subgraph nodes (each its own node.completed), and drops the rest unless the
     # run asked (stream_subgraphs): what the client gets is LangGraph's subgraphs=False then
@@ -367,6 +384,9 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             if ns:  # a subgraph's chunk: the client's, named by its namespace
                 if tokens is not None and (mode != "tasks" or "tasks" in asked):
                     await live_chunk(tokens, f"{mode}|{'|'.join(ns)}", chunk)
+                continue
+            if not started and not ran and echoed(echo, mode, chunk):
+                before = chunk if mode == "values" else before
                 continue
             if tokens is not None and (mode != "tasks" or "tasks" in asked):
                 await live_chunk(tokens, mode, chunk)
@@ -462,7 +482,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if state.next and not _own_breakpoint(call, list(state.next), last_step):
         # a breakpoint before a node with options, or after a one-step segment
         return SegmentResult(status="paused", values=values, nodes=ran, next=list(state.next),
-                             **extra)
+                             yielded=due is not None and due.fired, **extra)
     done = SegmentResult(status="done", values=values, nodes=ran, next=list(state.next), **extra)
     if call.ending is not None:  # a thread's run: its ending and hand-off go out from here
         ending = run_ending(values or {}, call.ending.get("last_decision"), spec.run.result)
@@ -473,6 +493,24 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
             activity.logger.warning("the segment could not write the run's ending; its "
                                     "workflow will", exc_info=True)
     return done
+
+
+ECHOED_MODES = ("values", "checkpoints", "debug")
+"""Stream modes whose first chunk, when a segment goes on from its own checkpoint, repeats the
+last chunk of the leg before (the state, or checkpoint, the loop starts from)."""
+
+
+def echoed(echo: set[str], mode: str, chunk: Any) -> bool:
+    """Whether ``chunk``, streamed before any task of a leg that goes on, repeats the last leg's.
+
+    Takes its mode out of ``echo`` (the modes still to see, from :data:`ECHOED_MODES`) when it
+    does: one chunk per mode, ``debug``'s checkpoint only. Streams joined this way are the
+    stream of the run not split (``tests/unit/test_segment_yield.py``).
+    """
+    if mode not in echo or (mode == "debug" and chunk.get("type") != "checkpoint"):
+        return False
+    echo.discard(mode)
+    return True
 
 
 RUNTIME_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")
@@ -512,6 +550,46 @@ def _breakpoints(call: SegmentCall, placed: list[str]) -> dict[str, Any]:
     if before != "*" and placed:
         before = sorted({*placed, *(before or [])})
     return {k: v for k, v in (("interrupt_before", before), ("interrupt_after", after)) if v}
+
+
+class YieldAfter(Sequence[str]):
+    """``interrupt_after`` for a local try: the run's own nodes, and every node once it is due.
+
+    LangGraph asks ``node in interrupt_after`` for the tasks of each superstep it finishes
+    (after their checkpoint, before the next superstep starts), so once ``seconds`` have
+    passed the loop stops at the next superstep boundary as at a breakpoint: the finished
+    supersteps are checkpointed and nothing in flight is cancelled. LangGraph's own nodes
+    (``__start__`` and the like) never stop it, as with ``"*"``.
+
+    Args:
+        own: the nodes the run (or its one-step segment) stops after anyway.
+        seconds: how long after now the try hands over.
+
+    Attributes:
+        fired: the try stopped (or was due to stop) because it ran out of time.
+    """
+
+    def __init__(self, own: Sequence[str], seconds: float) -> None:
+        self._own = list(own)
+        self._due = time.monotonic() + seconds
+        self.fired = False
+
+    def __contains__(self, node: object) -> bool:
+        if node in self._own:
+            return True
+        if isinstance(node, str) and not node.startswith("__") and time.monotonic() >= self._due:
+            self.fired = True
+            return True
+        return False
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._own[index]
+
+    def __len__(self) -> int:
+        return len(self._own)
+
+    def __bool__(self) -> bool:  # LangGraph skips an empty interrupt_after: this one never is
+        return True
 
 
 def _own_breakpoint(call: SegmentCall, following: list[str], last_step: list[str]) -> bool:

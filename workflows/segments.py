@@ -6,7 +6,9 @@ next interrupt or the end; a retried segment resumes from its last checkpoint. A
 options (node metadata ``{"overseer": {...}}``) runs its superstep alone, as its own
 activity with its time-out, heartbeat and attempts. A run may first try each segment as a
 local activity (``segment_local_seconds``, or ``Pipeline.run.local_segments`` for a short
-input) and go on as a heartbeating activity from the local try's checkpoints.
+input) and go on as a heartbeating activity from the local try's checkpoints: at the first
+superstep boundary after ``LOCAL_YIELD_SECONDS`` (nothing runs twice), or when the try runs
+out of time (the superstep in flight runs again).
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ SEGMENT_HEARTBEAT_SECONDS = 10.0
 LOCAL_SEGMENT_SECONDS = 5.0
 """How long a segment a pipeline calls short for its input (``Pipeline.run.local_segments``) may
 run as a local activity before it goes on as a heartbeating activity."""
+LOCAL_YIELD_SECONDS = 2.0
+"""A local try stops at the first superstep boundary after this long and the segment goes on
+in the heartbeating activity: from then on a cancel lands at once and the Temporal UI names
+the node in progress (a local try holds its workflow's task, so a cancel waits for its end or
+the task's heartbeat, ~8 s). A segment shorter than this, as most are, costs one workflow
+task; a longer one pays one more workflow task and an activity task, a few ms in seconds."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
@@ -58,6 +66,7 @@ class SegmentRunner:
     def __init__(self, pipeline: str, local_seconds: float) -> None:
         self._pipeline, self.local_seconds = pipeline, local_seconds
         self._placed_nodes: list[str] | None = None
+        self._yielded: int | None = None  # the segment whose local try handed over
 
     def placed(self, call: SegmentCall, nodes: list[str]
                ) -> tuple[NodeOptions, RetryPolicy | None, str] | None:
@@ -84,7 +93,9 @@ class SegmentRunner:
 
         A bug fails the run once, on either path. A local try that times out or fails
         otherwise hands over to the activity, which goes on from the checkpoints the local
-        try wrote (at most the superstep it was in runs again).
+        try wrote (at most the superstep it was in runs again). A local try that ran for
+        ``LOCAL_YIELD_SECONDS`` returns ``paused`` with ``yielded`` at its next superstep
+        boundary; the rest of that segment (the caller's next legs) runs in the activity.
 
         Raises:
             ActivityError, ApplicationError: the segment failed for good.
@@ -105,14 +116,17 @@ class SegmentRunner:
                                                *opts.non_retryable]),
                 summary=label)
             return step
-        if self.local_seconds > 0:
+        if self.local_seconds > 0 and call.segment != self._yielded:
             try:
                 local: SegmentResult = await workflow.execute_local_activity(
-                    "run_segment", call, result_type=SegmentResult,
+                    "run_segment", dataclasses.replace(call, yield_after=LOCAL_YIELD_SECONDS),
+                    result_type=SegmentResult,
                     start_to_close_timeout=timedelta(seconds=self.local_seconds),
                     # a cancelled run's segment ends (its writes kept) before the run does
                     cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     retry_policy=RetryPolicy(maximum_attempts=1), summary=f"segment: {label}")
+                if local.yielded:
+                    self._yielded = call.segment
                 return local
             except ACTIVITY_FAILURES as err:
                 cause = failure_cause(err)

@@ -98,7 +98,8 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
     """A stateless run's segment is a local try (no activity task on the server). When its
     worker dies, the workflow task times out and its replay runs the try again, from attempt
     1: it goes on from the run's own checkpoints (``first`` does not run again, the input is
-    not applied twice), and nothing doubles in the log."""
+    not applied twice), and nothing doubles in the log. (That try hands over to the
+    activity after ``slow_step``, for ``last``: workflows.segments.LOCAL_YIELD_SECONDS.)"""
     from langgraph_sdk import get_client
     from temporalio.api.enums.v1 import PendingWorkflowTaskState
 
@@ -131,5 +132,10 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
     assert [e["type"] for e in events].count("run.completed") == 1
     history = await handle.fetch_history()
     kinds = [e.WhichOneof("attributes") for e in history.events]
-    assert "activity_task_scheduled_event_attributes" not in kinds, kinds  # both tries local
     assert "workflow_task_timed_out_event_attributes" in kinds, kinds  # the dead worker's task
+    # slow_step ran in the local tries (the first died in it); the second try handed over
+    # after it (its 6 s are past the 2 s hand-over), so only `last` ran in an activity
+    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert len(scheduled) <= 1, kinds
+    assert all(kinds.index("marker_recorded_event_attributes") < kinds.index(
+        "activity_task_scheduled_event_attributes") for _ in scheduled), kinds

@@ -17,6 +17,7 @@ and the key changed, each compared with plain LangGraph given the same options:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -227,3 +228,51 @@ async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(stack:
     assert await _status_within(client, tid, run_id, "interrupted", 20) == "interrupted"
     assert time.monotonic() - asked < 20  # well before the node's 30 s
     assert (await client.threads.get(tid))["status"] == "idle"
+
+
+async def test_a_stateless_runs_local_try_hands_over_to_the_activity_after_two_seconds(
+        stack: Stack, dev_server: Any):
+    """A local try stops at the first superstep boundary after 2 s (after ``settle``'s 2.5 s);
+    the 30 s ``slow_step`` then runs in the heartbeating activity: its heartbeat names the
+    node in progress (the Temporal UI's view), and a cancel reaches it through the activity."""
+    client = sdk(stack)
+    run = await client.runs.create(None, "settle_then_slow", input={"topic": "30"},
+                                   on_completion="keep")
+    tid, run_id = run["thread_id"], run["run_id"]
+    handle = dev_server.client.get_workflow_handle(f"settle_then_slow-{run_id}")
+    deadline = time.monotonic() + 30
+    while True:  # the activity's first heartbeat comes a third of its 10 s time-out in
+        pending = (await handle.describe()).raw_description.pending_activities
+        if pending and pending[0].heartbeat_details.payloads:
+            break
+        assert time.monotonic() < deadline, "no heartbeating activity took over"
+        await asyncio.sleep(0.2)
+    assert json.loads(pending[0].heartbeat_details.payloads[0].data)["node"] == "slow_step"
+    await client.runs.cancel(tid, run_id)
+    assert await _status_within(client, tid, run_id, "interrupted", 20) == "interrupted"
+    kinds = [e.WhichOneof("attributes") for e in (await handle.fetch_history()).events]
+    assert kinds.count("marker_recorded_event_attributes") == 1, kinds  # the local try, ended
+    assert kinds.count("activity_task_scheduled_event_attributes") == 1, kinds
+    assert "activity_task_cancel_requested_event_attributes" in kinds, kinds
+    assert kinds.index("marker_recorded_event_attributes") < \
+        kinds.index("activity_task_scheduled_event_attributes"), kinds
+    with stack.client("admin") as admin:
+        events = admin.get(f"/v1/runs/{run_id}/events").json()["items"]
+    assert [e["data"]["node"] for e in events if e["type"] == "node.completed"] == ["settle"]
+
+
+async def test_a_stateless_run_split_by_its_hand_over_streams_what_plain_langgraph_streams(
+        stack: Stack):
+    """The leg after the hand-over starts from the checkpoint the local try wrote; LangGraph
+    streams that state (and checkpoint) first again, and the runtime drops the repeat."""
+    modes = ["values", "updates", "checkpoints"]
+    got = [(c.event, c.data) async for c in sdk(stack).runs.stream(
+        None, "settle_then_slow", input={"topic": "0.1"}, stream_mode=modes)
+        if c.event not in ("metadata", "end")]
+    want = [(m, c) async for m, c in reference_app("settle_then_slow").astream(
+        {"topic": "0.1"}, {"configurable": {"thread_id": "ref"}}, stream_mode=modes)]
+    assert [e for e, _ in got] == [m for m, _ in want], ([e for e, _ in got], [m for m, _ in want])
+    assert [d for e, d in got if e != "checkpoints"] == \
+        [c for m, c in want if m != "checkpoints"]
+    assert [(d["metadata"]["step"], d["next"]) for e, d in got if e == "checkpoints"] == \
+        [(c["metadata"]["step"], c["next"]) for m, c in want if m == "checkpoints"]

@@ -284,6 +284,28 @@ slow_plain = _slow()
 """The same graph as a user writes it: no Overseer metadata, so the runtime's defaults apply."""
 
 
+async def settle(state: State) -> dict[str, Any]:
+    """Longer than a local try's 2 s (workflows.segments.LOCAL_YIELD_SECONDS)."""
+    await asyncio.sleep(2.5)
+    return {"trail": ["settled"]}
+
+
+def _settle_then_slow() -> StateGraph:
+    graph = StateGraph(State)
+    graph.add_node("settle", settle)
+    graph.add_node("slow_step", slow_step)
+    graph.add_node("last", lambda state: {"trail": ["last"]})
+    graph.add_edge(START, "settle")
+    graph.add_edge("settle", "slow_step")
+    graph.add_edge("slow_step", "last")
+    graph.add_edge("last", END)
+    return graph
+
+
+settle_then_slow = _settle_then_slow()
+"""A stateless run's local try hands over after ``settle``: ``slow_step`` runs in the activity."""
+
+
 def _reply_model() -> Any:
     """A chat model that answers with 600 tokens of usage (a stand-in for a real provider)."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
