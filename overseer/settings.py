@@ -100,18 +100,21 @@ class Settings(BaseSettings):
     (``Pipeline.run.local_segments``: a crash reruns such a segment, under 5 s, from its start)."""
     segment_local_seconds: float = 0.0
     """``OVERSEER_SEGMENT_LOCAL_SECONDS``: a run segment is first tried as a local activity
-    with this time-out (no activity task on the server); one that takes longer goes on as a
-    heartbeating activity from its last checkpoint. 0 turns the local try off."""
+    with this time-out (no activity task on the server); it goes on as a heartbeating
+    activity from its last checkpoint at the first superstep boundary after 2 s, or when one
+    superstep outlasts the time-out (that superstep runs again). 0 turns the local try off."""
     stateless_segment_local_seconds: float = Field(default=300.0, ge=0)
     """``OVERSEER_STATELESS_SEGMENT_LOCAL_SECONDS``: the local try of a stateless Agent Server
     run's segments (``POST /runs``, ``/runs/wait``, ``/runs/stream``: a thread made for the
     run alone), as ``segment_local_seconds`` is for every run. The server then has no
-    activity task and one workflow task fewer per run (docs/performance.md, round 21). Its
-    price: while a segment runs, a cancel (and any update or query of the run's workflow)
-    waits for the workflow task's heartbeat (about 8 s) and the Temporal Web UI names the
-    segment's nodes only once it ends; a killed worker's segment goes on after the workflow
-    task's 10 s time-out, from its checkpoints. A segment longer than this goes on as the
-    heartbeating activity (the superstep it was in runs again). 0 turns it off."""
+    activity task and one workflow task fewer per run (docs/performance.md, round 21). At
+    the first superstep boundary after 2 s the segment goes on as the heartbeating activity
+    (``workflows.segments.LOCAL_YIELD_SECONDS``; nothing runs twice). The price, for the
+    try's time: a cancel (and any update or query of the run's workflow) waits for the try's
+    end or the workflow task's heartbeat (about 8 s) and the Temporal Web UI names the try's
+    nodes only once it ends; a killed worker's try goes on after the workflow task's 10 s
+    time-out, from its checkpoints. A superstep longer than this goes on as the
+    heartbeating activity and runs again there. 0 turns it off."""
     segment_heartbeat_seconds: float = Field(default=10.0, gt=0)
     """``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``: heartbeat time-out of a run segment's activity
     (it heartbeats three times per time-out while its nodes run): a killed worker's segment
