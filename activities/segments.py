@@ -141,7 +141,7 @@ class SegmentCall:
         yield_after: a local try (only) stops at the first superstep boundary this many
             seconds after it started (0 = never) and reports ``paused`` with ``yielded``: the
             workflow goes on from its checkpoint in the heartbeating activity, so nothing
-            runs twice and a cancel lands at once from then on (:class:`YieldAfter`).
+            runs twice and from then on a cancel reaches it at a heartbeat (:class:`YieldAfter`).
     """
 
     run_id: str

@@ -267,13 +267,19 @@ async def slow_step(state: State) -> dict[str, Any]:
     return {"trail": ["slow"], "summary": "slept"}
 
 
-def _slow(metadata: dict[str, Any] | None = None) -> StateGraph:
+def _first(state: State) -> dict[str, Any]:
+    return {"trail": ["first"]}
+
+
+def _slow(metadata: dict[str, Any] | None = None, lead: Any = _first,
+          lead_name: str = "first") -> StateGraph:
+    """``lead`` → ``slow_step`` (sleeps ``topic`` seconds) → ``last``."""
     graph = StateGraph(State)
-    graph.add_node("first", lambda state: {"trail": ["first"]})
+    graph.add_node(lead_name, lead)
     graph.add_node("slow_step", slow_step, metadata=metadata)
     graph.add_node("last", lambda state: {"trail": ["last"]})
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "slow_step")
+    graph.add_edge(START, lead_name)
+    graph.add_edge(lead_name, "slow_step")
     graph.add_edge("slow_step", "last")
     graph.add_edge("last", END)
     return graph
@@ -290,19 +296,7 @@ async def settle(state: State) -> dict[str, Any]:
     return {"trail": ["settled"]}
 
 
-def _settle_then_slow() -> StateGraph:
-    graph = StateGraph(State)
-    graph.add_node("settle", settle)
-    graph.add_node("slow_step", slow_step)
-    graph.add_node("last", lambda state: {"trail": ["last"]})
-    graph.add_edge(START, "settle")
-    graph.add_edge("settle", "slow_step")
-    graph.add_edge("slow_step", "last")
-    graph.add_edge("last", END)
-    return graph
-
-
-settle_then_slow = _settle_then_slow()
+settle_then_slow = _slow(lead=settle, lead_name="settle")
 """A stateless run's local try hands over after ``settle``: ``slow_step`` runs in the activity."""
 
 
