@@ -39,7 +39,7 @@ from overseer.run_body import check_run_body, check_webhook, graph_input, resume
 from overseer.run_decisions import decide
 from overseer.settings import Settings
 from overseer.thread_queue import advance_queue, claim, launch, sync_thread
-from overseer.thread_sync import cancel_thread_run, query_state, refresh, segment_status, thread_status
+from overseer.thread_sync import cancel_thread_run, query_state, segment_status, thread_status
 from overseer.threads import (
     ACTIVE_RUN_STATUSES,
     get_thread,
@@ -64,15 +64,10 @@ async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     Raises:
         NotFoundError: unknown run on this thread (404).
     """
-    row = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 AND thread_id = $2",
-                              parse_uuid(run_id, "run"), parse_uuid(thread_id))
-    if row is None:
-        raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
+    row = await _recorded_run(pool, thread_id, run_id)
     if row["status"] == "pending":  # queued: its turn may have come
         await advance_queue(pool, temporal, thread_id)
-        row = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1", row["run_id"])
-        if row is None:
-            raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
+        row = await _recorded_run(pool, thread_id, run_id)
     if row["status"] in ACTIVE_RUN_STATUSES and row["status"] != "pending":
         snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
         status = segment_status(snap, row["from_offset"])
@@ -81,9 +76,20 @@ async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                 "UPDATE agent_runs SET status = $2, updated_at = now() "
                 "WHERE run_id = $1 AND status = $3 RETURNING *", row["run_id"], status,
                 row["status"])
-            row = updated or await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1",
-                                                 row["run_id"])
-            assert row is not None  # read by its key just above
+            row = updated or await _recorded_run(pool, thread_id, run_id)
+    return row
+
+
+async def _recorded_run(pool: asyncpg.Pool, thread_id: str, run_id: str) -> asyncpg.Record:
+    """The run's ``agent_runs`` row as recorded (no workflow asked).
+
+    Raises:
+        NotFoundError: unknown run on this thread (404).
+    """
+    row = await pool.fetchrow("SELECT * FROM agent_runs WHERE run_id = $1 AND thread_id = $2",
+                              parse_uuid(run_id, "run"), parse_uuid(thread_id))
+    if row is None:
+        raise NotFoundError(f"unknown run {run_id} on thread {thread_id}")
     return row
 
 
@@ -306,10 +312,14 @@ async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_i
                      subject: str, action: str) -> asyncpg.Record:
     """``POST .../cancel``: stop the run's workflow if the run is still active.
 
-    With ``action="rollback"`` the thread is also put back as the run found it.
+    With ``action="rollback"`` the thread is also put back as the run found it. Decided
+    from the rows as recorded, without asking the run's workflow first: a local try holds
+    its workflow's task, so a query would wait for the try's end or the task's heartbeat
+    (~8 s) before the cancel went out. :func:`cancel_thread_run` leaves a run that ended
+    and handed the thread on meanwhile as it ended.
     """
-    run = await get_run(pool, temporal, thread_id, run_id)
-    row = await refresh(pool, temporal, thread_id)
+    run = await _recorded_run(pool, thread_id, run_id)
+    row = await get_thread(pool, thread_id)
     # a run paused on an interrupt still has its workflow waiting: cancelling drops the interrupt
     if row["status"] in ("busy", "interrupted") and row["last_run_id"] == run["workflow_run_id"]:
         await cancel_thread_run(pool, temporal, row, subject, rollback=action == "rollback")

@@ -36,11 +36,12 @@ LOCAL_SEGMENT_SECONDS = 5.0
 run as a local activity before it goes on as a heartbeating activity."""
 LOCAL_YIELD_SECONDS = 2.0
 """A local try stops at the first superstep boundary after this long and the segment goes on
-in the heartbeating activity: from then on a cancel reaches it at the activity's next
-heartbeat (~3.3 s) and the Temporal UI names the node in progress (a local try holds its
-workflow's task, so a cancel waits for its end or the task's heartbeat, ~8 s). A segment
-shorter than this, as most are, costs one workflow task; a longer one pays one more workflow
-task and an activity task, a few ms in seconds."""
+in the heartbeating activity: from then on the Temporal UI names the node in progress and a
+cancel reaches the segment at the activity's next heartbeat the server hears (within ~8 s;
+a local try holds its workflow's task, so a cancel waits for the try's end or the task's
+heartbeat, ~8 s, and nothing shows the node in progress). A segment shorter than this, as
+most are, costs one workflow task; a longer one pays one more workflow task and an activity
+task, a few ms in seconds."""
 SEGMENT_TIMEOUT = timedelta(hours=1)
 """Start-to-close time-out of one segment attempt (the heartbeat notices a dead worker first)."""
 
