@@ -289,7 +289,8 @@ async def cancel_thread_run(pool: asyncpg.Pool, temporal: Client, row: asyncpg.R
 
 CLOSE_WAIT_SECONDS = 30.0
 """How long a rollback waits for a cancelled run's workflow to close (its segment activity
-is cancelled at its next heartbeat, a third of the heartbeat time-out at most)."""
+is cancelled at the next heartbeat the server hears, within ~8 s with the 10 s heartbeat
+time-out; a local try at its workflow task's next heartbeat, ~8 s)."""
 
 
 async def _closed(temporal: Client, graph_id: str, run_id: str) -> None:
