@@ -39,9 +39,14 @@ from overseer.run_body import check_run_body, check_webhook, graph_input, resume
 from overseer.run_decisions import decide
 from overseer.settings import Settings
 from overseer.thread_queue import advance_queue, claim, launch, sync_thread
-from overseer.thread_sync import cancel_thread_run, query_state, segment_status, thread_status
+from overseer.thread_sync import (
+    cancel_thread_run,
+    query_state,
+    segment_status,
+    thread_status,
+    workflow_closed,
+)
 from overseer.threads import (
-    ACTIVE_RUN_STATUSES,
     get_thread,
     mirror_checkpointed,
     parse_json,
@@ -59,16 +64,30 @@ class ThreadBusyError(ConflictError):
 
 async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                   run_id: str) -> asyncpg.Record:
-    """The run, its status refreshed from its workflow while it is active.
+    """The run as recorded; its workflow's state is read only when that workflow closed unheard.
+
+    A run's workflow writes its runs' statuses itself when it pauses at an interrupt and
+    when it ends (:func:`overseer.thread_queue.hand_off`, committed before the workflow
+    closes), and a cancel writes its own, so a ``running`` row is trusted while Temporal's
+    server says the workflow runs: one ``describe``, which the server answers alone. A
+    query would wait for the workflow's task, and a stateless run's local try holds that
+    task for its first 2 s plus the superstep in flight, or up to the task's heartbeat
+    (~8 s) for one long superstep. Only a workflow that closed without writing its ending
+    (terminated, or failed outside it) is asked for its state, as before.
 
     Raises:
         NotFoundError: unknown run on this thread (404).
+        DependencyUnavailableError: Temporal did not answer (503).
     """
     row = await _recorded_run(pool, thread_id, run_id)
     if row["status"] == "pending":  # queued: its turn may have come
         await advance_queue(pool, temporal, thread_id)
         row = await _recorded_run(pool, thread_id, run_id)
-    if row["status"] in ACTIVE_RUN_STATUSES and row["status"] != "pending":
+    if row["status"] != "running" or not await workflow_closed(
+            temporal, row["graph_id"], str(row["workflow_run_id"])):
+        return row
+    row = await _recorded_run(pool, thread_id, run_id)  # its ending may have come meanwhile
+    if row["status"] == "running":  # closed without writing it: settle from its state
         snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
         status = segment_status(snap, row["from_offset"])
         if status != row["status"]:  # unless a cancel or hand-off wrote it meanwhile

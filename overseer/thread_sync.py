@@ -45,9 +45,16 @@ TRANSIENT_RPC = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAI
 async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str, Any] | None:
     """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer.
 
+    The answer gains ``closed``, ``cancelled`` (cancelled or terminated) and ``failed``
+    (failed or timed out) from the server's ``describe``. A closed workflow whose query the
+    server refuses (one terminated or failed while a workflow task was in flight: "closed
+    before WorkflowTaskStarted") answers those three alone, so its thread and runs are
+    still settled (:func:`thread_status`, :func:`segment_status`) instead of failing every
+    read with a 503.
+
     Raises:
         DependencyUnavailableError: Temporal failed the query :data:`QUERY_TRIES` times, or
-            with an error that is not transient (503).
+            refused it for a workflow still running (503).
     """
     handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
     for attempt in range(1, QUERY_TRIES + 1):
@@ -57,19 +64,28 @@ async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str,
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
+            if err.status not in TRANSIENT_RPC:
+                ended = await _ending(handle)
+                if ended is not None and ended["closed"]:
+                    return ended
             if err.status not in TRANSIENT_RPC or attempt == QUERY_TRIES:
                 raise DependencyUnavailableError("Temporal did not answer") from err
             await asyncio.sleep(0.2 * 2 ** (attempt - 1))
         except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
             return None
+    return {**snap, **(await _ending(handle) or
+                       {"closed": False, "cancelled": False, "failed": False})}
+
+
+async def _ending(handle: Any) -> dict[str, bool] | None:
+    """``closed`` / ``cancelled`` / ``failed`` from the server's ``describe``; None if it failed."""
     try:
         desc = await handle.describe()
-        snap["closed"] = desc.status is not None and desc.status.name != "RUNNING"
-        snap["cancelled"] = desc.status is not None and desc.status.name in (
-            "CANCELED", "TERMINATED")
     except RPCError:
-        snap["closed"], snap["cancelled"] = False, False
-    return snap
+        return None
+    name = desc.status.name if desc.status is not None else "RUNNING"
+    return {"closed": name != "RUNNING", "cancelled": name in ("CANCELED", "TERMINATED"),
+            "failed": name in ("FAILED", "TIMED_OUT")}
 
 
 async def workflow_closed(temporal: Client, graph_id: str, run_id: str) -> bool:
@@ -106,6 +122,8 @@ def thread_status(snap: dict[str, Any]) -> str:
         return "error"
     if last and last["event"] == "end":
         return "interrupted" if snap.get("next") else "idle"
+    if snap.get("closed"):  # failed or timed out before its own ending
+        return "error"
     if last and last["event"] == "interrupt" and last["offset"] == published - 1 and \
             not snap.get("decided"):
         return "interrupted"
@@ -135,7 +153,8 @@ def mark_statuses(snap: dict[str, Any]) -> tuple[list[int], list[str], str]:
     marks = snap.get("marks") or []
     return ([int(m["offset"]) for m in marks],
             ["interrupted" if m.get("cancelled") else RUN_ENDINGS[m["event"]] for m in marks],
-            "interrupted" if snap.get("closed") else "running")
+            "error" if snap.get("failed") else "interrupted" if snap.get("closed")
+            else "running")
 
 
 _RUN_STATUSES = """
@@ -166,7 +185,11 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
     snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
     if snap is None:
         return row
-    await save_snapshot(pool, row, snap)
+    if await save_snapshot(pool, row, snap) and snap.get("closed"):
+        # closed without its own ending (that hands the thread on before the workflow
+        # closes): terminated or failed, so its state is LangGraph's latest checkpoint, as
+        # after a cancel, not what the workflow last knew
+        await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
     return await get_thread(pool, thread_id)
 
 
@@ -179,18 +202,20 @@ class Snapshotted:
 
 
 async def save_snapshot(pool: asyncpg.Pool, row: asyncpg.Record, snap: dict[str, Any], *,
-                        shown: bool = True) -> None:
+                        shown: bool = True) -> bool:
     """Write a workflow's state into the thread and its runs' statuses (its own transaction).
 
-    ``row`` is the thread's row as read before; nothing is written when the thread has since
-    been detached or given to another run. See :func:`write_snapshot`.
+    ``row`` is the thread's row as read before; nothing is written (False) when the thread
+    has since been detached or given to another run. See :func:`write_snapshot`.
     """
     async with pool.acquire() as conn, conn.transaction():
         # the thread's row first: a resume's run row is in, or the thread detached, not both
         locked = await conn.fetchval("SELECT last_run_id FROM agent_threads "
                                      "WHERE thread_id = $1 FOR UPDATE", row["thread_id"])
-        if locked == row["last_run_id"]:
-            await write_snapshot(conn, row["thread_id"], locked, snap, shown=shown)
+        if locked != row["last_run_id"]:
+            return False
+        await write_snapshot(conn, row["thread_id"], locked, snap, shown=shown)
+    return True
 
 
 async def write_snapshot(conn: Any, thread_id: Any, wrid: Any, snap: dict[str, Any], *,

@@ -20,8 +20,10 @@ import asyncio
 import contextlib
 import json
 import time
+import uuid
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -217,15 +219,18 @@ async def test_on_disconnect_cancel_cancels_the_run_when_its_client_leaves(stack
 
 async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(
         stack: Stack, dev_server: Any):
-    """A stateless run's segment is a local try, which holds its workflow's task: a cancel
-    made while its 30 s node runs answers at once (the API does not ask the busy workflow
-    first) and stops the try at the workflow task's heartbeat (about 8 s in), not after the
-    node; the run is ``interrupted`` and its thread kept, as on a thread."""
+    """A stateless run's segment is a local try, which holds its workflow's task: while its
+    30 s node runs, ``runs.get`` and a cancel answer at once (the API does not ask the busy
+    workflow), and the cancel stops the try at the workflow task's heartbeat (about 8 s in),
+    not after the node; the run is ``interrupted`` and its thread kept, as on a thread."""
     client = sdk(stack)
     run = await client.runs.create(None, "slow_plain", input={"topic": "30"},
                                    on_completion="keep")
     tid, run_id = run["thread_id"], run["run_id"]
     await asyncio.sleep(2)  # the slow node has started
+    asked = time.monotonic()
+    assert (await client.runs.get(tid, run_id))["status"] == "running"
+    assert time.monotonic() - asked < 2  # it queried the busy workflow, ~6 s, before
     asked = time.monotonic()
     await client.runs.cancel(tid, run_id)
     assert time.monotonic() - asked < 5  # it waited 12-15 s for two queries before
@@ -236,6 +241,54 @@ async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(
     assert (await handle.describe()).status.name == "CANCELED"
     assert time.monotonic() - asked < 20  # the try stopped well before the node's 30 s
     assert (await client.threads.get(tid))["status"] == "idle"
+
+
+async def test_a_run_whose_workflow_was_terminated_is_settled_by_runs_get(
+        stack: Stack, dev_server: Any):
+    """Terminated from Temporal's UI, a run's workflow never writes its ending: ``runs.get``
+    trusts a ``running`` row only while the server says the workflow runs, so it reads the
+    closed workflow's state and the run is ``interrupted`` (as a cancelled run is); the
+    thread is ``idle``, shows LangGraph's latest checkpoint, and runs again."""
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    run_id = (await client.runs.create(tid, "slow_plain", input={"topic": "30"}))["run_id"]
+    handle = dev_server.client.get_workflow_handle(f"slow_plain-{run_id}")
+    deadline = time.monotonic() + 20
+    while not (await handle.describe()).raw_description.pending_activities:  # slow_step's
+        assert time.monotonic() < deadline, "the segment never started"
+        await asyncio.sleep(0.2)
+    await handle.terminate("a test")
+    assert (await client.runs.get(tid, run_id))["status"] == "interrupted"
+    thread = await client.threads.get(tid)  # LangGraph's latest checkpoint: after `first`
+    assert (thread["status"], thread["values"]["trail"]) == ("idle", ["first"])
+    assert (await client.threads.get_state(tid))["values"]["trail"] == ["first"]
+    again = await client.runs.wait(tid, "slow_plain", input={"topic": "0"})
+    assert again["trail"][-3:] == ["first", "slow", "last"]
+
+
+async def test_a_workflow_closed_before_its_first_task_does_not_make_its_thread_unreadable(
+        stack: Stack, dev_server: Any, pool: asyncpg.Pool):
+    """A workflow terminated (or failed) while a workflow task was in flight refuses queries
+    ("closed before WorkflowTaskStarted"): every read of its thread answered 503 for ever.
+    Now its thread and run are settled from the server's ``describe``: the run is
+    ``interrupted``, the thread ``idle`` and free for the next run."""
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    run_id = uuid.uuid4()
+    # a run's workflow no worker has taken yet (its task queue has none), then terminated
+    handle = await dev_server.client.start_workflow(
+        "SegmentRunWorkflow", id=f"slow_plain-{run_id}", task_queue=f"nobody-{run_id}")
+    await handle.terminate("a test")
+    await pool.execute("UPDATE agent_threads SET status = 'busy', graph_id = 'slow_plain', "
+                       "last_run_id = $1 WHERE thread_id = $2", run_id, uuid.UUID(tid))
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   kind, status) VALUES ($1, $2, 'slow_plain', 'slow_plain', $1,
+                                   'start', 'running')""", run_id, uuid.UUID(tid))
+    assert (await client.runs.get(tid, str(run_id)))["status"] == "interrupted"
+    assert (await client.threads.get(tid))["status"] == "idle"
+    again = await client.runs.wait(tid, "slow_plain", input={"topic": "0"})
+    assert again["trail"] == ["first", "slow", "last"]
 
 
 async def test_a_stateless_runs_local_try_hands_over_to_the_activity_after_two_seconds(

@@ -23,7 +23,7 @@ from overseer.store.events import (
     NewEvent,
     append_events,
 )
-from overseer.thread_sync import segment_status
+from overseer.thread_sync import save_snapshot, segment_status
 
 
 async def _thread_with_run(pool: asyncpg.Pool) -> tuple[uuid.UUID, uuid.UUID]:
@@ -212,3 +212,28 @@ async def test_every_active_run_of_the_workflow_gets_the_status_its_first_offset
         "SELECT run_id, status FROM agent_runs WHERE thread_id = $1", tid)}
     assert got == {rid: "interrupted", late: "interrupted"}
     assert got == {rid: segment_status(snap, 0), late: segment_status(snap, 4)}
+
+
+async def test_a_workflow_that_failed_before_its_ending_leaves_its_thread_and_run_in_error(
+        pool: asyncpg.Pool) -> None:
+    # failed or timed out (e.g. an approval's execution time-out) with no ending of its own:
+    # what query_state answers then, with its state or (query refused) without
+    # (a run that had paused at an interrupt before stays interrupted: it ended there)
+    for snap, run_status in (({"closed": True, "cancelled": False, "failed": True}, "error"),
+                             ({**_ended({"topic": "half"}), "published": 3, "failed": True,
+                               "marks": [{"offset": 2, "event": "interrupt"}]}, "interrupted")):
+        tid, rid = await _thread_with_run(pool)
+        row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1", tid)
+        await save_snapshot(pool, row, snap)
+        thread = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1", tid)
+        assert (thread["status"], thread["last_run_id"]) == ("error", None)  # was busy
+        assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                                   rid) == run_status == segment_status(snap, 0)
+    # terminated (or cancelled) the same way: interrupted, and the thread idle
+    tid, rid = await _thread_with_run(pool)
+    row = await pool.fetchrow("SELECT * FROM agent_threads WHERE thread_id = $1", tid)
+    await save_snapshot(pool, row, {"closed": True, "cancelled": True, "failed": False})
+    assert await pool.fetchval("SELECT status FROM agent_threads WHERE thread_id = $1",
+                               tid) == "idle"
+    assert await pool.fetchval("SELECT status FROM agent_runs WHERE run_id = $1",
+                               rid) == "interrupted"
