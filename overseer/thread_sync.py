@@ -175,12 +175,24 @@ _LEFT = """RETURNING status, EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = 
 async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
     """The thread's row, brought up to date from its attached workflow first (if any).
 
+    A ``busy`` thread whose run's workflow Temporal's server says still runs is as recorded:
+    that workflow writes the thread itself when it pauses at an interrupt and when it ends
+    (:func:`overseer.thread_queue.hand_off`, before it closes); between, its query answers
+    no newer values than the row has (those at the run's start or last pause;
+    :func:`overseer.thread_runs.current_state` reads the latest checkpoint). Asking would
+    wait for the workflow's task, which a stateless run's local try holds. A paused thread
+    is asked (a decision from the admin API resumes it without writing the thread; a read
+    shows the pause's checkpoint), and so is a workflow that closed without its ending.
+
     Raises:
         NotFoundError: unknown thread (404).
         DependencyUnavailableError: Temporal did not answer (503).
     """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is None or row["graph_id"] is None:
+        return row
+    if row["status"] == "busy" and not await workflow_closed(
+            temporal, row["graph_id"], str(row["last_run_id"])):
         return row
     snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
     if snap is None:

@@ -220,8 +220,8 @@ async def test_on_disconnect_cancel_cancels_the_run_when_its_client_leaves(stack
 async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(
         stack: Stack, dev_server: Any):
     """A stateless run's segment is a local try, which holds its workflow's task: while its
-    30 s node runs, ``runs.get`` and a cancel answer at once (the API does not ask the busy
-    workflow), and the cancel stops the try at the workflow task's heartbeat (about 8 s in),
+    30 s node runs, ``runs.get``, ``threads.get``, ``threads.get_state`` and a cancel answer
+    at once (the API does not ask the busy workflow), and the cancel stops the try at the workflow task's heartbeat (about 8 s in),
     not after the node; the run is ``interrupted`` and its thread kept, as on a thread."""
     client = sdk(stack)
     run = await client.runs.create(None, "slow_plain", input={"topic": "30"},
@@ -230,7 +230,9 @@ async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(
     await asyncio.sleep(2)  # the slow node has started
     asked = time.monotonic()
     assert (await client.runs.get(tid, run_id))["status"] == "running"
-    assert time.monotonic() - asked < 2  # it queried the busy workflow, ~6 s, before
+    assert (await client.threads.get(tid))["status"] == "busy"
+    assert (await client.threads.get_state(tid))["next"] == ["slow_step"]
+    assert time.monotonic() - asked < 2  # each queried the busy workflow (~6 s) before
     asked = time.monotonic()
     await client.runs.cancel(tid, run_id)
     assert time.monotonic() - asked < 5  # it waited 12-15 s for two queries before
