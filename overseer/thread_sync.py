@@ -1,10 +1,11 @@
 """A thread's row follows the workflow attached to it; a cancel detaches it.
 
-While a run holds a thread (``agent_threads.last_run_id``), the thread's status, values
-and checkpoint come from the run's ``SegmentRunWorkflow``: its ``get_thread_state`` query
-(:func:`query_state`) read into the row (:func:`refresh`, :func:`save_snapshot`). The
-workflow also writes the row itself when it pauses on an interrupt and when it ends
-(:func:`overseer.thread_queue.hand_off`); once it has ended it is detached.
+While a run holds a thread (``agent_threads.last_run_id``), the run's ``SegmentRunWorkflow``
+writes the row itself when it pauses on an interrupt and when it ends
+(:func:`overseer.thread_queue.hand_off`); once it has ended it is detached. Its
+``get_thread_state`` query (:func:`query_state`) is read into the row (:func:`refresh`,
+:func:`save_snapshot`) only where the row cannot know: a paused thread (a decision from the
+admin API resumes it) and a workflow that closed without its ending (terminated, failed).
 :func:`cancel_thread_run` stops the attached workflow and detaches it, keeping the
 thread's state or, for a ``rollback``, putting it back as the run found it.
 """
