@@ -42,9 +42,10 @@ from overseer.thread_queue import advance_queue, claim, launch, sync_thread
 from overseer.thread_sync import (
     cancel_thread_run,
     query_state,
+    refresh,
     segment_status,
     thread_status,
-    workflow_closed,
+    workflow_ending,
 )
 from overseer.threads import (
     get_thread,
@@ -64,38 +65,37 @@ class ThreadBusyError(ConflictError):
 
 async def get_run(pool: asyncpg.Pool, temporal: Client, thread_id: str,
                   run_id: str) -> asyncpg.Record:
-    """The run as recorded; its workflow's state is read only when that workflow closed unheard.
+    """The run as recorded, settled first if its workflow closed without writing its ending.
 
     A run's workflow writes its runs' statuses itself when it pauses at an interrupt and
     when it ends (:func:`overseer.thread_queue.hand_off`, committed before the workflow
     closes), and a cancel writes its own, so a ``running`` row is trusted while Temporal's
-    server says the workflow runs: one ``describe``, which the server answers alone. A
-    query would wait for the workflow's task, and a stateless run's local try holds that
-    task for its first 2 s plus the superstep in flight, or up to the task's heartbeat
-    (~8 s) for one long superstep. Only a workflow that closed without writing its ending
-    (terminated, or failed outside it) is asked for its state, as before.
+    server says the workflow runs: one ``describe``, which no worker has to answer (a query
+    would wait for the workflow's task, which a stateless run's local try holds). A
+    workflow that closed without its ending (terminated from the Temporal Web UI, failed)
+    settles the run and its thread (:func:`overseer.thread_sync.refresh`).
 
     Raises:
         NotFoundError: unknown run on this thread (404).
-        DependencyUnavailableError: Temporal did not answer (503).
+        DependencyUnavailableError: Temporal refused the describe (503).
     """
     row = await _recorded_run(pool, thread_id, run_id)
     if row["status"] == "pending":  # queued: its turn may have come
         await advance_queue(pool, temporal, thread_id)
         row = await _recorded_run(pool, thread_id, run_id)
-    if row["status"] != "running" or not await workflow_closed(
-            temporal, row["graph_id"], str(row["workflow_run_id"])):
+    if row["status"] != "running":
         return row
-    row = await _recorded_run(pool, thread_id, run_id)  # its ending may have come meanwhile
-    if row["status"] == "running":  # closed without writing it: settle from its state
-        snap = await query_state(temporal, row["graph_id"], str(row["workflow_run_id"]))
-        status = segment_status(snap, row["from_offset"])
-        if status != row["status"]:  # unless a cancel or hand-off wrote it meanwhile
-            updated = await pool.fetchrow(
-                "UPDATE agent_runs SET status = $2, updated_at = now() "
-                "WHERE run_id = $1 AND status = $3 RETURNING *", row["run_id"], status,
-                row["status"])
-            row = updated or await _recorded_run(pool, thread_id, run_id)
+    ending = await workflow_ending(temporal, row["graph_id"], str(row["workflow_run_id"]))
+    if ending is None or not ending["closed"]:
+        return row
+    await refresh(pool, temporal, thread_id)  # the thread and its attached workflow's runs
+    row = await _recorded_run(pool, thread_id, run_id)
+    if row["status"] == "running":  # its workflow no longer holds the thread: this run alone
+        updated = await pool.fetchrow(
+            "UPDATE agent_runs SET status = $2, updated_at = now() WHERE run_id = $1 "
+            "AND status = 'running' RETURNING *", row["run_id"],
+            segment_status(ending, row["from_offset"]))
+        row = updated or await _recorded_run(pool, thread_id, run_id)
     return row
 
 

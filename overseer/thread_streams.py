@@ -29,7 +29,7 @@ from overseer.registry import get_registry
 from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, stream_modes
 from overseer.run_types import STREAM_TOPIC
 from overseer.thread_queue import advance_queue, run_error, sync_thread
-from overseer.thread_sync import refresh, workflow_closed
+from overseer.thread_sync import refresh
 from overseer.threads import (
     ACTIVE_RUN_STATUSES,
     RUN_ENDINGS,
@@ -479,11 +479,12 @@ def _messages_in(value: Any) -> list[dict[str, Any]]:
 WAIT_SYNC_SECONDS = 5.0
 """``runs.wait`` asks Temporal whether the run's workflow has closed (a describe, which the
 server answers alone) after this long without word from it in Postgres, then after twice as
-long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`); only a closed workflow is then asked
-for its state (:func:`overseer.thread_queue.sync_thread`'s query), so a run whose workflow could not hand its
-state over (terminated from the Temporal UI) still ends a wait. A query costs the worker a
-workflow task: asked of every waiting run, it slowed a hundred concurrent ``runs.wait`` (the
-run's status is read from Postgres every half second anyway)."""
+long each time (at most :data:`WAIT_SYNC_MAX_SECONDS`); a closed workflow then settles the
+thread and its runs from how it closed (:func:`overseer.thread_sync.refresh`), so a run whose
+workflow could not hand its state over (terminated from the Temporal UI) still ends a wait.
+No query: it costs the worker a workflow task, and asked of every waiting run it slowed a
+hundred concurrent ``runs.wait`` (the run's status is read from Postgres every half second
+anyway)."""
 WAIT_SYNC_MAX_SECONDS = 120.0
 
 
@@ -518,8 +519,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
             if status not in ACTIVE_RUN_STATUSES:
                 break
             if loop.time() - asked >= every:
-                if await workflow_closed(temporal, run["graph_id"], wid):
-                    await refresh(pool, temporal, str(run["thread_id"]))
+                await refresh(pool, temporal, str(run["thread_id"]))  # closed unheard?
                 asked, every = loop.time(), min(every * 2, WAIT_SYNC_MAX_SECONDS)
                 continue
             with contextlib.suppress(TimeoutError):

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -43,56 +44,48 @@ TRANSIENT_RPC = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAI
                            RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.CANCELLED})
 
 
-async def query_state(temporal: Client, graph_id: str, run_id: str) -> dict[str, Any] | None:
+async def query_state(temporal: Client, graph_id: str, run_id: str, *,
+                      tries: int = QUERY_TRIES,
+                      deadline_seconds: float | None = None) -> dict[str, Any] | None:
     """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer.
 
-    The answer gains ``closed``, ``cancelled`` (cancelled or terminated) and ``failed``
-    (failed or timed out) from the server's ``describe``. A closed workflow whose query the
-    server refuses (one terminated or failed while a workflow task was in flight: "closed
-    before WorkflowTaskStarted") answers those three alone, so its thread and runs are
-    still settled (:func:`thread_status`, :func:`segment_status`) instead of failing every
-    read with a 503.
+    The answer gains ``closed``, ``cancelled`` and ``failed`` (:func:`workflow_ending`). A
+    query needs a worker: with none running it waits out its deadline (``deadline_seconds``,
+    else the server's ~5 s) on each of the ``tries``.
 
     Raises:
-        DependencyUnavailableError: Temporal failed the query :data:`QUERY_TRIES` times, or
-            refused it for a workflow still running (503).
+        DependencyUnavailableError: Temporal failed the query ``tries`` times, or with an
+            error that is not transient (503).
     """
     handle = temporal.get_workflow_handle(workflow_id(graph_id, run_id))
-    for attempt in range(1, QUERY_TRIES + 1):
+    rpc_timeout = None if deadline_seconds is None else timedelta(seconds=deadline_seconds)
+    for attempt in range(1, tries + 1):
         try:
-            snap: dict[str, Any] = await handle.query("get_thread_state")
+            snap: dict[str, Any] = await handle.query("get_thread_state", rpc_timeout=rpc_timeout)
             break
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
-            if err.status not in TRANSIENT_RPC:
-                ended = await _ending(handle)
-                if ended is not None and ended["closed"]:
-                    return ended
-            if err.status not in TRANSIENT_RPC or attempt == QUERY_TRIES:
+            if err.status not in TRANSIENT_RPC or attempt == tries:
                 raise DependencyUnavailableError("Temporal did not answer") from err
             await asyncio.sleep(0.2 * 2 ** (attempt - 1))
         except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
             return None
-    return {**snap, **(await _ending(handle) or
-                       {"closed": False, "cancelled": False, "failed": False})}
+    return {**snap, **(await workflow_ending(temporal, graph_id, run_id) or RUNNING)}
 
 
-async def _ending(handle: Any) -> dict[str, bool] | None:
-    """``closed`` / ``cancelled`` / ``failed`` from the server's ``describe``; None if it failed."""
-    try:
-        desc = await handle.describe()
-    except RPCError:
-        return None
-    name = desc.status.name if desc.status is not None else "RUNNING"
-    return {"closed": name != "RUNNING", "cancelled": name in ("CANCELED", "TERMINATED"),
-            "failed": name in ("FAILED", "TIMED_OUT")}
+RUNNING = {"closed": False, "cancelled": False, "failed": False}
+""":func:`workflow_ending`'s answer for a workflow that still runs."""
 
 
-async def workflow_closed(temporal: Client, graph_id: str, run_id: str) -> bool:
-    """True when the run's workflow has closed or is gone; Temporal's server answers alone.
+async def workflow_ending(temporal: Client, graph_id: str,
+                          run_id: str) -> dict[str, bool] | None:
+    """How the run's workflow ended, from Temporal's server alone (a ``describe``; no worker).
 
-    A transient failure (deadline, unavailable) answers False: the caller asks again later.
+    ``{"closed", "cancelled", "failed"}``: ``cancelled`` for one cancelled or terminated (the
+    Temporal Web UI's "terminate"), ``failed`` for one failed, timed out or gone (its history
+    deleted: how it ended is not known, and it wrote no ending); :data:`RUNNING` while it
+    runs. None after a transient failure (deadline, unavailable): the caller asks later.
 
     Raises:
         DependencyUnavailableError: Temporal refused the describe otherwise (503).
@@ -101,11 +94,13 @@ async def workflow_closed(temporal: Client, graph_id: str, run_id: str) -> bool:
         desc = await temporal.get_workflow_handle(workflow_id(graph_id, run_id)).describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            return True
+            return {"closed": True, "cancelled": False, "failed": True}
         if err.status in TRANSIENT_RPC:
-            return False
+            return None
         raise DependencyUnavailableError("Temporal did not answer") from err
-    return desc.status is not None and desc.status.name != "RUNNING"
+    name = desc.status.name if desc.status is not None else "RUNNING"
+    return {"closed": name != "RUNNING", "cancelled": name in ("CANCELED", "TERMINATED"),
+            "failed": name in ("FAILED", "TIMED_OUT")}
 
 
 def thread_status(snap: dict[str, Any]) -> str:
@@ -174,36 +169,60 @@ _LEFT = """RETURNING status, EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = 
 
 
 async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> asyncpg.Record:
-    """The thread's row, brought up to date from its attached workflow first (if any).
+    """The thread's row, brought up to date with its attached workflow first (if any).
 
-    A ``busy`` thread whose run's workflow Temporal's server says still runs is as recorded:
-    that workflow writes the thread itself when it pauses at an interrupt and when it ends
-    (:func:`overseer.thread_queue.hand_off`, before it closes); between, its query answers
-    no newer values than the row has (those at the run's start or last pause;
-    :func:`overseer.thread_runs.current_state` reads the latest checkpoint). Asking would
-    wait for the workflow's task, which a stateless run's local try holds. A paused thread
-    is asked (a decision from the admin API resumes it without writing the thread; a read
-    shows the pause's checkpoint), and so is a workflow that closed without its ending.
+    Temporal's server is asked whether that workflow still runs (:func:`workflow_ending`,
+    no worker needed):
+
+    - closed: it closed without its ending, which detaches the thread before the workflow
+      closes (terminated from the Temporal Web UI, failed, timed out). The thread and its
+      runs are settled from how it closed (:func:`thread_status`, :func:`segment_status`:
+      ``idle`` / ``interrupted`` when terminated, ``error`` when failed) and the thread's
+      state becomes LangGraph's latest checkpoint, as after a cancel.
+    - running, thread ``busy``: the row as recorded. The workflow writes the thread itself
+      when it pauses at an interrupt and when it ends (:func:`overseer.thread_queue.hand_off`);
+      between, its query answers no newer values than the row has
+      (:func:`overseer.thread_runs.current_state` reads the latest checkpoint), and a query
+      would wait for the workflow's task, which a stateless run's local try holds.
+    - running, paused at an interrupt: the workflow is asked (one query, at most
+      :data:`PAUSED_QUERY_SECONDS`), since a decision from the admin API or the escalation
+      ladder resumes it without writing the thread. When no worker answers (down,
+      restarting, overloaded) the pause as recorded is the answer, not a 503.
+
+    Either way a pause the thread shows is the one its reader saw (``paused_checkpoint``
+    becomes ``checkpoint``: :func:`write_snapshot`'s ``shown``).
 
     Raises:
         NotFoundError: unknown thread (404).
-        DependencyUnavailableError: Temporal did not answer (503).
+        DependencyUnavailableError: Temporal refused a describe (503).
     """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is None or row["graph_id"] is None:
         return row
-    if row["status"] == "busy" and not await workflow_closed(
-            temporal, row["graph_id"], str(row["last_run_id"])):
+    graph_id, wrid = row["graph_id"], str(row["last_run_id"])
+    ending = await workflow_ending(temporal, graph_id, wrid)
+    if ending is not None and ending["closed"]:
+        if await save_snapshot(pool, row, ending):
+            await mirror_checkpointed(pool, row["thread_id"], graph_id)
+        return await get_thread(pool, thread_id)
+    if row["status"] == "busy":
         return row
-    snap = await query_state(temporal, row["graph_id"], str(row["last_run_id"]))
-    if snap is None:
-        return row
-    if await save_snapshot(pool, row, snap) and snap.get("closed"):
-        # closed without its own ending (that hands the thread on before the workflow
-        # closes): terminated or failed, so its state is LangGraph's latest checkpoint, as
-        # after a cancel, not what the workflow last knew
-        await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
+    try:
+        snap = await query_state(temporal, graph_id, wrid, tries=1,
+                                 deadline_seconds=PAUSED_QUERY_SECONDS)
+    except DependencyUnavailableError:
+        snap = None
+    if snap is None or not await save_snapshot(pool, row, snap):
+        await pool.execute(
+            """UPDATE agent_threads SET checkpoint = paused_checkpoint, paused_checkpoint = NULL
+               WHERE thread_id = $1 AND last_run_id = $2 AND paused_checkpoint IS NOT NULL""",
+            row["thread_id"], row["last_run_id"])
     return await get_thread(pool, thread_id)
+
+
+PAUSED_QUERY_SECONDS = 3.0
+"""How long a read of a paused thread waits for its workflow's answer before it answers
+from the row (:func:`refresh`): a healthy worker answers in milliseconds."""
 
 
 @dataclass(frozen=True)
@@ -241,9 +260,10 @@ async def write_snapshot(conn: Any, thread_id: Any, wrid: Any, snap: dict[str, A
     :func:`thread_status`; a workflow that ended (``idle``, ``error`` or ``closed``) is
     detached. ``shown=False`` (a pause handed over by the workflow, not yet shown to any
     client) leaves the thread's ``checkpoint`` — the state a resume without an interrupt id
-    answers (:func:`resume_target`) — as it was, so a resume never lands on an interrupt no
-    client has read; :func:`overseer.thread_streams.wait_values` and every read of the
-    thread show it.
+    answers (:func:`resume_target`) — as it was and keeps the pause's in
+    ``paused_checkpoint``, so a resume never lands on an interrupt no client has read;
+    :func:`overseer.thread_streams.wait_values` and every read of the thread show it
+    (:func:`refresh`).
 
     Args:
         conn: the transaction's connection.
@@ -279,6 +299,7 @@ async def write_snapshot(conn: Any, thread_id: Any, wrid: Any, snap: dict[str, A
     left = await conn.fetchrow(
         """UPDATE agent_threads SET status = $2, "values" = $3::jsonb, state = $4::jsonb,
                checkpoint = CASE WHEN $9 THEN $5::jsonb ELSE checkpoint END,
+               paused_checkpoint = CASE WHEN $9 THEN NULL ELSE $5::jsonb END,
                interrupts = $6::jsonb, updated_at = now(),
                last_run_id = CASE WHEN $7 THEN NULL ELSE last_run_id END,
                cancelling = CASE WHEN $7 THEN NULL ELSE cancelling END

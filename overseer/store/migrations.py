@@ -301,6 +301,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX approvals_run_interrupt ON approvals (run_id, interrupt_id);
         """,
     ),
+    (
+        # a pause's checkpoint, held back until a client reads the thread
+        # (overseer.thread_sync.write_snapshot's ``shown``), so that read needs no workflow
+        "agent_threads_paused_checkpoint",
+        """
+        ALTER TABLE agent_threads ADD COLUMN paused_checkpoint jsonb;
+        """,
+    ),
 ]
 
 

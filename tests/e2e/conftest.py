@@ -46,16 +46,20 @@ class Stack:
         self.workers.append(proc)
         return proc
 
+    def kill_workers(self) -> None:
+        """SIGKILL every live worker: no worker runs until :meth:`start_worker`."""
+        for proc in self.workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(10)
+
     def replace_workers(self) -> subprocess.Popen[bytes]:
         """SIGKILL every live worker (so the one running a run's work dies), then start one.
 
         Returns the new worker. Killing only one of them would leave another to pick the
         work up, and a later crash test's kill might miss the worker that runs its run.
         """
-        for proc in self.workers:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(10)
+        self.kill_workers()
         return self.start_worker()
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+import uuid
 from collections import Counter
 
+import asyncpg
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
@@ -138,3 +141,47 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
     assert kinds.count("activity_task_scheduled_event_attributes") == 1, kinds
     assert kinds.index("marker_recorded_event_attributes") < \
         kinds.index("activity_task_scheduled_event_attributes"), kinds
+
+
+async def test_a_paused_thread_reads_from_its_rows_while_no_worker_runs(stack: Stack,
+                                                                        pool: asyncpg.Pool):
+    """With every worker down (crashed, restarting), a read of a thread paused at an
+    interrupt asked its workflow, and a query waits for a worker: ``threads.get`` and
+    ``threads.get_state`` each took 29 s and answered 503. Now each answers from the rows
+    within the paused read's query deadline (3 s), with the pause, even one no client had
+    read before the workers died; the run goes on once a worker is back."""
+    from langgraph_sdk import get_client
+
+    from overseer.thread_sync import PAUSED_QUERY_SECONDS
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["admin"])
+    tid = (await client.threads.create())["thread_id"]
+    run_id = (await client.runs.create(tid, "approvals", input={"topic": "q3"}))["run_id"]
+    deadline = time.monotonic() + 60
+    while await pool.fetchval(  # in Postgres: a read through the API would show the pause
+            "SELECT status FROM agent_threads WHERE thread_id = $1", uuid.UUID(tid)) != \
+            "interrupted":
+        assert time.monotonic() < deadline, "the run never paused"
+        await asyncio.sleep(0.1)
+    stack.kill_workers()
+    try:
+        for read in (client.threads.get(tid), client.threads.get_state(tid),
+                     client.runs.get(tid, run_id)):
+            asked = time.monotonic()
+            got = await read
+            assert time.monotonic() - asked < PAUSED_QUERY_SECONDS + 5  # 29 s, then 503
+            if "interrupts" in got and isinstance(got["interrupts"], dict):  # threads.get
+                assert got["status"] == "interrupted"
+                [(_, [interrupt])] = got["interrupts"].items()
+                assert interrupt["value"]["question"] == "publish?"
+            elif "next" in got:  # threads.get_state: the pause's checkpoint, shown now
+                assert got["next"] == ["two_questions"]
+                assert got["tasks"][0]["interrupts"][0]["value"]["question"] == "publish?"
+            else:
+                assert got["status"] == "interrupted"
+    finally:
+        stack.start_worker()
+    values = await client.runs.wait(tid, "approvals", command={"resume": {"decision": "yes"}})
+    assert values["__interrupt__"][0]["value"]["question"] == "really?"
+    values = await client.runs.wait(tid, "approvals", command={"resume": {"decision": "no"}})
+    assert values["summary"] == "yes then no"

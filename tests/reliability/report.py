@@ -51,6 +51,16 @@ ABUSE = [
      "tests/e2e/test_langgraph_sdk_run_options.py", 2,
      "the run is cancelled (`interrupted`) within about a second; with the default it runs to "
      "its end"),
+    ("every worker down (crashed, restarting) while a client reads a thread paused at an "
+     "interrupt", "tests/e2e/test_crash_recovery.py", 1,
+     "the pause as recorded, within ~3 s (was: 29 s, then 503); the run goes on once a worker "
+     "is back"),
+    ("a run's workflow terminated from the Temporal Web UI: mid-segment, and with a workflow "
+     "task in flight", "tests/e2e/test_langgraph_sdk_run_options.py", 2,
+     "run `interrupted`, thread `idle` with LangGraph's latest checkpoint, runs again (was: "
+     "every read of it 503 with a task in flight)"),
+    ("a run's workflow failed or timed out before its ending", "tests/unit/test_thread_hand_off.py",
+     2, "thread `error`, its run `error` (was: thread `busy`)"),
 ]
 
 
