@@ -221,8 +221,9 @@ async def test_a_stateless_runs_cancel_reaches_its_local_segment_mid_node(
         stack: Stack, dev_server: Any):
     """A stateless run's segment is a local try, which holds its workflow's task: while its
     30 s node runs, ``runs.get``, ``threads.get``, ``threads.get_state`` and a cancel answer
-    at once (the API does not ask the busy workflow), and the cancel stops the try at the workflow task's heartbeat (about 8 s in),
-    not after the node; the run is ``interrupted`` and its thread kept, as on a thread."""
+    at once (the API does not ask the busy workflow), and the cancel stops the try at the
+    workflow task's heartbeat (about 8 s in), not after the node; the run is
+    ``interrupted`` and its thread kept, as on a thread."""
     client = sdk(stack)
     run = await client.runs.create(None, "slow_plain", input={"topic": "30"},
                                    on_completion="keep")
