@@ -258,7 +258,8 @@ async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str)
     """Write the thread's latest LangGraph checkpoint into its ``agent_threads`` row.
 
     The row's ``values``/``state``/``checkpoint`` are what thread search and ``GET
-    /threads/{id}`` show; they follow the checkpointer.
+    /threads/{id}`` show; they follow the checkpointer (a pause held back for its first
+    reader, ``paused_checkpoint``, is dropped: this checkpoint supersedes it).
     """
     from activities.segment_state import snapshot_of
 
@@ -267,7 +268,8 @@ async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str)
     empty = snap["checkpoint_id"] is None
     await pool.execute(
         """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
-               checkpoint = $4::jsonb, updated_at = now() WHERE thread_id = $1""",
+               checkpoint = $4::jsonb, paused_checkpoint = NULL, updated_at = now()
+           WHERE thread_id = $1""",
         thread_id, None if empty else json.dumps(snap["values"]),
         None if empty else json.dumps(snap["encoded"]),
         None if empty else json.dumps({k: snap.get(k) for k in (
