@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -283,6 +283,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     if call.durability not in DURABILITY_MODES:
         raise ApplicationError(f"durability must be one of {DURABILITY_MODES}",
                                type="invalid_durability", non_retryable=True)
+    call = _with_graph_breakpoints(call)
     app = await compiled(call.pipeline)
     meter = UsageMeter()
     where = TaskSteps()
@@ -537,6 +538,27 @@ def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
     if own.get("tags"):
         config["tags"] = [str(t) for t in own["tags"]]
     return config
+
+
+def _with_graph_breakpoints(call: SegmentCall) -> SegmentCall:
+    """``call`` with the graph's compiled breakpoints where the run named none of its own.
+
+    LangGraph's ``astream`` stops at the breakpoints a graph was compiled with
+    (``builder.compile(interrupt_before=[…])``) unless it is given its own (its
+    ``interrupt_before or self.interrupt_before_nodes``: an empty list is none given), and
+    so does a run here: each of ``interrupt_before`` / ``interrupt_after`` the run left
+    empty is the graph's (:meth:`overseer.registry.Registry.breakpoints`), and stopping
+    there ends the run as at the run's own.
+    """
+    from overseer.registry import get_registry
+
+    compiled_with = get_registry().breakpoints(call.pipeline)
+    if not compiled_with:
+        return call
+    return replace(call,
+                   interrupt_before=call.interrupt_before
+                   or compiled_with.get("interrupt_before"),
+                   interrupt_after=call.interrupt_after or compiled_with.get("interrupt_after"))
 
 
 def _breakpoints(call: SegmentCall, placed: list[str]) -> dict[str, Any]:

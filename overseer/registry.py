@@ -44,7 +44,7 @@ class Registry:
     def __init__(self, pipelines: Mapping[str, Pipeline],
                  auth_entry: tuple[str, Path, str] | None = None) -> None:
         self._pipelines = dict(pipelines)
-        self._builders: dict[str, Any] = {}
+        self._graphs: dict[str, Any] = {}
         self._auth_entry = auth_entry
         self._auth: Any = None
 
@@ -104,19 +104,40 @@ class Registry:
             NotFoundError: no such pipeline.
             RegistryError: its graph entry does not give a graph.
         """
-        if name not in self._builders:
-            self._builders[name] = builder_of(self.get(name).graph, name)
-        return self._builders[name]
+        return builder_of(self._graph(name), name)
+
+    def breakpoints(self, name: str) -> dict[str, Any]:
+        """The breakpoints the pipeline's graph was compiled with, as LangGraph keeps them.
+
+        ``{"interrupt_before": …, "interrupt_after": …}`` (each ``"*"`` or a list of node
+        names) for a graph given compiled (``builder.compile(interrupt_before=[…])``);
+        ``{}`` for a builder. A run that names none of its own stops at these, as
+        LangGraph's ``astream`` defaults to them (``activities.segments``).
+
+        Raises:
+            NotFoundError: no such pipeline.
+            RegistryError: its graph entry does not give a graph.
+        """
+        from langgraph.pregel import Pregel
+
+        graph = self._graph(name)
+        if not isinstance(graph, Pregel):
+            return {}
+        return {key: value if isinstance(value, str) else list(value)
+                for key, value in (("interrupt_before", graph.interrupt_before_nodes),
+                                   ("interrupt_after", graph.interrupt_after_nodes)) if value}
+
+    def _graph(self, name: str) -> Any:
+        """The pipeline's graph with its factory called (once per process): a builder or a compiled graph."""
+        if name not in self._graphs:
+            self._graphs[name] = graph_of(self.get(name).graph)
+        return self._graphs[name]
 
 
-def builder_of(graph: Any, name: str = "graph") -> Any:
-    """The ``StateGraph`` behind ``graph``: a builder, a compiled graph, or a factory of either.
+def graph_of(graph: Any) -> Any:
+    """``graph``, or what it returns when it is a factory (no argument, or ``config``: ``{}``).
 
-    Factories may take no argument or one ``config`` argument (``{}`` is passed), as
-    ``langgraph.json`` allows.
-
-    Raises:
-        RegistryError: ``graph`` (or what the factory returns) is neither.
+    Factories may take no argument or one ``config`` argument, as ``langgraph.json`` allows.
     """
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
@@ -125,7 +146,20 @@ def builder_of(graph: Any, name: str = "graph") -> Any:
         params = [p for p in inspect.signature(graph).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                   and p.default is p.empty]
-        graph = graph({}) if params else graph()
+        return graph({}) if params else graph()
+    return graph
+
+
+def builder_of(graph: Any, name: str = "graph") -> Any:
+    """The ``StateGraph`` behind ``graph``: a builder, a compiled graph, or a factory of either.
+
+    Raises:
+        RegistryError: ``graph`` (or what the factory returns, :func:`graph_of`) is neither.
+    """
+    from langgraph.graph import StateGraph
+    from langgraph.pregel import Pregel
+
+    graph = graph_of(graph)
     if isinstance(graph, Pregel):
         builder = getattr(graph, "builder", None)
         if builder is None:
@@ -176,9 +210,10 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
                 raise RegistryError(f"{path}: graph {name!r} is a Pipeline named "
                                     f"{target.name!r}; the key and Pipeline.name must agree")
             out[name] = dataclasses.replace(target, source=source)
-        else:
-            builder = builder_of(target, name)
-            out[name] = Pipeline(name=name, graph=builder, source=source,
+        else:  # the factory called once; a compiled graph kept for its breakpoints
+            graph = graph_of(target)
+            builder_of(graph, name)  # a graph, or RegistryError now rather than at a run
+            out[name] = Pipeline(name=name, graph=graph, source=source,
                                  description=f"graph {entry} from {path.name}")
     return out
 

@@ -93,6 +93,33 @@ async def test_breakpoints_stop_the_run_and_the_next_run_goes_on(stack: Stack):
     assert (await client.runs.wait(tid, "greeter"))["lines"][-1] == "bye"
 
 
+async def test_breakpoints_given_to_compile_stop_runs_as_in_plain_langgraph(stack: Stack):
+    """A graph compiled with ``interrupt_before`` / ``interrupt_after`` (LangGraph's static
+    breakpoints): each run stops where plain LangGraph's ``ainvoke`` stops, and one that
+    names its own breakpoints stops at those instead (the runtime compiled the builder
+    afresh and dropped them, so every run went through)."""
+    from overseer.registry import builder_of, load_langgraph_json
+
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    app = builder_of(load_langgraph_json(USER_GRAPHS)["greeter_paused"].graph).compile(
+        checkpointer=InMemorySaver(), interrupt_before=["middle"], interrupt_after=["middle"])
+    ref: dict[str, Any] = {"configurable": {"thread_id": "ref"}}
+    for graph_input in ({}, None, None):  # before middle, after it, then to the end
+        got = await client.runs.wait(tid, "greeter_paused", input=graph_input,
+                                     context={"name": "Di"})
+        want = await app.ainvoke(graph_input, ref, context={"name": "Di"})
+        assert got == want
+        assert (await client.threads.get_state(tid))["next"] == \
+            list((await app.aget_state(ref)).next)
+    assert got["lines"][-1] == "bye" and (await client.threads.get(tid))["status"] == "idle"
+    own = await client.runs.wait(None, "greeter_paused", input={}, context={},
+                                 interrupt_after=["hello"])
+    assert own == await app.ainvoke({}, {"configurable": {"thread_id": "own"}}, context={},
+                                    interrupt_after=["hello"]) == \
+        {"lines": ["hello nobody in ? []"]}
+
+
 async def test_breakpoints_on_every_node_stop_where_plain_langgraph_stops(stack: Stack):
     # "*" reaches LangGraph as the string it compares with (the segment's call once decoded
     # it as ["*"], which names no node: the run went through)

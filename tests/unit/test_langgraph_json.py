@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from overseer.pipelines import Pipeline
-from overseer.registry import RegistryError, load_langgraph_json, load_registry
+from overseer.registry import Registry, RegistryError, load_langgraph_json, load_registry
 
 GRAPH_PY = '''
 from langgraph.graph import START, END, StateGraph
@@ -30,6 +30,16 @@ def build():
 
 
 declared = Pipeline(name="declared", graph=build, description="declared by the user")
+
+factory_calls = []
+
+
+def build_paused():
+    factory_calls.append(1)
+    return build().compile(interrupt_before=["echo"])
+
+
+everywhere = build().compile(interrupt_after="*")
 '''
 
 
@@ -60,3 +70,21 @@ def test_bad_names_and_names_the_project_has_are_refused(tmp_path: Path) -> None
     path = project(tmp_path, {"pricing": "./graph_mod_lgjson.py:build"})
     with pytest.raises(RegistryError, match="already registered"):
         load_registry(str(path))
+
+
+def test_breakpoints_given_to_compile_are_kept_and_a_factory_is_called_once(
+        tmp_path: Path) -> None:
+    import re
+    import sys
+
+    registry = Registry(load_langgraph_json(project(tmp_path, {
+        "paused": "./graph_mod_lgjson.py:build_paused",
+        "everywhere": "./graph_mod_lgjson.py:everywhere",
+        "echo": "./graph_mod_lgjson.py:build"})))
+    assert registry.breakpoints("paused") == {"interrupt_before": ["echo"]}
+    assert registry.breakpoints("everywhere") == {"interrupt_after": "*"}
+    assert registry.breakpoints("echo") == {}  # a builder has none
+    assert set(registry.builder("paused").nodes) == {"echo"}
+    module = next(m for name, m in sys.modules.items()
+                  if name.endswith(re.sub(r"\W", "_", str(tmp_path / "graph_mod_lgjson.py"))))
+    assert len(module.factory_calls) == 1

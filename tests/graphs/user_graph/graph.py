@@ -539,6 +539,9 @@ def _greeter() -> Any:
 greeter = _greeter()
 """Config, context and breakpoints as a run passes them (``config``, ``context``, ``interrupt_*``)."""
 
+greeter_paused = _greeter().compile(interrupt_before=["middle"], interrupt_after=["middle"])
+"""Breakpoints given to ``compile()``, as LangGraph's docs show them: runs stop there."""
+
 
 # -- long-term memory in LangGraph's store (issue 26) ----------------------------------------------
 
