@@ -175,7 +175,9 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
     no worker needed):
 
     - closed: it closed without its ending, which detaches the thread before the workflow
-      closes (terminated from the Temporal Web UI, failed, timed out). The thread and its
+      closes (terminated from the Temporal Web UI, failed, timed out, deleted), unless the
+      run that holds the thread is still ``pending`` (claimed, its workflow not started:
+      :func:`overseer.thread_queue.advance_queue` starts it). The thread and its
       runs are settled from how it closed (:func:`thread_status`, :func:`segment_status`:
       ``idle`` / ``interrupted`` when terminated, ``error`` when failed) and the thread's
       state becomes LangGraph's latest checkpoint, as after a cancel.
@@ -202,6 +204,9 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
     graph_id, wrid = row["graph_id"], str(row["last_run_id"])
     ending = await workflow_ending(temporal, graph_id, wrid)
     if ending is not None and ending["closed"]:
+        if await pool.fetchval("SELECT status = 'pending' FROM agent_runs WHERE run_id = $1",
+                               row["last_run_id"]):
+            return row  # claimed, its workflow not started yet (or gone): advance_queue's
         if await save_snapshot(pool, row, ending):
             await mirror_checkpointed(pool, row["thread_id"], graph_id)
         return await get_thread(pool, thread_id)

@@ -121,6 +121,31 @@ async def test_a_queued_run_survives_the_api_that_accepted_it(stack: Stack):
     assert state["values"]["trail"] == ["first", "slow", "last"] * 2
 
 
+async def test_a_claimed_run_whose_start_never_came_is_started_by_the_next_read(
+        stack: Stack, pool: asyncpg.Pool):
+    """What an API process leaves that died between claiming a thread for a run and starting
+    its workflow: the thread ``busy`` and held by a ``pending`` run with no workflow. The
+    next read of the thread starts it; the missing workflow is not taken for one that
+    closed without its ending (which would have failed the thread and the run)."""
+    client = sdk(stack.base_url, stack)
+    tid = (await client.threads.create())["thread_id"]
+    run_id = uuid.uuid4()
+    await pool.execute(
+        """INSERT INTO agent_runs (run_id, thread_id, assistant_id, graph_id, workflow_run_id,
+                                   kind, status, metadata, kwargs, multitask_strategy,
+                                   created_by)
+           SELECT $1, thread_id, 'slow', 'slow', $1, 'start', 'pending', '{}'::jsonb,
+                  '{"input": {"topic": "0"}}'::jsonb, 'enqueue', created_by
+           FROM agent_threads WHERE thread_id = $2""", run_id, uuid.UUID(tid))
+    await pool.execute("UPDATE agent_threads SET status = 'busy', graph_id = 'slow', "
+                       "last_run_id = $1 WHERE thread_id = $2", run_id, uuid.UUID(tid))
+    assert (await client.threads.get(tid))["status"] in ("busy", "idle")
+    assert await client.runs.join(tid, str(run_id)) == \
+        {"topic": "0", "trail": ["first", "slow", "last"], "results": [], "summary": "slept",
+         "messages": []}
+    assert (await client.runs.get(tid, str(run_id)))["status"] == "success"
+
+
 async def test_a_queued_run_nobody_started_is_started_by_the_next_api(stack: Stack,
                                                                       pool: asyncpg.Pool):
     client = sdk(stack.base_url, stack)
