@@ -63,9 +63,13 @@ async def compiled(pipeline: str, database_url: str | None = None) -> Any:
         from overseer.graph_store import graph_store
         from overseer.registry import get_registry
 
-        _compiled[pipeline] = get_registry().builder(pipeline).compile(
-            checkpointer=await checkpointer(database_url),
-            store=await graph_store(None if database_url else get_runtime().settings))
+        registry = get_registry()
+        saver = await checkpointer(database_url)
+        store = await graph_store(None if database_url else get_runtime().settings)
+        _compiled[pipeline] = (  # an entrypoint is compiled already: it gets both, as LangGraph's server does
+            registry.app(pipeline).copy(update={"checkpointer": saver, "store": store})
+            if registry.functional(pipeline)
+            else registry.builder(pipeline).compile(checkpointer=saver, store=store))
     return _compiled[pipeline]
 
 
@@ -85,5 +89,5 @@ def placed(pipeline: str) -> list[str]:
         from overseer.node_options import placed_nodes
         from overseer.registry import get_registry
 
-        _placed_by_pipeline[pipeline] = placed_nodes(get_registry().builder(pipeline))
+        _placed_by_pipeline[pipeline] = placed_nodes(get_registry().node_metadata(pipeline))
     return _placed_by_pipeline[pipeline]

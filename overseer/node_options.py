@@ -48,17 +48,23 @@ NODE_OPTION_KEYS = frozenset({"overseer", "execute_in", "start_to_close_timeout"
 """Node metadata keys that ask for per-node handling (Overseer's, and the Temporal plugin's)."""
 
 
-def placed_nodes(builder: Any) -> list[str]:
+def placed_nodes(graph: Any) -> list[str]:
     """The graph's top-level nodes that ask for per-node handling (:data:`NODE_OPTION_KEYS`).
+
+    ``graph`` is a ``StateGraph`` or ``{node: metadata}``
+    (:meth:`overseer.registry.Registry.node_metadata`; ``{}`` for a Functional API
+    entrypoint, whose tasks all run in the segment).
 
     As segments, each of them runs as its own activity with its options (time-out,
     heartbeat, attempts, summary): the segment stops before it, one activity runs the
     superstep it is in, the next segment goes on. A node placed ``run_in: workflow`` or
     ``local_activity`` (a short step) runs inside the segment, where it costs nothing extra.
     """
-    return sorted(name for name, spec in builder.nodes.items()
-                  if NODE_OPTION_KEYS & set(spec.metadata or {})
-                  and _run_in(spec.metadata) not in ("workflow", "local_activity"))
+    metadata = graph if isinstance(graph, dict) else {
+        name: spec.metadata for name, spec in graph.nodes.items()}
+    return sorted(name for name, meta in metadata.items()
+                  if NODE_OPTION_KEYS & set(meta or {})
+                  and _run_in(meta) not in ("workflow", "local_activity"))
 
 
 def _run_in(metadata: dict[str, Any] | None) -> Any:

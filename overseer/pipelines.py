@@ -278,7 +278,8 @@ class Pipeline:
     Attributes:
         name: wire name (paths, workflow ids ``<name>-<run_id>``); ``[a-z0-9_-]+``.
         graph: a builder — a callable returning a ``StateGraph`` or a compiled graph — or
-            the graph itself (as ``langgraph.json`` allows).
+            the graph itself (as ``langgraph.json`` allows), or a Functional API
+            ``@entrypoint``.
         description: one line for ``GET /v1/pipelines``.
         seed: the seed system it comes from (``"004"``), if any.
         intake: how a run starts (the API, before the workflow): :class:`Intake`.

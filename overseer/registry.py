@@ -102,9 +102,42 @@ class Registry:
 
         Raises:
             NotFoundError: no such pipeline.
-            RegistryError: its graph entry does not give a graph.
+            RegistryError: its graph entry does not give a graph, or gives a Functional API
+                entrypoint (no builder: see :meth:`functional`).
         """
         return builder_of(self._graph(name), name)
+
+    def functional(self, name: str) -> bool:
+        """True when the pipeline's graph is a Functional API ``@entrypoint`` (no ``StateGraph``).
+
+        Such a graph runs as it is (its own compiled ``Pregel``, given the runtime's
+        checkpointer and store: :func:`activities.segment_graph.compiled`); it has no node
+        metadata, so none of its tasks runs as an activity of its own.
+
+        Raises:
+            NotFoundError: no such pipeline.
+        """
+        return _is_entrypoint(self._graph(name))
+
+    def app(self, name: str) -> Any:
+        """The pipeline's graph compiled without a checkpointer, to read its shape and schemas.
+
+        Raises:
+            NotFoundError: no such pipeline.
+            RegistryError: its graph entry does not give a graph.
+        """
+        return self._graph(name) if self.functional(name) else self.builder(name).compile()
+
+    def node_metadata(self, name: str) -> dict[str, Any]:
+        """``{node: metadata}`` of the pipeline's graph; ``{}`` for an entrypoint (it has none).
+
+        Raises:
+            NotFoundError: no such pipeline.
+            RegistryError: its graph entry does not give a graph.
+        """
+        if self.functional(name):
+            return {}
+        return {node: spec.metadata for node, spec in self.builder(name).nodes.items()}
 
     def breakpoints(self, name: str) -> dict[str, Any]:
         """The breakpoints the pipeline's graph was compiled with, as LangGraph keeps them.
@@ -154,7 +187,8 @@ def builder_of(graph: Any, name: str = "graph") -> Any:
     """The ``StateGraph`` behind ``graph``: a builder, a compiled graph, or a factory of either.
 
     Raises:
-        RegistryError: ``graph`` (or what the factory returns, :func:`graph_of`) is neither.
+        RegistryError: ``graph`` (or what the factory returns, :func:`graph_of`) is neither
+            (a Functional API entrypoint has no builder: :meth:`Registry.functional`).
     """
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
@@ -164,7 +198,7 @@ def builder_of(graph: Any, name: str = "graph") -> Any:
         builder = getattr(graph, "builder", None)
         if builder is None:
             raise RegistryError(f"{name}: a compiled graph without its StateGraph builder "
-                                "(Functional API entrypoints are not supported yet)")
+                                "(a Functional API entrypoint: Registry.app)")
         graph = builder
     if not isinstance(graph, StateGraph):
         raise RegistryError(f"{name}: expected a StateGraph, a compiled graph or a factory of "
@@ -172,14 +206,22 @@ def builder_of(graph: Any, name: str = "graph") -> Any:
     return graph
 
 
+def _is_entrypoint(graph: Any) -> bool:
+    """A Functional API ``@entrypoint``: a compiled ``Pregel`` with no ``StateGraph`` behind it."""
+    from langgraph.pregel import Pregel
+
+    return isinstance(graph, Pregel) and getattr(graph, "builder", None) is None
+
+
 def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
     """Pipelines named in one ``langgraph.json`` (the LangGraph CLI's format).
 
     ``graphs`` maps a name to ``"./path/file.py:attr"`` or ``"package.module:attr"``; the
     attribute may be a :class:`Pipeline` (Overseer's declaration, whose ``name`` must be
-    its key) or anything :func:`builder_of` accepts. ``dependencies`` entries that are paths are put on
-    ``sys.path`` (packages are not installed); ``env`` (a dict or a ``.env`` file) fills
-    environment variables that are not already set.
+    its key), anything :func:`builder_of` accepts, or a Functional API ``@entrypoint``.
+    ``dependencies`` entries that are paths are put on ``sys.path`` (packages are not
+    installed); ``env`` (a dict or a ``.env`` file) fills environment variables that are not
+    already set.
 
     Raises:
         RegistryError: unreadable file, bad entry, import error, bad name, a Pipeline whose
@@ -212,7 +254,8 @@ def load_langgraph_json(path: str | Path) -> dict[str, Pipeline]:
             out[name] = dataclasses.replace(target, source=source)
         else:  # the factory called once; a compiled graph kept for its breakpoints
             graph = graph_of(target)
-            builder_of(graph, name)  # a graph, or RegistryError now rather than at a run
+            if not _is_entrypoint(graph):
+                builder_of(graph, name)  # a graph, or RegistryError now rather than at a run
             out[name] = Pipeline(name=name, graph=graph, source=source,
                                  description=f"graph {entry} from {path.name}")
     return out

@@ -117,7 +117,9 @@ def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
         value = body.get(key)
         if not value:
             continue
-        nodes = set(get_registry().builder(pipeline.name).nodes)
+        registry = get_registry()
+        nodes = set(registry.app(pipeline.name).nodes if registry.functional(pipeline.name)
+                    else registry.node_metadata(pipeline.name))
         if value != "*" and (not isinstance(value, list) or not set(map(str, value)) <= nodes):
             raise InvalidRequestError(
                 f'{key} must be "*" or a list of the graph\'s nodes {sorted(nodes)}',

@@ -388,7 +388,9 @@ def with_run_keys(pipeline: Pipeline, graph_input: dict[str, Any], run_id: str,
     ``metadata``. A key the input already has, or the graph's input schema does not
     declare (:func:`input_keys`), is left alone.
     """
-    declared = input_keys(get_registry().builder(pipeline.name))
+    registry = get_registry()
+    declared = set() if registry.functional(pipeline.name) else \
+        input_keys(registry.builder(pipeline.name))
     extras = {"run_id": run_id, "options": {**pipeline.options(), **request_options(metadata)},
               "metadata": metadata}
     return {**graph_input, **{k: v for k, v in extras.items()

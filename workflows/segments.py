@@ -81,12 +81,12 @@ class SegmentRunner:
             ``(options, retry policy, label)`` or None when no node of ``nodes`` has options.
         """
         if self._placed_nodes is None:
-            self._placed_nodes = placed_nodes(get_registry().builder(self._pipeline))
+            self._placed_nodes = placed_nodes(get_registry().node_metadata(self._pipeline))
         placed = sorted(set(nodes) & set(self._placed_nodes))
         call.one_step = bool(placed)
         if not placed:
             return None
-        opts, retry = node_options(get_registry().builder(call.pipeline).nodes[placed[0]].metadata)
+        opts, retry = node_options(get_registry().node_metadata(call.pipeline)[placed[0]])
         return opts, retry, f"node {opts.summary or placed[0]}"
 
     async def run(self, call: SegmentCall, label: str, opts: NodeOptions | None = None,

@@ -85,8 +85,8 @@ def check_graphs() -> list[str]:
     """
     names = []
     for pipeline in get_registry():
-        for spec in get_registry().builder(pipeline.name).nodes.values():
-            node_options(spec.metadata)
+        for metadata in get_registry().node_metadata(pipeline.name).values():
+            node_options(metadata)
         names.append(pipeline.name)
     return names
 

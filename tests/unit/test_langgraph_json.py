@@ -11,6 +11,7 @@ from overseer.pipelines import Pipeline
 from overseer.registry import Registry, RegistryError, load_langgraph_json, load_registry
 
 GRAPH_PY = '''
+from langgraph.func import entrypoint
 from langgraph.graph import START, END, StateGraph
 from typing import TypedDict
 
@@ -40,6 +41,11 @@ def build_paused():
 
 
 everywhere = build().compile(interrupt_after="*")
+
+
+@entrypoint()
+def shout(inp: dict) -> str:
+    return inp["topic"].upper()
 '''
 
 
@@ -88,3 +94,15 @@ def test_breakpoints_given_to_compile_are_kept_and_a_factory_is_called_once(
     module = next(m for name, m in sys.modules.items()
                   if name.endswith(re.sub(r"\W", "_", str(tmp_path / "graph_mod_lgjson.py"))))
     assert len(module.factory_calls) == 1
+
+
+def test_a_functional_api_entrypoint_loads_as_a_graph_with_no_builder(tmp_path: Path) -> None:
+    registry = Registry(load_langgraph_json(project(tmp_path, {
+        "shout": "./graph_mod_lgjson.py:shout", "echo": "./graph_mod_lgjson.py:build"})))
+    assert registry.functional("shout") and not registry.functional("echo")
+    assert registry.node_metadata("shout") == {}
+    assert list(registry.app("shout").nodes) == ["shout"]
+    assert registry.app("shout").invoke({"topic": "hi"}) == "HI"
+    assert registry.node_metadata("echo") == {"echo": None}
+    with pytest.raises(RegistryError, match="Functional API entrypoint"):
+        registry.builder("shout")

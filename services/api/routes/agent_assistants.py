@@ -75,7 +75,7 @@ async def read_assistant_graph(assistant_id: str, _: AgentPrincipal, pool: PoolD
                                xray: bool | int = False) -> dict[str, Any]:
     """The graph's nodes and edges (LangGraph's ``get_graph().to_json()``)."""
     pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
-    graph = get_registry().builder(pipeline.name).compile().get_graph(xray=xray)
+    graph = get_registry().app(pipeline.name).get_graph(xray=xray)
     view: dict[str, Any] = to_jsonable(graph.to_json())
     return view
 
@@ -85,7 +85,7 @@ async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal,
                                  pool: PoolDep) -> dict[str, Any]:
     """Input, output, state, config and context JSON schemas."""
     pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
-    return _schemas(pipeline.name, get_registry().builder(pipeline.name).compile())
+    return _schemas(pipeline.name, get_registry().app(pipeline.name))
 
 
 def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
@@ -100,8 +100,8 @@ def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
     return {"graph_id": graph_id,
             "input_schema": schema(lambda: app.get_input_jsonschema()),
             "output_schema": schema(lambda: app.get_output_jsonschema()),
-            "state_schema": schema(lambda: app.builder.state_schema and
-                                   app.get_output_jsonschema()),
+            "state_schema": schema(lambda: getattr(app, "builder", None) is not None and
+                                   app.builder.state_schema and app.get_output_jsonschema()),
             "config_schema": schema(lambda: app.get_config_jsonschema()),
             "context_schema": schema(lambda: app.get_context_jsonschema())}
 
@@ -117,7 +117,7 @@ async def read_assistant_subgraphs(assistant_id: str, _: AgentPrincipal, pool: P
     ``namespace`` picks one.
     """
     pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
-    app = get_registry().builder(pipeline.name).compile()
+    app = get_registry().app(pipeline.name)
     return {ns: _schemas(pipeline.name, sub)
             for ns, sub in app.get_subgraphs(namespace=namespace, recurse=recurse)}
 

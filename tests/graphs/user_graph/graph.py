@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
@@ -686,3 +687,26 @@ def _inbox() -> Any:
 
 
 inbox_reply = _inbox()
+
+
+# -- the Functional API ----------------------------------------------------------------------------
+
+@task
+async def draft_line(topic: str, n: int) -> str:
+    """One line of a newsletter (a ``@task``: its result is checkpointed, not run again)."""
+    await asyncio.sleep(0.05 * (3 - n))  # finishes out of order: #2 first
+    return f"{topic} #{n}"
+
+
+@entrypoint()
+async def newsletter(inp: dict[str, Any]) -> dict[str, Any]:
+    """A Functional API graph as LangGraph's docs write one: tasks in parallel, then a person."""
+    lines = [await line for line in [draft_line(inp["topic"], n) for n in range(3)]]
+    answer = interrupt({"question": "send?", "lines": lines})
+    return {"lines": lines, "sent": answer == "yes"}
+
+
+@entrypoint()
+def salutation(inp: dict[str, Any]) -> str:
+    """An entrypoint whose value is not a dict: what it returns is the thread's values."""
+    return f"dear {inp.get('name', 'reader')}"
