@@ -518,6 +518,12 @@ async def test_state_reports_a_non_empty_next_while_a_run_is_in_progress(
             break
         await asyncio.sleep(0.1)
     state = (await http.get(f"/threads/{thread_id}/state", headers=headers)).json()
+    assert state["next"] != []  # ["__start__"] until the run's first checkpoint
+    for _ in range(100):  # then that checkpoint, while slow_step's 3 s go on
+        state = (await http.get(f"/threads/{thread_id}/state", headers=headers)).json()
+        if state["checkpoint"]["checkpoint_id"]:
+            break
+        await asyncio.sleep(0.05)
     assert state["next"] != [] and state["checkpoint"]["checkpoint_id"]
     for _ in range(200):  # and once the run has ended, nothing is next
         if (await http.get(f"/threads/{thread_id}", headers=headers)).json()["status"] == "idle":
