@@ -102,3 +102,4 @@ async def test_an_entrypoints_assistant_shows_its_graph_and_schemas(stack: Stack
     assert {n["id"] for n in graph["nodes"]} == {"__start__", "newsletter", "__end__"}
     schemas = await client.assistants.get_schemas(assistant["assistant_id"])
     assert schemas["graph_id"] == "newsletter" and schemas["input_schema"] is not None
+    assert schemas["state_schema"] is None  # an entrypoint keeps no state schema

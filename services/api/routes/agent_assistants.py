@@ -100,8 +100,9 @@ def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
     return {"graph_id": graph_id,
             "input_schema": schema(lambda: app.get_input_jsonschema()),
             "output_schema": schema(lambda: app.get_output_jsonschema()),
-            "state_schema": schema(lambda: getattr(app, "builder", None) is not None and
-                                   app.builder.state_schema and app.get_output_jsonschema()),
+            "state_schema": schema(lambda: app.get_output_jsonschema()
+                                   if getattr(app, "builder", None) is not None
+                                   and app.builder.state_schema else None),
             "config_schema": schema(lambda: app.get_config_jsonschema()),
             "context_schema": schema(lambda: app.get_context_jsonschema())}
 
