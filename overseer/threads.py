@@ -34,7 +34,7 @@ from temporalio.client import Client
 
 from overseer import access
 from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
-from overseer.errors import ConflictError, NotFoundError
+from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
 from overseer.registry import get_registry
 from overseer.runs import cancel_run_workflow
 from overseer.token_stream import DELETE_THREAD_TOKENS
@@ -141,17 +141,42 @@ async def get_thread(pool: asyncpg.Pool | asyncpg.Connection, thread_id: str) ->
     return row
 
 
+THREAD_SORT_COLUMNS = {"thread_id": "thread_id", "status": "status",
+                       "created_at": "created_at", "updated_at": "updated_at",
+                       "state_updated_at": "updated_at"}
+"""``threads.search``'s ``sort_by`` values (the SDK's ``ThreadSortBy``) and the column each
+orders by: a thread's row changes whenever its state does, so ``state_updated_at`` is
+``updated_at``."""
+
+
 async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
                          status: str | None, ids: list[str] | None, limit: int,
-                         offset: int, scope: access.Scope) -> list[asyncpg.Record]:
-    """Threads newest first, filtered by metadata containment, status and ids.
+                         offset: int, scope: access.Scope, values: Any = None,
+                         sort_by: str | None = None,
+                         sort_order: str | None = None) -> list[asyncpg.Record]:
+    """Threads filtered by metadata and values containment, status and ids; newest first.
 
     Only threads in ``scope`` (the caller's, :mod:`overseer.access`) are searched: the
     condition is part of the query, so ``limit`` and ``offset`` count visible threads.
+    ``sort_by`` (:data:`THREAD_SORT_COLUMNS`, default ``updated_at``) and ``sort_order``
+    (``asc`` | ``desc``, default ``desc``) order them, ties by ``thread_id``.
+
+    Raises:
+        InvalidRequestError: an unknown ``sort_by`` or ``sort_order`` (422).
     """
+    if not isinstance(sort_by or "updated_at", str) or \
+            (sort_by or "updated_at") not in THREAD_SORT_COLUMNS:
+        raise InvalidRequestError(f"sort_by must be one of {sorted(THREAD_SORT_COLUMNS)}",
+                                  details={"field": "sort_by"})
+    if (sort_order or "desc") not in ("asc", "desc"):
+        raise InvalidRequestError('sort_order must be "asc" or "desc"',
+                                  details={"field": "sort_order"})
     clauses: list[str] = ["metadata @> $1::jsonb"]
     args: list[Any] = [json.dumps(metadata or {})]
     clauses.append(scope.sql(args, owner_column="created_by", metadata_column="metadata"))
+    if values:
+        args.append(json.dumps(values))
+        clauses.append(f'"values" @> ${len(args)}::jsonb')
     if status:
         args.append(status)
         clauses.append(f"status = ${len(args)}")
@@ -159,8 +184,9 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
         args.append([parse_uuid(i) for i in ids])
         clauses.append(f"thread_id = ANY(${len(args)})")
     args += [limit, offset]
+    order = f"{THREAD_SORT_COLUMNS[sort_by or 'updated_at']} {(sort_order or 'desc').upper()}"
     return list(await pool.fetch(
-        f"SELECT * FROM agent_threads WHERE {' AND '.join(clauses)} ORDER BY updated_at DESC "
+        f"SELECT * FROM agent_threads WHERE {' AND '.join(clauses)} ORDER BY {order}, thread_id "
         f"LIMIT ${len(args) - 1} OFFSET ${len(args)}", *args))
 
 

@@ -7,6 +7,7 @@ modes apply), ``threads.get_state(checkpoint=...)`` (``POST .../state/checkpoint
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import asyncpg
@@ -290,3 +291,27 @@ async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept
     assert await left(thread_of(dropped)) == [0, 0, 0, 0, 0]
     runs, _, checkpoints, blobs, _ = await left(thread_of(kept))
     assert runs == 1 and checkpoints > 0 and blobs > 0  # what a kept thread keeps
+
+
+async def test_thread_search_filters_by_values_sorts_and_selects(stack: Stack):
+    """``values`` containment, ``sort_by`` / ``sort_order`` and ``select``, as the SDK sends
+    them (they were ignored: every search came newest first, whole)."""
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    tag = {"search_case": str(uuid.uuid4())}
+    made = [(await client.threads.create(metadata=tag))["thread_id"] for _ in range(3)]
+    done = await client.runs.wait(made[1], "greeter", input={}, context={"name": "Val"})
+    found = await client.threads.search(metadata=tag, values={"lines": done["lines"][:1]})
+    assert [t["thread_id"] for t in found] == [made[1]]
+    by_id = await client.threads.search(metadata=tag, sort_by="thread_id", sort_order="asc")
+    assert [t["thread_id"] for t in by_id] == sorted(made)
+    oldest = await client.threads.search(metadata=tag, sort_by="created_at", sort_order="asc")
+    assert [t["thread_id"] for t in oldest] == made
+    newest = await client.threads.search(metadata=tag)  # the default: updated_at, newest first
+    assert newest[0]["thread_id"] == made[1]  # its run wrote it last
+    slim = await client.threads.search(metadata=tag, select=["thread_id", "status"])
+    assert all(set(t) == {"thread_id", "status"} for t in slim) and len(slim) == 3
+    for bad in ({"sort_by": "size"}, {"sort_order": "up"}, {"select": ["secrets"]}):
+        with pytest.raises(UnprocessableEntityError):
+            await client.threads.search(metadata=tag, **bad)

@@ -44,19 +44,38 @@ async def create_thread(principal: AgentPrincipal, pool: PoolDep,
     return threads.thread_view(row)
 
 
+THREAD_FIELDS = frozenset({"thread_id", "created_at", "updated_at", "metadata", "config",
+                           "context", "status", "values", "interrupts"})
+"""What ``threads.search``'s ``select`` may name (the SDK's ``ThreadSelectField``); a thread
+here has no ``config`` or ``context`` of its own, so selecting them gives nothing."""
+
+
 @router.post("/threads/search")
 async def search_threads(principal: AgentPrincipal, pool: PoolDep,
                          body: JsonBody = None) -> list[dict[str, Any]]:
-    """The caller's threads, newest first (``metadata``, ``status``, ``ids``, ``limit``, ``offset``)."""
+    """The caller's threads, newest first.
+
+    ``metadata`` and ``values`` (containment), ``status``, ``ids``, ``sort_by`` /
+    ``sort_order`` (:data:`overseer.threads.THREAD_SORT_COLUMNS`), ``select``
+    (:data:`THREAD_FIELDS`), ``limit``, ``offset``; ``extract`` is not supported (ignored).
+    """
     body = body or {}
     limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
+    select = body.get("select") or None
+    if select is not None and (not isinstance(select, list) or not all(
+            isinstance(f, str) and f in THREAD_FIELDS for f in select)):
+        raise InvalidRequestError(f"select must be a list of {sorted(THREAD_FIELDS)}",
+                                  details={"field": "select"})
     value: dict[str, Any] = {k: body.get(k) for k in ("metadata", "values", "status", "ids")}
     value |= {"limit": limit, "offset": offset}
     scope = await agent_auth.authorize(principal, "threads", "search", value)
     rows = await threads.search_threads(
         pool, metadata=value["metadata"], status=value["status"], ids=value["ids"],
-        limit=limit, offset=offset, scope=scope)
-    return [threads.thread_view(r) for r in rows]
+        limit=limit, offset=offset, scope=scope, values=value["values"],
+        sort_by=body.get("sort_by"), sort_order=body.get("sort_order"))
+    views = [threads.thread_view(r) for r in rows]
+    return views if select is None else [{k: v[k] for k in select if k in v} for v in views]
+
 
 
 @router.post("/threads/count")
