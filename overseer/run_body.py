@@ -193,7 +193,8 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
     input is ``{}``.
 
     Raises:
-        InvalidRequestError: input that is not a JSON object (422).
+        InvalidRequestError: input that is not a JSON object, for a graph that is not a
+            Functional API entrypoint (:func:`takes_any_input`) (422).
         pydantic.ValidationError: the pipeline's ``input_model`` refuses a thread's first input.
     """
     from langgraph.types import Command
@@ -212,11 +213,23 @@ def graph_input(pipeline: Pipeline, body: dict[str, Any], run_id: str, *,
     if value is None:
         value = {}
     if not isinstance(value, dict):
+        if takes_any_input(pipeline):
+            return value, value
         raise InvalidRequestError("input must be a JSON object", details={"field": "input"})
     if pipeline.intake.input_model is not None and not has_state:
         value = pipeline.intake.input_model.model_validate(value).model_dump(mode="json")
     value = with_run_keys(pipeline, value, run_id, dict(body.get("metadata") or {}))
     return value, value
+
+
+def takes_any_input(pipeline: Pipeline) -> bool:
+    """True when a run's ``input`` may be any JSON value, not only an object.
+
+    A Functional API entrypoint's (:meth:`overseer.registry.Registry.functional`), as
+    LangGraph's server passes it: the entrypoint's one argument. A ``StateGraph``'s input
+    updates its state's keys, so it must be an object.
+    """
+    return get_registry().functional(pipeline.name)
 
 
 def _goto(goto: Any) -> Any:

@@ -15,17 +15,22 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from langgraph_sdk import get_client
+from langgraph_sdk.errors import UnprocessableEntityError
 
 from tests.e2e.conftest import USER_GRAPHS, Stack
 
 pytestmark = pytest.mark.timeout(180)
 
 
-def _reference() -> Any:
+def _reference_of(graph: str) -> Any:
     from overseer.registry import load_langgraph_json
 
-    entry = load_langgraph_json(USER_GRAPHS)["newsletter"].graph
+    entry = load_langgraph_json(USER_GRAPHS)[graph].graph
     return entry.copy(update={"checkpointer": InMemorySaver()})
+
+
+def _reference() -> Any:
+    return _reference_of("newsletter")
 
 
 def _plain(value: Any) -> Any:
@@ -87,12 +92,21 @@ async def test_an_entrypoint_streams_its_tasks_updates_as_plain_langgraph(stack:
     assert updates[0] == {"draft_line": "news #2"}
 
 
-async def test_an_entrypoint_that_returns_a_string_answers_it(stack: Stack):
+async def test_an_entrypoint_takes_and_returns_values_that_are_not_objects(stack: Stack):
     client = get_client(url=stack.base_url, api_key=stack.tokens["admin"])
     tid = (await client.threads.create())["thread_id"]
     assert await client.runs.wait(tid, "salutation", input={"name": "Ann"}) == "dear Ann"
     assert (await client.threads.get_state(tid))["values"] == "dear Ann"
     assert await client.runs.wait(None, "salutation", input={}) == "dear reader"
+    # any JSON value as its input, as LangGraph's server passes it (a StateGraph's: 422)
+    assert await client.runs.wait(None, "salutation", input="Bo") == \
+        await _reference_of("salutation").ainvoke("Bo", {"configurable": {"thread_id": "b"}}) \
+        == "dear Bo"
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(None, "greeter", input="Bo")
+    assert len(await client.runs.create_batch([{"assistant_id": "salutation", "input": "Cy"}])) == 1
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create_batch([{"assistant_id": "greeter", "input": "Cy"}])
 
 
 async def test_an_entrypoints_assistant_shows_its_graph_and_schemas(stack: Stack):

@@ -224,7 +224,9 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
             run_body.stream_modes(payload.get("stream_mode"))
             run_body.check_webhook(payload.get("webhook"))
             _on_completion(payload)
-            if payload.get("input") is not None and not isinstance(payload["input"], dict):
+            if payload.get("input") is not None and not isinstance(payload["input"], dict) \
+                    and not run_body.takes_any_input(assistants.resolve_assistant(
+                        str(payload.get("assistant_id") or ""))):
                 raise InvalidRequestError("input must be a JSON object",
                                           details={"field": "input"})
         except InvalidRequestError as err:  # its own code, with the payload it refused

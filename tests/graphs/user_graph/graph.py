@@ -707,6 +707,6 @@ async def newsletter(inp: dict[str, Any]) -> dict[str, Any]:
 
 
 @entrypoint()
-def salutation(inp: dict[str, Any]) -> str:
-    """An entrypoint whose value is not a dict: what it returns is the thread's values."""
-    return f"dear {inp.get('name', 'reader')}"
+def salutation(inp: Any) -> str:
+    """An entrypoint whose input and value need not be dicts: it returns the thread's values."""
+    return f"dear {inp if isinstance(inp, str) else inp.get('name', 'reader')}"
