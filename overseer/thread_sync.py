@@ -45,13 +45,14 @@ TRANSIENT_RPC = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAI
 
 
 async def query_state(temporal: Client, graph_id: str, run_id: str, *,
-                      tries: int = QUERY_TRIES,
-                      deadline_seconds: float | None = None) -> dict[str, Any] | None:
+                      tries: int = QUERY_TRIES, deadline_seconds: float | None = None,
+                      ending: dict[str, bool] | None = None) -> dict[str, Any] | None:
     """The workflow's ``get_thread_state`` answer, or None when it is gone or cannot answer.
 
-    The answer gains ``closed``, ``cancelled`` and ``failed`` (:func:`workflow_ending`). A
-    query needs a worker: with none running it waits out its deadline (``deadline_seconds``,
-    else the server's ~5 s) on each of the ``tries``.
+    The answer gains ``closed``, ``cancelled`` and ``failed``: ``ending`` when the caller
+    has just read them, else :func:`workflow_ending`. A query needs a worker: with none
+    running it waits out its deadline (``deadline_seconds``, else the server's ~5 s) on each
+    of the ``tries``.
 
     Raises:
         DependencyUnavailableError: Temporal failed the query ``tries`` times, or with an
@@ -71,7 +72,7 @@ async def query_state(temporal: Client, graph_id: str, run_id: str, *,
             await asyncio.sleep(0.2 * 2 ** (attempt - 1))
         except Exception:  # noqa: BLE001 - e.g. a workflow recorded before the query existed
             return None
-    return {**snap, **(await workflow_ending(temporal, graph_id, run_id) or RUNNING)}
+    return {**snap, **(ending or await workflow_ending(temporal, graph_id, run_id) or RUNNING)}
 
 
 RUNNING = {"closed": False, "cancelled": False, "failed": False}
@@ -214,7 +215,7 @@ async def refresh(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> async
         return row
     try:
         snap = await query_state(temporal, graph_id, wrid, tries=1,
-                                 deadline_seconds=PAUSED_QUERY_SECONDS)
+                                 deadline_seconds=PAUSED_QUERY_SECONDS, ending=ending)
     except DependencyUnavailableError:
         snap = None
     if snap is None or not await save_snapshot(pool, row, snap):

@@ -164,11 +164,11 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
     Raises:
         InvalidRequestError: an unknown ``sort_by`` or ``sort_order`` (422).
     """
-    if not isinstance(sort_by or "updated_at", str) or \
-            (sort_by or "updated_at") not in THREAD_SORT_COLUMNS:
+    sort_by, sort_order = sort_by or "updated_at", sort_order or "desc"
+    if not isinstance(sort_by, str) or sort_by not in THREAD_SORT_COLUMNS:
         raise InvalidRequestError(f"sort_by must be one of {sorted(THREAD_SORT_COLUMNS)}",
                                   details={"field": "sort_by"})
-    if (sort_order or "desc") not in ("asc", "desc"):
+    if sort_order not in ("asc", "desc"):
         raise InvalidRequestError('sort_order must be "asc" or "desc"',
                                   details={"field": "sort_order"})
     clauses: list[str] = ["metadata @> $1::jsonb"]
@@ -184,7 +184,7 @@ async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
         args.append([parse_uuid(i) for i in ids])
         clauses.append(f"thread_id = ANY(${len(args)})")
     args += [limit, offset]
-    order = f"{THREAD_SORT_COLUMNS[sort_by or 'updated_at']} {(sort_order or 'desc').upper()}"
+    order = f"{THREAD_SORT_COLUMNS[sort_by]} {sort_order.upper()}"
     return list(await pool.fetch(
         f"SELECT * FROM agent_threads WHERE {' AND '.join(clauses)} ORDER BY {order}, thread_id "
         f"LIMIT ${len(args) - 1} OFFSET ${len(args)}", *args))
