@@ -39,16 +39,26 @@ async def claim_checked(values: Any) -> Any:
 
 
 def snapshot_of(state: Any) -> dict[str, Any]:
-    """A LangGraph ``StateSnapshot`` as the workflow's ``get_thread_state`` shapes it."""
+    """A LangGraph ``StateSnapshot`` as the workflow's ``get_thread_state`` shapes it.
+
+    Each task as the Agent Server lists it: ``id``, ``name``, ``path``, ``error``,
+    ``interrupts``, ``result``, and ``checkpoint``, the ``{thread_id, checkpoint_ns}`` of the
+    subgraph the task runs when LangGraph names one (read it with
+    ``threads.get_state(checkpoint=…)``), else ``None``; ``state`` is ``None`` here
+    (:func:`overseer.checkpoints.checkpoint_view` fills it for ``subgraphs=True``).
+    """
     conf = (state.config or {}).get("configurable") or {}
     parent = (state.parent_config or {}).get("configurable") or {}
     return {
         "values": to_jsonable(state.values), "encoded": encode(state.values),
         "next": list(state.next),
-        "tasks": [{"id": t.id, "name": t.name,
+        "tasks": [{"id": t.id, "name": t.name, "path": to_jsonable(t.path),
                    "error": None if t.error is None else repr(t.error)[:500],
                    "interrupts": [{"value": to_jsonable(i.value), "id": i.id}
                                   for i in t.interrupts],
+                   "checkpoint": (to_jsonable(dict(t.state.get("configurable") or {}))
+                                  if isinstance(t.state, dict) else None),
+                   "state": None,
                    "result": to_jsonable(t.result)} for t in state.tasks],
         "interrupts": [{"value": to_jsonable(i.value), "id": i.id} for i in state.interrupts],
         "checkpoint_id": conf.get("checkpoint_id"),

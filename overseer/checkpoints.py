@@ -80,17 +80,32 @@ async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
 
 
 def checkpoint_view(thread_id: str, state: Any) -> dict[str, Any]:
-    """A LangGraph ``StateSnapshot`` as the SDK reads a ``ThreadState``."""
+    """A LangGraph ``StateSnapshot`` as the SDK reads a ``ThreadState``.
+
+    A snapshot read with ``subgraphs=True`` carries, on each task that runs a subgraph, that
+    subgraph's own snapshot: it becomes the task's ``state``, shaped the same way
+    (recursively), as the Agent Server gives it. A subgraph's checkpoint names its
+    ``checkpoint_ns`` (``"<node>:<task id>"``) and LangGraph's ``checkpoint_map``; the root's
+    are ``""`` and ``None``.
+    """
+    from langgraph.types import StateSnapshot
+
     from activities.segment_state import snapshot_of
 
     snap = snapshot_of(state)
+    conf = (state.config or {}).get("configurable") or {}
+    ns, checkpoint_map = conf.get("checkpoint_ns") or "", conf.get("checkpoint_map") or None
+    tasks = [{**view, "state": checkpoint_view(thread_id, task.state)}
+             if isinstance(task.state, StateSnapshot) else view
+             for view, task in zip(snap["tasks"], state.tasks, strict=True)]
     created = snap["created_at"]
-    return {"values": snap["values"], "next": snap["next"], "tasks": snap["tasks"],
+    return {"values": snap["values"], "next": snap["next"], "tasks": tasks,
             "interrupts": snap["interrupts"], "metadata": snap["metadata"],
             "created_at": created.isoformat() if hasattr(created, "isoformat") else created,
-            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
-                           "checkpoint_id": snap["checkpoint_id"], "checkpoint_map": None},
-            "parent_checkpoint": ({"thread_id": thread_id, "checkpoint_ns": "",
+            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": ns,
+                           "checkpoint_id": snap["checkpoint_id"],
+                           "checkpoint_map": checkpoint_map},
+            "parent_checkpoint": ({"thread_id": thread_id, "checkpoint_ns": ns,
                                    "checkpoint_id": snap["parent_checkpoint_id"],
                                    "checkpoint_map": None}
                                   if snap["parent_checkpoint_id"] else None)}

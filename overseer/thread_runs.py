@@ -350,22 +350,28 @@ async def cancel_run(pool: asyncpg.Pool, temporal: Client, thread_id: str, run_i
 
 
 async def current_state(pool: asyncpg.Pool, temporal: Client, thread_id: str,
-                        settings: Settings | None = None) -> dict[str, Any]:
+                        settings: Settings | None = None, *,
+                        subgraphs: bool = False) -> dict[str, Any]:
     """The thread's ``ThreadState`` now; during a segments run, its latest checkpoint.
 
     As the Agent Server reads it: the checkpoint LangGraph wrote last (``next`` names the
     nodes running), so a UI that reloads mid-run sees the run going on; before the run's
     first checkpoint, the state before it with ``next: ["__start__"]`` (LangGraph's first
     checkpoint of a run names the same). Otherwise (idle, paused on an interrupt) the
-    thread's own state (:func:`state_view`).
+    thread's own state (:func:`state_view`). With ``subgraphs``, read from LangGraph's
+    checkpointer with each task's subgraph state (``tasks[i].state``), as
+    ``aget_state(subgraphs=True)`` gives it.
     """
     row = await sync_thread(pool, temporal, thread_id, settings)
-    if row["status"] == "busy" and row["graph_id"] is not None:
+    busy = row["status"] == "busy"
+    if row["graph_id"] is not None and (busy or subgraphs):
         app = await segments_app(row["graph_id"])
-        state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"])}})
-        if state.config and state.next:
+        state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"])}},
+                                     subgraphs=subgraphs)
+        if state.config and (state.next or not busy):
             return checkpoint_view(str(row["thread_id"]), state)
-        return {**state_view(row), "next": ["__start__"]}
+        if busy:
+            return {**state_view(row), "next": ["__start__"]}
     return state_view(row)
 
 

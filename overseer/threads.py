@@ -26,8 +26,9 @@ The jobs around a thread, one module each:
 from __future__ import annotations
 
 import json
+import re
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 from temporalio.client import Client
@@ -95,9 +96,76 @@ def run_holds(row: asyncpg.Record) -> bool:
                                        and row["last_run_id"] is not None)
 
 
+def parse_supersteps(supersteps: Any, metadata: dict[str, Any]) -> tuple[str, list[list[Any]]]:
+    """``threads.create``'s ``supersteps`` as LangGraph's ``abulk_update_state`` takes them.
+
+    Each superstep is ``{"updates": [{"values", "command"?, "as_node"}, …]}``: an update's
+    ``command`` (``{update, goto, resume}``) is applied instead of its ``values`` when given,
+    as on the Agent Server. The graph is the thread's ``metadata.graph_id`` (the SDK's
+    ``graph_id=``).
+
+    Returns:
+        ``(graph id, [[StateUpdate, …], …])``.
+
+    Raises:
+        InvalidRequestError: not a list of such supersteps, or no registered
+            ``metadata.graph_id`` (422, ``details.field``).
+    """
+    from langgraph.types import Command, StateUpdate
+
+    graph_id = metadata.get("graph_id")
+    if not isinstance(graph_id, str) or graph_id not in get_registry().names():
+        raise InvalidRequestError("supersteps need metadata.graph_id, a graph of this server "
+                                  "(the SDK's graph_id=)", details={"field": "metadata.graph_id"})
+    steps: list[list[Any]] = []
+    for step in supersteps if isinstance(supersteps, list) else [None]:
+        updates = step.get("updates") if isinstance(step, dict) else None
+        if not isinstance(updates, list) or not all(isinstance(u, dict) for u in updates):
+            raise InvalidRequestError('each superstep must be {"updates": [{"values", '
+                                      '"as_node"}, …]}', details={"field": "supersteps"})
+        steps.append([StateUpdate(  # LangGraph applies a Command too (types say dict only)
+            cast(Any, Command(update=u["command"].get("update"), resume=u["command"].get("resume"),
+                              goto=u["command"].get("goto") or ()))
+            if isinstance(u.get("command"), dict) else u.get("values"),
+            u.get("as_node")) for u in updates])
+    return graph_id, steps
+
+
+async def _apply_supersteps(pool: asyncpg.Pool, row: asyncpg.Record, graph_id: str,
+                            steps: list[list[Any]]) -> asyncpg.Record:
+    """Write a new thread's ``supersteps`` as LangGraph checkpoints and mirror them in its row.
+
+    The thread becomes ``interrupted`` when its state has next tasks (as after a breakpoint:
+    a run with no input goes on from there), else ``idle``. If LangGraph refuses an update,
+    the thread is deleted again, so a refused create leaves nothing behind.
+
+    Raises:
+        InvalidRequestError: LangGraph refused an update (an unknown ``as_node``, a value its
+            state cannot take …) (422, ``details.field="supersteps"``).
+    """
+    from langgraph.errors import InvalidUpdateError
+
+    tid = str(row["thread_id"])
+    app = await segments_app(graph_id)
+    try:
+        await app.abulk_update_state({"configurable": {"thread_id": tid}}, steps)
+    except (InvalidUpdateError, ValueError, TypeError, KeyError) as err:
+        await pool.execute(_DELETE_THREAD, row["thread_id"], tid)
+        raise InvalidRequestError(f"LangGraph refused the supersteps: {err}",
+                                  details={"field": "supersteps"}) from err
+    await mirror_checkpointed(pool, row["thread_id"], graph_id)
+    updated = await pool.fetchrow(
+        """UPDATE agent_threads SET graph_id = $2,
+               status = CASE WHEN jsonb_array_length(coalesce(checkpoint->'next', '[]'))
+                             > 0 THEN 'interrupted' ELSE 'idle' END
+           WHERE thread_id = $1 RETURNING *""", row["thread_id"], graph_id)
+    assert updated is not None  # created just before
+    return updated
+
+
 async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: dict[str, Any],
-                        if_exists: str | None, subject: str,
-                        scope: access.Scope) -> asyncpg.Record:
+                        if_exists: str | None, subject: str, scope: access.Scope,
+                        supersteps: Any = None) -> asyncpg.Record:
     """Create a thread owned by ``subject``.
 
     Args:
@@ -108,17 +176,22 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
         subject: its owner.
         scope: what the caller may read (:mod:`overseer.access`): ``do_nothing`` answers
             with an existing thread only inside it.
+        supersteps: state to start from (:func:`parse_supersteps`), written into a new
+            thread only (an existing one that ``do_nothing`` answers with is left as it is).
 
     Raises:
         ConflictError: the id is taken and ``if_exists`` is not ``do_nothing``, or it is
             taken by a thread outside ``scope`` (409; never its content).
+        InvalidRequestError: ``supersteps`` refused (:func:`parse_supersteps`,
+            :func:`_apply_supersteps`; 422).
     """
+    steps = parse_supersteps(supersteps, metadata) if supersteps else None
     tid = parse_uuid(thread_id) if thread_id else uuid.uuid4()
     row = await pool.fetchrow(
         """INSERT INTO agent_threads (thread_id, metadata, created_by) VALUES ($1, $2::jsonb, $3)
            ON CONFLICT (thread_id) DO NOTHING RETURNING *""", tid, json.dumps(metadata), subject)
     if row is not None:
-        return row
+        return row if steps is None else await _apply_supersteps(pool, row, *steps)
     if if_exists == "do_nothing":
         args: list[Any] = [tid]
         where = scope.sql(args, owner_column="created_by", metadata_column="metadata")
@@ -147,6 +220,80 @@ THREAD_SORT_COLUMNS = {"thread_id": "thread_id", "status": "status",
 """``threads.search``'s ``sort_by`` values (the SDK's ``ThreadSortBy``) and the column each
 orders by: a thread's row changes whenever its state does, so ``state_updated_at`` is
 ``updated_at``."""
+
+
+EXTRACT_ROOTS = frozenset({"values", "metadata", "config", "interrupts"})
+"""What a ``threads.search`` ``extract`` path may start with (the thread's JSON fields)."""
+MAX_EXTRACT_PATHS = 10
+"""How many paths one ``extract`` may name, as on the Agent Server."""
+_EXTRACT_STEP = re.compile(r"\.([^.\[\]]+)|\[(-?\d+)\]")
+
+
+def parse_extract(extract: Any, reserved: frozenset[str]) -> dict[str, list[str | int]]:
+    """``threads.search``'s ``extract`` (``{alias: "values.messages[-1].content"}``) parsed.
+
+    A path is a root (:data:`EXTRACT_ROOTS`) followed by ``.key`` and ``[index]`` steps
+    (a negative index counts from the end).
+
+    Returns:
+        ``{alias: [root, step, …]}``, each step a key (str) or an index (int).
+
+    Raises:
+        InvalidRequestError: not an object; more than :data:`MAX_EXTRACT_PATHS` paths; an
+            alias that is not an identifier or names a thread field (``reserved``); a path
+            that is empty, starts elsewhere, or has a step that is neither (422).
+    """
+    if not isinstance(extract, dict):
+        raise InvalidRequestError("extract must be an object of alias: path",
+                                  details={"field": "extract"})
+    if len(extract) > MAX_EXTRACT_PATHS:
+        raise InvalidRequestError(f"extract may name at most {MAX_EXTRACT_PATHS} paths",
+                                  details={"field": "extract"})
+    parsed: dict[str, list[str | int]] = {}
+    for alias, path in extract.items():
+        if not alias.isidentifier() or alias in reserved:
+            raise InvalidRequestError(
+                f"extract alias {alias!r} must be an identifier and not a thread field "
+                f"({sorted(reserved)})", details={"field": "extract"})
+        root = path.split(".")[0].split("[")[0] if isinstance(path, str) else None
+        if root not in EXTRACT_ROOTS:
+            raise InvalidRequestError(
+                f"extract path {path!r} must start with one of {sorted(EXTRACT_ROOTS)}",
+                details={"field": "extract"})
+        rest, steps = path[len(root):], cast(list[str | int], [root])
+        pos = 0
+        while pos < len(rest):
+            step = _EXTRACT_STEP.match(rest, pos)
+            if step is None:
+                raise InvalidRequestError(f"extract path {path!r}: cannot read {rest[pos:]!r}",
+                                          details={"field": "extract"})
+            steps.append(step[1] if step[1] is not None else int(step[2]))
+            pos = step.end()
+        parsed[alias] = steps
+    return parsed
+
+
+def extracted(thread: dict[str, Any], paths: dict[str, list[str | int]]) -> dict[str, Any]:
+    """Each alias's value in a thread view (:func:`thread_view`), ``None`` where a path ends.
+
+    Args:
+        thread: a thread as the SDK reads it.
+        paths: :func:`parse_extract`'s answer.
+    """
+    out: dict[str, Any] = {}
+    for alias, (root, *steps) in paths.items():
+        value: Any = thread.get(str(root))
+        for step in steps:
+            if isinstance(step, int) and isinstance(value, list) and -len(value) <= step < len(value):
+                value = value[step]
+            elif isinstance(step, str) and isinstance(value, dict):
+                value = value.get(step)
+            else:
+                value = None
+            if value is None:
+                break
+        out[alias] = value
+    return out
 
 
 async def search_threads(pool: asyncpg.Pool, *, metadata: dict[str, Any] | None,
@@ -318,20 +465,35 @@ def state_view(row: asyncpg.Record) -> dict[str, Any]:
                                   if cp.get("parent_checkpoint_id") else None)}
 
 
-async def state_at(pool: asyncpg.Pool, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
-    """The thread's state at a saved checkpoint.
+async def state_at(pool: asyncpg.Pool, thread_id: str, checkpoint_id: str | None, *,
+                   checkpoint_ns: str = "", subgraphs: bool = False) -> dict[str, Any]:
+    """The thread's state at a saved checkpoint, as LangGraph's ``aget_state`` reads it.
+
+    Args:
+        pool: the database.
+        thread_id: the thread (its owner was checked by the caller).
+        checkpoint_id: the checkpoint; ``None`` with a ``checkpoint_ns`` reads that
+            namespace's latest (a task's ``checkpoint``, which names no id).
+        checkpoint_ns: ``""`` for the graph itself, ``"<node>:<task id>"`` for a subgraph.
+        subgraphs: also read the state of each task's subgraph (``tasks[i].state``).
 
     Raises:
         NotFoundError: no such checkpoint on the thread (404).
     """
     row = await get_thread(pool, thread_id)
+    name = checkpoint_id or checkpoint_ns
     if row["graph_id"] is None:
-        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+        raise NotFoundError(f"unknown checkpoint {name}")
     app = await segments_app(row["graph_id"])
-    state = await app.aget_state({"configurable": {"thread_id": str(row["thread_id"]),
-                                                   "checkpoint_id": checkpoint_id}})
+    configurable = {"thread_id": str(row["thread_id"]), "checkpoint_ns": checkpoint_ns}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    try:
+        state = await app.aget_state({"configurable": configurable}, subgraphs=subgraphs)
+    except ValueError as err:  # LangGraph: "Subgraph <name> not found"
+        raise NotFoundError(f"unknown checkpoint {name}: {err}") from err
     if not state.config or not state.values and not state.next:
-        raise NotFoundError(f"unknown checkpoint {checkpoint_id}")
+        raise NotFoundError(f"unknown checkpoint {name}")
     return checkpoint_view(str(row["thread_id"]), state)
 
 

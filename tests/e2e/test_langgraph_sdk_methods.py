@@ -294,8 +294,8 @@ async def test_a_stateless_runs_wait_answers_then_deletes_its_thread_unless_kept
 
 
 async def test_thread_search_filters_by_values_sorts_and_selects(stack: Stack):
-    """``values`` containment, ``sort_by`` / ``sort_order`` and ``select``, as the SDK sends
-    them (they were ignored: every search came newest first, whole)."""
+    """``values`` containment, ``sort_by`` / ``sort_order``, ``select`` and ``extract``, as the
+    SDK sends them (they were ignored: every search came newest first, whole)."""
     from langgraph_sdk.errors import UnprocessableEntityError
 
     client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
@@ -312,6 +312,15 @@ async def test_thread_search_filters_by_values_sorts_and_selects(stack: Stack):
     assert newest[0]["thread_id"] == made[1]  # its run wrote it last
     slim = await client.threads.search(metadata=tag, select=["thread_id", "status"])
     assert all(set(t) == {"thread_id", "status"} for t in slim) and len(slim) == 3
-    for bad in ({"sort_by": "size"}, {"sort_order": "up"}, {"select": ["secrets"]}):
+    picked = await client.threads.search(
+        metadata=tag, select=["thread_id"], sort_by="thread_id", sort_order="asc",
+        extract={"last": "values.lines[-1]", "case": "metadata.search_case",
+                 "gone": "values.lines[9]", "deep": "values.lines.x"})
+    ran = [t for t in picked if t["thread_id"] == made[1]][0]
+    assert ran == {"thread_id": made[1], "extracted": {
+        "last": done["lines"][-1], "case": tag["search_case"], "gone": None, "deep": None}}
+    assert all(t["extracted"]["last"] is None for t in picked if t is not ran)
+    for bad in ({"sort_by": "size"}, {"sort_order": "up"}, {"select": ["secrets"]},
+                {"extract": {"values": "values.lines"}}, {"extract": {"x": "secrets.a"}}):
         with pytest.raises(UnprocessableEntityError):
             await client.threads.search(metadata=tag, **bad)

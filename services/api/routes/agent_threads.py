@@ -32,7 +32,11 @@ router = APIRouter(tags=["agent-server"])
 @router.post("/threads")
 async def create_thread(principal: AgentPrincipal, pool: PoolDep,
                         body: JsonBody = None) -> dict[str, Any]:
-    """Create a thread (``thread_id``, ``metadata``, ``if_exists``: ``raise`` | ``do_nothing``)."""
+    """Create a thread (``thread_id``, ``metadata``, ``if_exists``: ``raise`` | ``do_nothing``).
+
+    ``supersteps`` (with ``metadata.graph_id``) start it from that state, written by
+    LangGraph's ``abulk_update_state`` (:func:`overseer.threads.parse_supersteps`).
+    """
     body = body or {}
     value = {"thread_id": body.get("thread_id"), "metadata": dict(body.get("metadata") or {}),
              "if_exists": body.get("if_exists")}
@@ -40,7 +44,7 @@ async def create_thread(principal: AgentPrincipal, pool: PoolDep,
     row = await threads.create_thread(pool, thread_id=body.get("thread_id"),
                                       metadata=dict(value.get("metadata") or {}),
                                       if_exists=body.get("if_exists"), subject=principal.subject,
-                                      scope=scope)
+                                      scope=scope, supersteps=body.get("supersteps"))
     return threads.thread_view(row)
 
 
@@ -57,7 +61,9 @@ async def search_threads(principal: AgentPrincipal, pool: PoolDep,
 
     ``metadata`` and ``values`` (containment), ``status``, ``ids``, ``sort_by`` /
     ``sort_order`` (:data:`overseer.threads.THREAD_SORT_COLUMNS`), ``select``
-    (:data:`THREAD_FIELDS`), ``limit``, ``offset``; ``extract`` is not supported (ignored).
+    (:data:`THREAD_FIELDS`), ``limit``, ``offset``; ``extract`` (``{alias: path}``, e.g.
+    ``"values.messages[-1].content"``) adds ``extracted: {alias: value}`` to each thread
+    (:func:`overseer.threads.parse_extract`).
     """
     body = body or {}
     limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
@@ -66,6 +72,7 @@ async def search_threads(principal: AgentPrincipal, pool: PoolDep,
             isinstance(f, str) and f in THREAD_FIELDS for f in select)):
         raise InvalidRequestError(f"select must be a list of {sorted(THREAD_FIELDS)}",
                                   details={"field": "select"})
+    paths = threads.parse_extract(body["extract"], THREAD_FIELDS) if body.get("extract") else {}
     value: dict[str, Any] = {k: body.get(k) for k in ("metadata", "values", "status", "ids")}
     value |= {"limit": limit, "offset": offset}
     scope = await agent_auth.authorize(principal, "threads", "search", value)
@@ -74,7 +81,11 @@ async def search_threads(principal: AgentPrincipal, pool: PoolDep,
         limit=limit, offset=offset, scope=scope, values=value["values"],
         sort_by=body.get("sort_by"), sort_order=body.get("sort_order"))
     views = [threads.thread_view(r) for r in rows]
-    return views if select is None else [{k: v[k] for k in select if k in v} for v in views]
+    chosen = views if select is None else [{k: v[k] for k in select if k in v} for v in views]
+    if paths:
+        for view, full in zip(chosen, views, strict=True):
+            view["extracted"] = threads.extracted(full, paths)
+    return chosen
 
 
 
@@ -115,13 +126,14 @@ async def delete_thread(thread_id: str, principal: ThreadDeleter, pool: PoolDep,
 
 
 @router.get("/threads/{thread_id}/state")
-async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep,
-                     temporal: TemporalDep) -> dict[str, Any]:
+async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
+                     subgraphs: bool = False) -> dict[str, Any]:
     """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint.
 
-    While a run is in progress, its latest checkpoint (:func:`overseer.thread_runs.current_state`).
+    While a run is in progress, its latest checkpoint (:func:`overseer.thread_runs.current_state`);
+    ``subgraphs=true`` adds each task's subgraph state.
     """
-    return await thread_runs.current_state(pool, temporal, thread_id)
+    return await thread_runs.current_state(pool, temporal, thread_id, subgraphs=subgraphs)
 
 
 @router.post("/threads/{thread_id}/state")
@@ -136,21 +148,36 @@ async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
 async def read_state_at(thread_id: str, checkpoint_id: str, _: ThreadReader,
-                        pool: PoolDep) -> dict[str, Any]:
-    """The thread's state at a saved checkpoint."""
-    return await threads.state_at(pool, thread_id, checkpoint_id)
+                        pool: PoolDep, subgraphs: bool = False) -> dict[str, Any]:
+    """The thread's state at a saved checkpoint (``subgraphs=true``: with its tasks' subgraphs)."""
+    return await threads.state_at(pool, thread_id, checkpoint_id, subgraphs=subgraphs)
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
-async def read_state_at_checkpoint(thread_id: str, principal: ThreadReader, pool: PoolDep,
+async def read_state_at_checkpoint(thread_id: str, _: ThreadReader, pool: PoolDep,
                                    temporal: TemporalDep, settings: SettingsDep,
                                    body: JsonBody = None) -> dict[str, Any]:
-    """The thread's state at ``checkpoint.checkpoint_id`` (the current state without one)."""
-    checkpoint = (body or {}).get("checkpoint") or {}
-    checkpoint_id = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
-    if not checkpoint_id:
-        return await thread_runs.current_state(pool, temporal, thread_id, settings)
-    return await read_state_at(thread_id, str(checkpoint_id), principal, pool)
+    """The thread's state at ``checkpoint`` (the current state without one).
+
+    ``checkpoint`` is ``{checkpoint_id?, checkpoint_ns?}``: a task's ``checkpoint`` (a
+    subgraph's namespace, no id) reads that subgraph's latest state. ``subgraphs``: as for
+    ``GET .../state``.
+
+    Raises:
+        InvalidRequestError: ``checkpoint`` is not an object, or ``subgraphs`` not a boolean (422).
+    """
+    body = body or {}
+    checkpoint, subgraphs = body.get("checkpoint") or {}, body.get("subgraphs", False)
+    if not isinstance(checkpoint, dict):
+        raise InvalidRequestError("checkpoint must be an object", details={"field": "checkpoint"})
+    if not isinstance(subgraphs, bool):
+        raise InvalidRequestError("subgraphs must be a boolean", details={"field": "subgraphs"})
+    checkpoint_id, checkpoint_ns = checkpoint.get("checkpoint_id"), checkpoint.get("checkpoint_ns")
+    if not checkpoint_id and not checkpoint_ns:
+        return await thread_runs.current_state(pool, temporal, thread_id, settings,
+                                               subgraphs=subgraphs)
+    return await threads.state_at(pool, thread_id, str(checkpoint_id) if checkpoint_id else None,
+                                  checkpoint_ns=str(checkpoint_ns or ""), subgraphs=subgraphs)
 
 
 @router.post("/threads/{thread_id}/copy")

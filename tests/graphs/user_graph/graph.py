@@ -441,6 +441,28 @@ def _publish_review() -> StateGraph:
 publish_review = _publish_review()
 
 
+def _editor_desk() -> Any:
+    """A subgraph whose node asks a person: the pause is inside the subgraph, not the parent."""
+    desk = StateGraph(Post)
+    desk.add_node("review_post", review_post)
+    desk.add_edge(START, "review_post")
+    return desk.compile()
+
+
+def _nested_review() -> StateGraph:
+    graph = StateGraph(Post)
+    graph.add_node("write_post", write_post)
+    graph.add_node("editor_desk", _editor_desk())
+    graph.add_edge(START, "write_post")
+    graph.add_edge("write_post", "editor_desk")
+    graph.add_edge("editor_desk", END)
+    return graph
+
+
+nested_review = _nested_review()
+"""``publish_review`` with its question asked inside a compiled subgraph node."""
+
+
 # -- a 3 s + 1 s graph for the crash scenario (issue 25) --------------------------------------
 
 
