@@ -1,6 +1,8 @@
-"""The activities of a cron tick and of a stateless run's clean-up (:mod:`workflows.cron_tick`).
+"""The activities of a cron tick, a stateless run's clean-up and a thread's ttl.
 
-Both call :mod:`overseer.crons` with the worker's pool, settings and Temporal client.
+Their workflows: :mod:`workflows.cron_tick`, :mod:`workflows.thread_ttl`. They call
+:mod:`overseer.crons` and :mod:`overseer.thread_ttl` with the worker's pool, settings and
+Temporal client.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from temporalio import activity
 
 from activities.errors import as_application_error
 from activities.runtime import get_runtime
-from overseer import crons
+from overseer import crons, thread_ttl
 from overseer.errors import OverseerError
 
 
@@ -39,3 +41,10 @@ async def delete_thread_after_run(run_id: str, thread_id: str) -> str:
     runtime = get_runtime()
     return await crons.finish(runtime.pool, activity.client(), run_id, thread_id,
                               beat=activity.heartbeat)
+
+
+@activity.defn(name="expire_thread")
+async def expire_thread(thread_id: str) -> dict[str, Any]:
+    """Sweep a thread whose ttl is up, or say how long to wait (:func:`overseer.thread_ttl.expire`)."""
+    runtime = get_runtime()
+    return await thread_ttl.expire(runtime.pool, activity.client(), thread_id)

@@ -165,7 +165,8 @@ async def _apply_supersteps(pool: asyncpg.Pool, row: asyncpg.Record, graph_id: s
 
 async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: dict[str, Any],
                         if_exists: str | None, subject: str, scope: access.Scope,
-                        supersteps: Any = None) -> asyncpg.Record:
+                        supersteps: Any = None,
+                        ttl: tuple[float, str] | None = None) -> asyncpg.Record:
     """Create a thread owned by ``subject``.
 
     Args:
@@ -178,6 +179,8 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
             with an existing thread only inside it.
         supersteps: state to start from (:func:`parse_supersteps`), written into a new
             thread only (an existing one that ``do_nothing`` answers with is left as it is).
+        ttl: ``(minutes, strategy)`` (:func:`overseer.thread_ttl.parse_ttl`) for a new thread,
+            counted from now; the caller starts its timer (:func:`overseer.thread_ttl.watch`).
 
     Raises:
         ConflictError: the id is taken and ``if_exists`` is not ``do_nothing``, or it is
@@ -187,9 +190,13 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
     """
     steps = parse_supersteps(supersteps, metadata) if supersteps else None
     tid = parse_uuid(thread_id) if thread_id else uuid.uuid4()
+    minutes, strategy = ttl or (None, None)
     row = await pool.fetchrow(
-        """INSERT INTO agent_threads (thread_id, metadata, created_by) VALUES ($1, $2::jsonb, $3)
-           ON CONFLICT (thread_id) DO NOTHING RETURNING *""", tid, json.dumps(metadata), subject)
+        """INSERT INTO agent_threads (thread_id, metadata, created_by, ttl_minutes, ttl_strategy,
+                                      ttl_from)
+           VALUES ($1, $2::jsonb, $3, $4, $5, CASE WHEN $4::float8 IS NULL THEN NULL ELSE now() END)
+           ON CONFLICT (thread_id) DO NOTHING RETURNING *""",
+        tid, json.dumps(metadata), subject, minutes, strategy)
     if row is not None:
         return row if steps is None else await _apply_supersteps(pool, row, *steps)
     if if_exists == "do_nothing":

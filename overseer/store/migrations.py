@@ -309,6 +309,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE agent_threads ADD COLUMN paused_checkpoint jsonb;
         """,
     ),
+    (
+        # a thread's time-to-live (overseer.thread_ttl): minutes after the later of its
+        # last change and ttl_from, then ttl_strategy (delete | keep_latest)
+        "agent_threads_ttl",
+        """
+        ALTER TABLE agent_threads
+            ADD COLUMN ttl_minutes  double precision,
+            ADD COLUMN ttl_strategy text,
+            ADD COLUMN ttl_from     timestamptz;
+        """,
+    ),
 ]
 
 

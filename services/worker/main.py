@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import runtime
-from activities.crons import delete_thread_after_run, fire_cron
+from activities.crons import delete_thread_after_run, expire_thread, fire_cron
 from activities.events import record_events
 from activities.notify import notify_webhook
 from activities.segments import run_segment
@@ -32,21 +32,24 @@ from overseer.store.db import create_pool
 from overseer.temporal_client import connect_client
 from workflows.cron_tick import CronTickWorkflow, ThreadCleanupWorkflow
 from workflows.segment_run import SegmentRunWorkflow
+from workflows.thread_ttl import ThreadTtlWorkflow
 
 log = logging.getLogger("overseer.worker")
 
 PLATFORM_ACTIVITIES: Sequence[Any] = (record_events, notify_webhook, run_segment, fire_cron,
-                                      delete_thread_after_run)
+                                      delete_thread_after_run, expire_thread)
 
 
 def pipeline_parts() -> tuple[list[type], list[Any]]:
     """Workflows and activities of the registry.
 
     ``SegmentRunWorkflow`` (every run), ``CronTickWorkflow`` (a cron's tick),
-    ``ThreadCleanupWorkflow`` and the platform activities, plus what a pipeline declares
+    ``ThreadCleanupWorkflow``, ``ThreadTtlWorkflow`` (a thread's ttl) and the platform
+    activities, plus what a pipeline declares
     besides its graph (``Pipeline.worker_parts``, e.g. a split activity).
     """
-    workflows: list[type] = [SegmentRunWorkflow, CronTickWorkflow, ThreadCleanupWorkflow]
+    workflows: list[type] = [SegmentRunWorkflow, CronTickWorkflow, ThreadCleanupWorkflow,
+                             ThreadTtlWorkflow]
     activities: list[Any] = list(PLATFORM_ACTIVITIES)
     for pipeline in get_registry():
         if pipeline.worker_parts is not None:
@@ -69,7 +72,7 @@ them through cut worker CPU per run by about a third, memory per parked run from
 to ~0.35 MB, and ended workflow-task time-outs under a burst of starts. The sandbox
 still isolates everything else; determinism of our own workflow code is guarded by the
 replay tests over recorded histories (``tests/workflows/test_replay.py``). Only the cron
-workflows run in it: ``SegmentRunWorkflow`` runs no user code and is not sandboxed.
+and thread-ttl workflows run in it: ``SegmentRunWorkflow`` runs no user code and is not sandboxed.
 """
 
 

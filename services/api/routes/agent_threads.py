@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from overseer import thread_queue, thread_runs, threads
+from overseer import thread_queue, thread_runs, thread_ttl, threads
 from overseer.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
@@ -30,21 +30,25 @@ router = APIRouter(tags=["agent-server"])
 
 
 @router.post("/threads")
-async def create_thread(principal: AgentPrincipal, pool: PoolDep,
-                        body: JsonBody = None) -> dict[str, Any]:
+async def create_thread(principal: AgentPrincipal, pool: PoolDep, temporal: TemporalDep,
+                        settings: SettingsDep, body: JsonBody = None) -> dict[str, Any]:
     """Create a thread (``thread_id``, ``metadata``, ``if_exists``: ``raise`` | ``do_nothing``).
 
     ``supersteps`` (with ``metadata.graph_id``) start it from that state, written by
-    LangGraph's ``abulk_update_state`` (:func:`overseer.threads.parse_supersteps`).
+    LangGraph's ``abulk_update_state`` (:func:`overseer.threads.parse_supersteps`); ``ttl``
+    sweeps it when unused that long (:mod:`overseer.thread_ttl`).
     """
     body = body or {}
+    ttl = thread_ttl.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
     value = {"thread_id": body.get("thread_id"), "metadata": dict(body.get("metadata") or {}),
              "if_exists": body.get("if_exists")}
     scope = await agent_auth.authorize(principal, "threads", "create", value)
     row = await threads.create_thread(pool, thread_id=body.get("thread_id"),
                                       metadata=dict(value.get("metadata") or {}),
                                       if_exists=body.get("if_exists"), subject=principal.subject,
-                                      scope=scope, supersteps=body.get("supersteps"))
+                                      scope=scope, supersteps=body.get("supersteps"), ttl=ttl)
+    if ttl is not None:
+        await thread_ttl.watch(temporal, settings, row["thread_id"])
     return threads.thread_view(row)
 
 
@@ -96,19 +100,31 @@ async def count_threads(principal: AgentPrincipal, pool: PoolDep, body: JsonBody
 
 
 @router.get("/threads/{thread_id}")
-async def read_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
-                      temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
-    """One thread, its status and values brought up to date."""
-    return threads.thread_view(await thread_queue.sync_thread(pool, temporal, thread_id, settings))
+async def read_thread(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
+                      settings: SettingsDep, include: str | None = None) -> dict[str, Any]:
+    """One thread, its status and values brought up to date.
+
+    ``include=ttl`` adds its ``ttl`` (``{strategy, ttl_minutes, expires_at}``) when it has one.
+    """
+    row = await thread_queue.sync_thread(pool, temporal, thread_id, settings)
+    view = threads.thread_view(row)
+    if "ttl" in (include or "").split(",") and (ttl := thread_ttl.ttl_view(row)) is not None:
+        view["ttl"] = ttl
+    return view
 
 
 @router.patch("/threads/{thread_id}")
 async def patch_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
+                       temporal: TemporalDep, settings: SettingsDep,
                        body: JsonBody = None) -> dict[str, Any]:
-    """Merge ``metadata`` into the thread's."""
-    value = {"metadata": dict((body or {}).get("metadata") or {})}
+    """Merge ``metadata`` into the thread's; a ``ttl`` replaces its ttl, counted from now."""
+    body = body or {}
+    ttl = thread_ttl.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
+    value = {"metadata": dict(body.get("metadata") or {})}
     await agent_auth.gate_thread(pool, principal, thread_id, "update", value)
     row = await threads.get_thread(pool, thread_id)
+    if ttl is not None:
+        await thread_ttl.set_ttl(pool, temporal, settings, row["thread_id"], ttl)
     updated = await pool.fetchrow(
         "UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() "
         "WHERE thread_id = $1 RETURNING *", row["thread_id"],
