@@ -435,7 +435,7 @@ async def fire(pool: asyncpg.Pool, temporal: Client, settings: Settings, cron_id
         await threads.create_thread(pool, thread_id=new_thread,
                                     metadata={"cron_id": cron_id, "stateless": True},
                                     if_exists="do_nothing", subject=row["created_by"],
-                                    scope=access.ANY)
+                                    scope=access.ANY, temporal=temporal, settings=settings)
         thread_id = new_thread
     else:
         thread_id = str(row["thread_id"])

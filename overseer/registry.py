@@ -42,11 +42,15 @@ class Registry:
     """
 
     def __init__(self, pipelines: Mapping[str, Pipeline],
-                 auth_entry: tuple[str, Path, str] | None = None) -> None:
+                 auth_entry: tuple[str, Path, str] | None = None,
+                 thread_ttl: tuple[float, str] | None = None) -> None:
         self._pipelines = dict(pipelines)
         self._graphs: dict[str, Any] = {}
         self._auth_entry = auth_entry
         self._auth: Any = None
+        self.thread_ttl = thread_ttl
+        """``(minutes, strategy)`` every new thread without a ``ttl`` of its own gets
+        (a ``langgraph.json``'s ``checkpointer.ttl``, :func:`thread_ttl_of`), or None."""
 
     @property
     def auth_source(self) -> str | None:
@@ -288,6 +292,36 @@ def auth_entry_of(path: str | Path) -> tuple[str, Path, str] | None:
     return entry, path.parent, str(path)
 
 
+def thread_ttl_of(path: str | Path) -> tuple[float, str] | None:
+    """A ``langgraph.json``'s ``"checkpointer": {"ttl": {"default_ttl", "strategy"}}``, or None.
+
+    As the Agent Server reads it: ``default_ttl`` in minutes, ``strategy`` ``delete``
+    (default) or ``keep_latest``; ``sweep_interval_minutes`` is accepted and not needed
+    (each thread has its own timer, :mod:`overseer.thread_ttl`).
+
+    Returns:
+        ``(minutes, strategy)``, or None when the file sets no ``default_ttl``.
+
+    Raises:
+        RegistryError: unreadable file, or a ``ttl`` that is not such an object.
+    """
+    from overseer.errors import InvalidRequestError
+    from overseer.thread_ttl import parse_ttl
+
+    path, config = _read_config(path)
+    checkpointer = config.get("checkpointer")
+    ttl = checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
+    if ttl is None or isinstance(ttl, dict) and ttl.get("default_ttl") is None:
+        return None
+    try:
+        if not isinstance(ttl, dict):
+            raise InvalidRequestError("not an object")
+        return parse_ttl({"ttl": ttl["default_ttl"], "strategy": ttl.get("strategy")})
+    except InvalidRequestError as err:
+        raise RegistryError(f"{path}: checkpointer.ttl must be {{\"default_ttl\": minutes, "
+                            f"\"strategy\": \"delete\" | \"keep_latest\"}} ({err})") from err
+
+
 def load_registry(graph_files: str | None = None) -> Registry:
     """The project's pipelines plus every ``langgraph.json`` in ``graph_files`` (``:``-separated).
 
@@ -296,13 +330,20 @@ def load_registry(graph_files: str | None = None) -> Registry:
 
     Raises:
         RegistryError: a file or entry fails to load, a name is taken twice, or two files
-            name an ``auth``.
+            name an ``auth`` or a ``checkpointer.ttl``.
     """
     pipelines = load_langgraph_json(PROJECT_GRAPHS)
     auth = auth_entry_of(PROJECT_GRAPHS)
+    ttl, ttl_file = thread_ttl_of(PROJECT_GRAPHS), str(PROJECT_GRAPHS)
     for item in (graph_files or "").split(":"):
         if not item.strip():
             continue
+        found_ttl = thread_ttl_of(item.strip())
+        if found_ttl is not None and ttl is not None:
+            raise RegistryError(f"{item}: a checkpointer.ttl is already set by {ttl_file}; a "
+                                "deployment has one")
+        if found_ttl is not None:
+            ttl, ttl_file = found_ttl, item.strip()
         for name, pipeline in load_langgraph_json(item.strip()).items():
             if name in pipelines:
                 raise RegistryError(f"{item}: graph name {name!r} is already registered by "
@@ -313,7 +354,7 @@ def load_registry(graph_files: str | None = None) -> Registry:
             raise RegistryError(f"{item}: an auth is already set by {auth[2]}; a deployment "
                                 "has one")
         auth = found or auth
-    return Registry(pipelines, auth)
+    return Registry(pipelines, auth, ttl)
 
 
 _registry: Registry | None = None

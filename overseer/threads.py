@@ -33,11 +33,12 @@ from typing import Any, cast
 import asyncpg
 from temporalio.client import Client
 
-from overseer import access
+from overseer import access, thread_ttl
 from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
 from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
 from overseer.registry import get_registry
 from overseer.runs import cancel_run_workflow
+from overseer.settings import Settings, get_settings
 from overseer.token_stream import DELETE_THREAD_TOKENS
 
 RUN_ENDINGS = {"interrupt": "interrupted", "end": "success", "error": "error"}
@@ -165,8 +166,9 @@ async def _apply_supersteps(pool: asyncpg.Pool, row: asyncpg.Record, graph_id: s
 
 async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: dict[str, Any],
                         if_exists: str | None, subject: str, scope: access.Scope,
-                        supersteps: Any = None,
-                        ttl: tuple[float, str] | None = None) -> asyncpg.Record:
+                        supersteps: Any = None, ttl: tuple[float, str] | None = None,
+                        temporal: Client | None = None,
+                        settings: Settings | None = None) -> asyncpg.Record:
     """Create a thread owned by ``subject``.
 
     Args:
@@ -180,7 +182,11 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
         supersteps: state to start from (:func:`parse_supersteps`), written into a new
             thread only (an existing one that ``do_nothing`` answers with is left as it is).
         ttl: ``(minutes, strategy)`` (:func:`overseer.thread_ttl.parse_ttl`) for a new thread,
-            counted from now; the caller starts its timer (:func:`overseer.thread_ttl.watch`).
+            counted from now; without one, the deployment's default
+            (:attr:`overseer.registry.Registry.thread_ttl`), if any.
+        temporal: starts a new thread's ttl timer (:func:`overseer.thread_ttl.watch`);
+            ``None`` only where no thread with a ttl can be made (tests).
+        settings: the task queue for that timer (the process's settings when None).
 
     Raises:
         ConflictError: the id is taken and ``if_exists`` is not ``do_nothing``, or it is
@@ -190,7 +196,7 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
     """
     steps = parse_supersteps(supersteps, metadata) if supersteps else None
     tid = parse_uuid(thread_id) if thread_id else uuid.uuid4()
-    minutes, strategy = ttl or (None, None)
+    minutes, strategy = ttl or get_registry().thread_ttl or (None, None)
     row = await pool.fetchrow(
         """INSERT INTO agent_threads (thread_id, metadata, created_by, ttl_minutes, ttl_strategy,
                                       ttl_from)
@@ -198,6 +204,8 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
            ON CONFLICT (thread_id) DO NOTHING RETURNING *""",
         tid, json.dumps(metadata), subject, minutes, strategy)
     if row is not None:
+        if minutes is not None and temporal is not None:
+            await thread_ttl.watch(temporal, settings or get_settings(), row["thread_id"])
         return row if steps is None else await _apply_supersteps(pool, row, *steps)
     if if_exists == "do_nothing":
         args: list[Any] = [tid]

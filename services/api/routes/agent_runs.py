@@ -113,7 +113,7 @@ async def start_run(pool: Any, temporal: Any, settings: Any, principal: Principa
             row = await threads.create_thread(pool, thread_id=thread_id,
                                               metadata=dict(value.get("metadata") or {}),
                                               if_exists="do_nothing", subject=principal.subject,
-                                              scope=scope)
+                                              scope=scope, temporal=temporal, settings=settings)
             thread_id = str(row["thread_id"])
         except ConflictError:  # someone else's thread: the gate below answers 404, not 409
             if thread_id is None:

@@ -46,9 +46,8 @@ async def create_thread(principal: AgentPrincipal, pool: PoolDep, temporal: Temp
     row = await threads.create_thread(pool, thread_id=body.get("thread_id"),
                                       metadata=dict(value.get("metadata") or {}),
                                       if_exists=body.get("if_exists"), subject=principal.subject,
-                                      scope=scope, supersteps=body.get("supersteps"), ttl=ttl)
-    if ttl is not None:
-        await thread_ttl.watch(temporal, settings, row["thread_id"])
+                                      scope=scope, supersteps=body.get("supersteps"), ttl=ttl,
+                                      temporal=temporal, settings=settings)
     return threads.thread_view(row)
 
 
