@@ -513,17 +513,72 @@ async def state_at(pool: asyncpg.Pool, thread_id: str, checkpoint_id: str | None
 
 
 async def history(pool: asyncpg.Pool, thread_id: str, limit: int,
-                  before: str | None = None) -> list[dict[str, Any]]:
+                  before: str | None = None, *, metadata: dict[str, Any] | None = None,
+                  checkpoint_ns: str = "") -> list[dict[str, Any]]:
     """The thread's checkpoints, newest first.
 
     LangGraph's own: one per superstep (and per state update).
+
+    Args:
+        pool: the database.
+        thread_id: the thread (its owner was checked by the caller).
+        limit: at most this many.
+        before: only checkpoints older than this ``checkpoint_id``.
+        metadata: only checkpoints whose metadata contains these pairs (LangGraph's
+            ``filter``, e.g. ``{"source": "loop", "step": 1}``).
+        checkpoint_ns: a subgraph's history (a task's ``checkpoint.checkpoint_ns``); the
+            graph's own by default.
     """
     row = await get_thread(pool, thread_id)
     if row["graph_id"] is None:
         return []
     app = await segments_app(row["graph_id"])
     tid = str(row["thread_id"])
-    before_config = {"configurable": {"thread_id": tid, "checkpoint_id": before}} \
-        if before else None
-    return [checkpoint_view(tid, s) async for s in app.aget_state_history(
-        {"configurable": {"thread_id": tid}}, limit=limit, before=before_config)]
+    before_config = {"configurable": {"thread_id": tid, "checkpoint_ns": checkpoint_ns,
+                                      "checkpoint_id": before}} if before else None
+    try:
+        return [checkpoint_view(tid, s) async for s in app.aget_state_history(
+            {"configurable": {"thread_id": tid, "checkpoint_ns": checkpoint_ns}},
+            filter=metadata or None, limit=limit, before=before_config)]
+    except ValueError as err:  # LangGraph: "Subgraph <name> not found"
+        raise NotFoundError(f"unknown checkpoint namespace {checkpoint_ns}: {err}") from err
+
+
+STATE_FIELDS = frozenset({"values", "next", "tasks", "checkpoint", "metadata", "created_at",
+                          "parent_checkpoint", "interrupts"})
+"""What a ``ThreadState``'s ``select`` may name (the SDK's ``ThreadStateSelectField``),
+besides ``values.<key>``."""
+
+
+def check_state_select(select: Any) -> list[str] | None:
+    """A ``get_state`` / ``get_history`` ``select``, checked: ``None`` for every field.
+
+    Raises:
+        InvalidRequestError: not a list of :data:`STATE_FIELDS` and ``values.<key>`` (422).
+    """
+    if select is None or select == []:
+        return None
+    if not isinstance(select, list) or not all(
+            isinstance(f, str) and (f in STATE_FIELDS or f.startswith("values.") and len(f) > 7)
+            for f in select):
+        raise InvalidRequestError(f"select must be a list of {sorted(STATE_FIELDS)} or "
+                                  "values.<key>", details={"field": "select"})
+    return list(select)
+
+
+def select_state(state: dict[str, Any], select: list[str] | None) -> dict[str, Any]:
+    """Only the fields ``select`` names (:func:`check_state_select`); all of them for None.
+
+    ``values.<key>`` keeps that key of ``values`` (several may be named; ``values`` itself
+    keeps them all); a key the state has not is left out.
+    """
+    if select is None:
+        return state
+    out = {f: state[f] for f in select if f in state}
+    keys = [f[len("values."):] for f in select if f.startswith("values.")]
+    if keys and "values" not in select:
+        values = state.get("values")
+        out["values"] = {k: values[k] for k in keys if k in values} \
+            if isinstance(values, dict) else values
+    return out
+

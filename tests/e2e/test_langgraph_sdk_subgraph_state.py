@@ -78,6 +78,28 @@ async def test_a_pause_inside_a_subgraph_reads_as_plain_langgraph(stack: Stack):
     assert _shape(again) == want
     with pytest.raises(NotFoundError):
         await client.threads.get_state(tid, checkpoint={"checkpoint_ns": "nowhere:1"})
+
+    # select: one key of values, through each of the three reads
+    assert await client.threads.get_state(tid, select=["values.draft", "next"]) == \
+        {"values": {"draft": "post about tides"}, "next": ["editor_desk"]}
+    assert await client.threads.get_state(tid, checkpoint_id=root_id, select=["next"]) == \
+        {"next": ["editor_desk"]}
+    assert await client.threads.get_state(tid, checkpoint=task["checkpoint"],
+                                          select=["values.topic"]) == {"values": {"topic": "tides"}}
+    # history: the subgraph's own (its checkpoint), filtered by metadata, selected
+    sub_history = await client.threads.get_history(tid, checkpoint=task["checkpoint"], limit=20)
+    want_sub = [s async for s in app.aget_state_history(
+        (await app.aget_state(ref)).tasks[0].state)]
+    assert [(h["values"], h["next"]) for h in sub_history] == \
+        [(s.values, list(s.next)) for s in want_sub]
+    assert len(sub_history) >= 2 and all(
+        h["checkpoint"]["checkpoint_ns"] == task["checkpoint"]["checkpoint_ns"]
+        for h in sub_history)
+    loop_steps = await client.threads.get_history(tid, metadata={"source": "loop"},
+                                                  select=["metadata"])
+    want_loop = [s async for s in app.aget_state_history(ref, filter={"source": "loop"})]
+    assert [h["metadata"]["step"] for h in loop_steps] == [s.metadata["step"] for s in want_loop]
+    assert all(set(h) == {"metadata"} for h in loop_steps) and len(loop_steps) >= 2
     with pytest.raises(UnprocessableEntityError):
         await client.http.post(f"/threads/{tid}/state/checkpoint",
                                json={"checkpoint": {}, "subgraphs": "yes"})

@@ -10,9 +10,9 @@ A thread's runs: :mod:`services.api.routes.agent_runs`; its streams:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 
 from overseer import thread_queue, thread_runs, thread_ttl, threads
 from overseer.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
@@ -140,15 +140,22 @@ async def delete_thread(thread_id: str, principal: ThreadDeleter, pool: PoolDep,
     return Response(status_code=204)
 
 
+SelectQuery = Annotated[list[str] | None, Query()]
+"""``?select=values.messages&select=next``: the fields of a state to answer with."""
+
+
 @router.get("/threads/{thread_id}/state")
 async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
-                     subgraphs: bool = False) -> dict[str, Any]:
+                     subgraphs: bool = False, select: SelectQuery = None) -> dict[str, Any]:
     """The thread's state: ``values``, ``next``, ``tasks`` with interrupts, ``interrupts``, checkpoint.
 
     While a run is in progress, its latest checkpoint (:func:`overseer.thread_runs.current_state`);
-    ``subgraphs=true`` adds each task's subgraph state.
+    ``subgraphs=true`` adds each task's subgraph state; ``select`` keeps only the fields it
+    names (:func:`overseer.threads.select_state`).
     """
-    return await thread_runs.current_state(pool, temporal, thread_id, subgraphs=subgraphs)
+    fields = threads.check_state_select(select)
+    return threads.select_state(
+        await thread_runs.current_state(pool, temporal, thread_id, subgraphs=subgraphs), fields)
 
 
 @router.post("/threads/{thread_id}/state")
@@ -162,10 +169,12 @@ async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
-async def read_state_at(thread_id: str, checkpoint_id: str, _: ThreadReader,
-                        pool: PoolDep, subgraphs: bool = False) -> dict[str, Any]:
-    """The thread's state at a saved checkpoint (``subgraphs=true``: with its tasks' subgraphs)."""
-    return await threads.state_at(pool, thread_id, checkpoint_id, subgraphs=subgraphs)
+async def read_state_at(thread_id: str, checkpoint_id: str, _: ThreadReader, pool: PoolDep,
+                        subgraphs: bool = False, select: SelectQuery = None) -> dict[str, Any]:
+    """The thread's state at a saved checkpoint (``subgraphs``, ``select`` as for the current one)."""
+    fields = threads.check_state_select(select)
+    return threads.select_state(
+        await threads.state_at(pool, thread_id, checkpoint_id, subgraphs=subgraphs), fields)
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
@@ -175,11 +184,12 @@ async def read_state_at_checkpoint(thread_id: str, _: ThreadReader, pool: PoolDe
     """The thread's state at ``checkpoint`` (the current state without one).
 
     ``checkpoint`` is ``{checkpoint_id?, checkpoint_ns?}``: a task's ``checkpoint`` (a
-    subgraph's namespace, no id) reads that subgraph's latest state. ``subgraphs``: as for
-    ``GET .../state``.
+    subgraph's namespace, no id) reads that subgraph's latest state. ``subgraphs`` and
+    ``select``: as for ``GET .../state``.
 
     Raises:
-        InvalidRequestError: ``checkpoint`` is not an object, or ``subgraphs`` not a boolean (422).
+        InvalidRequestError: ``checkpoint`` is not an object, ``subgraphs`` not a boolean, or
+            a bad ``select`` (422).
     """
     body = body or {}
     checkpoint, subgraphs = body.get("checkpoint") or {}, body.get("subgraphs", False)
@@ -187,12 +197,14 @@ async def read_state_at_checkpoint(thread_id: str, _: ThreadReader, pool: PoolDe
         raise InvalidRequestError("checkpoint must be an object", details={"field": "checkpoint"})
     if not isinstance(subgraphs, bool):
         raise InvalidRequestError("subgraphs must be a boolean", details={"field": "subgraphs"})
+    fields = threads.check_state_select(body.get("select"))
     checkpoint_id, checkpoint_ns = checkpoint.get("checkpoint_id"), checkpoint.get("checkpoint_ns")
     if not checkpoint_id and not checkpoint_ns:
-        return await thread_runs.current_state(pool, temporal, thread_id, settings,
-                                               subgraphs=subgraphs)
-    return await threads.state_at(pool, thread_id, str(checkpoint_id) if checkpoint_id else None,
-                                  checkpoint_ns=str(checkpoint_ns or ""), subgraphs=subgraphs)
+        return threads.select_state(await thread_runs.current_state(
+            pool, temporal, thread_id, settings, subgraphs=subgraphs), fields)
+    return threads.select_state(await threads.state_at(
+        pool, thread_id, str(checkpoint_id) if checkpoint_id else None,
+        checkpoint_ns=str(checkpoint_ns or ""), subgraphs=subgraphs), fields)
 
 
 @router.post("/threads/{thread_id}/copy")
@@ -214,13 +226,29 @@ async def read_history(thread_id: str, _: ThreadReader, pool: PoolDep, temporal:
 @router.post("/threads/{thread_id}/history")
 async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: TemporalDep,
                          body: JsonBody = None) -> list[dict[str, Any]]:
-    """Saved states, newest first (``limit``, ``before``)."""
+    """Saved states, newest first.
+
+    ``limit``, ``before`` (a ``checkpoint_id`` or a checkpoint), ``metadata`` (only states
+    whose metadata contains it), ``checkpoint`` (its ``checkpoint_ns``: a subgraph's
+    history), ``select`` (as for ``GET .../state``).
+
+    Raises:
+        InvalidRequestError: ``metadata`` or ``checkpoint`` not an object, a bad ``select`` (422).
+    """
     body = body or {}
     before = body.get("before")
     if isinstance(before, dict):
         before = before.get("checkpoint_id")
+    metadata, checkpoint = body.get("metadata") or {}, body.get("checkpoint") or {}
+    for field, value in (("metadata", metadata), ("checkpoint", checkpoint)):
+        if not isinstance(value, dict):
+            raise InvalidRequestError(f"{field} must be an object", details={"field": field})
+    fields = threads.check_state_select(body.get("select"))
     await thread_queue.sync_thread(pool, temporal, thread_id)
-    return await threads.history(pool, thread_id, int(body.get("limit") or 10), before)
+    states = await threads.history(pool, thread_id, int(body.get("limit") or 10), before,
+                                   metadata=metadata,
+                                   checkpoint_ns=str(checkpoint.get("checkpoint_ns") or ""))
+    return [threads.select_state(s, fields) for s in states]
 
 
 MAX_PRUNE_THREADS = 1000
