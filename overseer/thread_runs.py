@@ -376,24 +376,48 @@ async def current_state(pool: asyncpg.Pool, temporal: Client, thread_id: str,
 
 
 async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: Any,
-                               as_node: str | None) -> dict[str, Any]:
-    """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint."""
+                               as_node: str | None,
+                               checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint.
+
+    With a ``checkpoint`` (``checkpoint_id`` and/or ``checkpoint_ns``) the update forks from
+    that checkpoint (LangGraph's time travel: the new checkpoint's parent is it, and it is
+    the thread's latest), or updates that subgraph's state.
+
+    Raises:
+        NotFoundError: no such checkpoint on the thread (404): LangGraph would start from
+            an empty state instead.
+        InvalidRequestError: LangGraph refused the update (422).
+    """
     from langgraph.errors import InvalidUpdateError
 
     app = await segments_app(row["graph_id"])
-    config: dict[str, Any] = {"configurable": {"thread_id": str(row["thread_id"])}}
+    configurable: dict[str, Any] = {"thread_id": str(row["thread_id"])}
+    if checkpoint:
+        configurable["checkpoint_ns"] = str(checkpoint.get("checkpoint_ns") or "")
+        if checkpoint.get("checkpoint_id"):
+            configurable["checkpoint_id"] = str(checkpoint["checkpoint_id"])
+        if await app.checkpointer.aget_tuple({"configurable": configurable}) is None:
+            raise NotFoundError(f"unknown checkpoint {checkpoint.get('checkpoint_id') or ''} "
+                                f"(namespace {configurable['checkpoint_ns']!r})")
     try:
-        written = await app.aupdate_state(config, values, as_node=as_node)
+        written = await app.aupdate_state({"configurable": configurable}, values, as_node=as_node)
     except InvalidUpdateError as err:
         raise InvalidRequestError(f"LangGraph refused the update: {err}",
                                   details={"field": "as_node"}) from err
+    except ValueError as err:  # LangGraph: "Subgraph <name> not found"
+        raise NotFoundError(f"unknown checkpoint namespace: {err}") from err
     await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
     return {"checkpoint": {**written.get("configurable", {}), "checkpoint_map": None}}
 
 
 async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, values: Any,
-                       as_node: str | None, subject: str) -> dict[str, Any]:
+                       as_node: str | None, subject: str,
+                       checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     """``POST /threads/{id}/state``: LangGraph's own ``aupdate_state`` (reducers apply).
+
+    ``checkpoint``: update from a past checkpoint (a fork) or a subgraph's state
+    (:func:`_update_checkpointed`).
 
     On an idle thread, or one paused on an interrupt, as LangGraph allows. A paused thread's
     run, which waits at the approval gate, is let go first (its approval cancelled,
@@ -404,6 +428,7 @@ async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, val
 
     Raises:
         ConflictError: the thread is busy (a run in progress), or has never run.
+        NotFoundError: an unknown ``checkpoint`` (404).
     """
     row = await get_thread(pool, thread_id)
     if row["status"] == "busy":
@@ -416,4 +441,4 @@ async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, val
                                 "when idle or paused")
     if row["graph_id"] is None:
         raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
-    return await _update_checkpointed(pool, row, values, as_node)
+    return await _update_checkpointed(pool, row, values, as_node, checkpoint)

@@ -161,11 +161,24 @@ async def read_state(thread_id: str, _: ThreadReader, pool: PoolDep, temporal: T
 @router.post("/threads/{thread_id}/state")
 async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
                       temporal: TemporalDep, body: JsonBody = None) -> dict[str, Any]:
-    """Update an idle or paused thread's values as ``as_node`` (the graph's reducers apply)."""
+    """Update an idle or paused thread's values as ``as_node`` (the graph's reducers apply).
+
+    ``checkpoint`` (or ``checkpoint_id``): from that past checkpoint (a fork), or in that
+    subgraph (``checkpoint_ns``).
+
+    Raises:
+        InvalidRequestError: ``checkpoint`` is not an object (422).
+    """
     body = body or {}
+    checkpoint = body.get("checkpoint") or {}
+    if not isinstance(checkpoint, dict):
+        raise InvalidRequestError("checkpoint must be an object", details={"field": "checkpoint"})
+    if body.get("checkpoint_id") and not checkpoint.get("checkpoint_id"):
+        checkpoint = {**checkpoint, "checkpoint_id": body["checkpoint_id"]}
     await thread_queue.sync_thread(pool, temporal, thread_id)
     return await thread_runs.update_state(pool, temporal, thread_id, body.get("values"),
-                                      body.get("as_node"), principal.subject)
+                                          body.get("as_node"), principal.subject,
+                                          checkpoint or None)
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
