@@ -75,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agent_assistants,
         agent_crons,
         agent_info,
+        agent_mcp,
         agent_protocol_commands,
         agent_protocol_stream,
         agent_run_streams,
@@ -94,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(agent_protocol_stream.router)  # ... and that protocol's event stream
     app.include_router(agent_store.router)  # its store API, on LangGraph's Postgres store
     app.include_router(agent_crons.router)  # its crons, each a Temporal Schedule
+    app.include_router(agent_mcp.router)  # every assistant as an MCP tool (Streamable HTTP)
     install_console(app)
 
     install_api_observability(app, pipelines=tuple(get_registry().names()))
