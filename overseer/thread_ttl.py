@@ -96,6 +96,20 @@ async def watch(temporal: Client, settings: Settings, thread_id: Any) -> None:
         static_summary=f"sweep thread {thread_id} when its ttl is up")
 
 
+async def wake(temporal: Client, thread_id: Any) -> None:
+    """Wake the thread's timer to read its row again (a deleted thread's timer then ends).
+
+    Nothing happens when no timer runs (it ended, or never started).
+    """
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        await temporal.get_workflow_handle(workflow_id(str(thread_id))).signal("reset")
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+
+
 def ttl_view(row: asyncpg.Record) -> dict[str, Any] | None:
     """A thread's ``ttl`` as ``threads.get(include=["ttl"])`` reads it, or ``None`` without one.
 

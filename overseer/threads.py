@@ -372,7 +372,7 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     """Delete a thread, its runs and its crons; a workflow still attached to it is cancelled first.
 
     It also loses its LangGraph checkpoints, blobs and writes, and the tokens its runs
-    streamed.
+    streamed; its ttl timer, if it has one, is woken to end.
     """
     row = await get_thread(pool, thread_id)
     if row["last_run_id"] is not None and row["status"] in ("busy", "interrupted"):
@@ -389,6 +389,8 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
         from overseer.crons import drop_schedules
 
         await drop_schedules(temporal, crons)
+    if row["ttl_minutes"] is not None and subject != thread_ttl.TTL_SUBJECT:
+        await thread_ttl.wake(temporal, row["thread_id"])  # its timer ends now, not when due
 
 
 PRUNE_STRATEGIES = ("delete", "keep_latest")

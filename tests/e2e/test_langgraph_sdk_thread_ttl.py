@@ -78,10 +78,13 @@ async def test_keep_latest_drops_older_checkpoints_and_keeps_the_thread(stack: S
     after = await client.threads.get_state(tid)
     assert after["values"] == before["values"]
     assert after["checkpoint"]["checkpoint_id"] == before["checkpoint"]["checkpoint_id"]
-    assert (await client.threads.get(tid, include=["ttl"]))["ttl"]["strategy"] == "keep_latest"
-    await client.threads.delete(tid)  # its timer ends with it
+    await client.threads.update(tid, metadata={}, ttl=60)  # an hour, strategy delete
+    ttl = (await client.threads.get(tid, include=["ttl"]))["ttl"]
+    assert (ttl["strategy"], ttl["ttl_minutes"]) == ("delete", 60)
+    await client.threads.delete(tid)  # its timer ends with it, not an hour later
     temporal = await Client.connect(stack.env["OVERSEER_TEMPORAL_ADDRESS"])
-    assert await temporal.get_workflow_handle(f"thread-ttl-{tid}").result() == "gone"
+    timer = temporal.get_workflow_handle(f"thread-ttl-{tid}")
+    assert await asyncio.wait_for(timer.result(), 10) == "gone"
 
 
 async def test_a_bad_ttl_is_refused_and_creates_nothing(stack: Stack):
