@@ -375,24 +375,18 @@ async def current_state(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     return state_view(row)
 
 
-async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: Any,
-                               as_node: str | None,
-                               checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint.
+async def _checkpoint_config(app: Any, thread_id: Any,
+                             checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``configurable`` an update of the thread at ``checkpoint`` is made with.
 
-    With a ``checkpoint`` (``checkpoint_id`` and/or ``checkpoint_ns``) the update forks from
-    that checkpoint (LangGraph's time travel: the new checkpoint's parent is it, and it is
-    the thread's latest), or updates that subgraph's state.
+    ``checkpoint`` (``checkpoint_id`` and/or ``checkpoint_ns``) names a past checkpoint (the
+    update forks from it: LangGraph's time travel) or a subgraph's state; None the latest.
 
     Raises:
         NotFoundError: no such checkpoint on the thread (404): LangGraph would start from
             an empty state instead.
-        InvalidRequestError: LangGraph refused the update (422).
     """
-    from langgraph.errors import InvalidUpdateError
-
-    app = await segments_app(row["graph_id"])
-    configurable: dict[str, Any] = {"thread_id": str(row["thread_id"])}
+    configurable: dict[str, Any] = {"thread_id": str(thread_id)}
     if checkpoint:
         configurable["checkpoint_ns"] = str(checkpoint.get("checkpoint_ns") or "")
         if checkpoint.get("checkpoint_id"):
@@ -400,6 +394,24 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
         if await app.checkpointer.aget_tuple({"configurable": configurable}) is None:
             raise NotFoundError(f"unknown checkpoint {checkpoint.get('checkpoint_id') or ''} "
                                 f"(namespace {configurable['checkpoint_ns']!r})")
+    return configurable
+
+
+async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: Any,
+                               as_node: str | None,
+                               configurable: dict[str, Any]) -> dict[str, Any]:
+    """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint.
+
+    ``configurable``: :func:`_checkpoint_config`'s. A fork's checkpoint (its parent the past
+    one) is the thread's latest afterwards.
+
+    Raises:
+        NotFoundError: an unknown subgraph namespace (404).
+        InvalidRequestError: LangGraph refused the update (422).
+    """
+    from langgraph.errors import InvalidUpdateError
+
+    app = await segments_app(row["graph_id"])
     try:
         written = await app.aupdate_state({"configurable": configurable}, values, as_node=as_node)
     except InvalidUpdateError as err:
@@ -417,7 +429,7 @@ async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, val
     """``POST /threads/{id}/state``: LangGraph's own ``aupdate_state`` (reducers apply).
 
     ``checkpoint``: update from a past checkpoint (a fork) or a subgraph's state
-    (:func:`_update_checkpointed`).
+    (:func:`_checkpoint_config`), checked before a paused run is let go.
 
     On an idle thread, or one paused on an interrupt, as LangGraph allows. A paused thread's
     run, which waits at the approval gate, is let go first (its approval cancelled,
@@ -433,12 +445,14 @@ async def update_state(pool: asyncpg.Pool, temporal: Client, thread_id: str, val
     row = await get_thread(pool, thread_id)
     if row["status"] == "busy":
         raise ConflictError(f"thread {thread_id} is busy; update its state when idle or paused")
+    if row["graph_id"] is None:
+        raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
+    configurable = await _checkpoint_config(await segments_app(row["graph_id"]),
+                                            row["thread_id"], checkpoint)
     if run_holds(row):  # paused on an interrupt: let its run go, keep its state
         await cancel_thread_run(pool, temporal, row, subject, rollback=False)
         row = await get_thread(pool, thread_id)
         if run_holds(row):  # it moved on meanwhile (someone decided)
             raise ConflictError(f"thread {thread_id} is {row['status']}; update its state "
                                 "when idle or paused")
-    if row["graph_id"] is None:
-        raise ConflictError(f"thread {thread_id} has no graph yet; run it once first")
-    return await _update_checkpointed(pool, row, values, as_node, checkpoint)
+    return await _update_checkpointed(pool, row, values, as_node, configurable)

@@ -204,9 +204,11 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
            ON CONFLICT (thread_id) DO NOTHING RETURNING *""",
         tid, json.dumps(metadata), subject, minutes, strategy)
     if row is not None:
+        if steps is not None:  # a refusal deletes the thread again: no timer for it yet
+            row = await _apply_supersteps(pool, row, *steps)
         if minutes is not None and temporal is not None:
             await thread_ttl.watch(temporal, settings or get_settings(), row["thread_id"])
-        return row if steps is None else await _apply_supersteps(pool, row, *steps)
+        return row
     if if_exists == "do_nothing":
         args: list[Any] = [tid]
         where = scope.sql(args, owner_column="created_by", metadata_column="metadata")

@@ -65,6 +65,12 @@ async def test_an_edit_inside_a_paused_subgraph_as_plain_langgraph(stack: Stack)
     await client.runs.wait(tid, "nested_review", input={"topic": "tides"})
     await app.ainvoke({"topic": "tides"}, ref)
     task = (await client.threads.get_state(tid))["tasks"][0]
+    with pytest.raises(NotFoundError):  # refused before the paused run is let go
+        await client.threads.update_state(tid, {"draft": "x"}, checkpoint_id="1f0-no-such")
+    paused_run = (await client.runs.list(tid))[0]["run_id"]
+    with stack.client("admin") as admin:
+        events = admin.get(f"/v1/runs/{paused_run}/events").json()["items"]
+    assert "run.cancelled" not in {e["type"] for e in events}
 
     await client.threads.update_state(tid, {"draft": "a better post"},
                                       checkpoint=task["checkpoint"])
