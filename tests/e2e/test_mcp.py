@@ -66,6 +66,15 @@ async def test_tools_are_the_assistants_and_a_call_is_a_run(stack: Stack):
         failed = await mcp.call_tool("poison", {"topic": "x"})
         assert failed.is_error and failed.content[0].text
 
+        # a chat graph takes the user's message as a string, as a model fills a tool's input
+        assert tools["chatty"].input_schema["properties"]["messages"]["type"] == "string"
+        assert "$defs" not in tools["chatty"].input_schema
+        chat = await mcp.call_tool("chatty", {"messages": "hi"})
+        plain = await _reference("chatty").ainvoke({"messages": "hi"},
+                                                   {"configurable": {"thread_id": "c"}})
+        assert [(m["type"], m["content"]) for m in chat.structured_content["messages"]] == \
+            [(m.type, m.content) for m in plain["messages"]]
+
 
 async def test_a_paused_call_keeps_its_thread_for_a_person(stack: Stack):
     async with _Mcp(stack, "submitter") as mcp:

@@ -54,6 +54,62 @@ class InvalidMcpMessageError(OverseerError):
     http_status = 400
 
 
+def _is_message_list(prop: Any) -> bool:
+    """A property whose schema is LangChain's message list (``list[AnyMessage]``)."""
+    if not isinstance(prop, dict) or prop.get("type") != "array":
+        return False
+    items = prop.get("items") or {}
+    refs = [c.get("$ref", "") for c in items.get("oneOf") or items.get("anyOf") or []
+            if isinstance(c, dict)]
+    return bool(refs) and all(r.startswith("#/$defs/")
+                              and (r.endswith("Message") or r.endswith("MessageChunk"))
+                              for r in refs)
+
+
+def _refs(node: Any, out: set[str]) -> None:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            out.add(ref[len("#/$defs/"):])
+        for value in node.values():
+            _refs(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(value, out)
+
+
+def tool_input_schema(input_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """A graph's input JSON schema as a tool's ``inputSchema``, simplified for a model to fill.
+
+    A message list (``messages: list[AnyMessage]``) becomes a string, the user's message
+    (LangGraph's ``add_messages`` takes a string as a human message), as the Agent Server
+    offers it; the ``$defs`` nothing refers to any more are dropped. Always an object's
+    schema, as MCP requires.
+    """
+    schema: dict[str, Any] = json.loads(json.dumps(input_schema or {}))  # a copy to change
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, prop in list(props.items()):
+            if _is_message_list(prop):
+                props[key] = {"type": "string", "title": prop.get("title", key),
+                              "description": "The user's message to the agent."}
+    defs = schema.get("$defs")
+    if isinstance(defs, dict):
+        reachable: set[str] = set()
+        _refs({k: v for k, v in schema.items() if k != "$defs"}, reachable)
+        frontier = set(reachable)
+        while frontier:
+            found: set[str] = set()
+            _refs([defs[name] for name in frontier if name in defs], found)
+            frontier = found - reachable
+            reachable |= found
+        schema["$defs"] = {k: v for k, v in defs.items() if k in reachable}
+        if not schema["$defs"]:
+            del schema["$defs"]
+    schema.setdefault("type", "object")
+    return schema
+
+
 def tool_name(assistant_name: str) -> str:
     """An assistant's name as an MCP tool name: ``[A-Za-z0-9_.-]``, 1 to 128 characters."""
     return (_NOT_A_NAME.sub("_", assistant_name.strip()) or "assistant")[:128]
@@ -147,12 +203,10 @@ async def _tools_list(principal: Any, pool: Any, params: dict[str, Any]) -> dict
     tools = []
     for assistant in page:
         schemas = await read_assistant_schemas(assistant["assistant_id"], principal, pool)
-        schema = dict(schemas.get("input_schema") or {})
-        schema.setdefault("type", "object")  # MCP: an object's schema
         tools.append({"name": assistant["tool_name"], "title": assistant["name"],
                       "description": assistant.get("description")
                       or f"Run the {assistant['graph_id']} graph on Overseer",
-                      "inputSchema": schema,
+                      "inputSchema": tool_input_schema(schemas.get("input_schema")),
                       "annotations": {"readOnlyHint": False, "destructiveHint": False,
                                       "idempotentHint": False, "openWorldHint": True}})
     result: dict[str, Any] = {"tools": tools}
