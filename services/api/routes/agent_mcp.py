@@ -115,14 +115,16 @@ def tool_name(assistant_name: str) -> str:
     return (_NOT_A_NAME.sub("_", assistant_name.strip()) or "assistant")[:128]
 
 
-@router.get("/mcp")
-@router.delete("/mcp")
+@router.get("/mcp", responses={405: {"description": "no stream to open"}})
+@router.delete("/mcp", responses={405: {"description": "no session to end"}})
 async def mcp_no_stream(_: AgentPrincipal) -> Response:
     """405: no server-sent stream to open or resume, no session to end."""
     return Response(status_code=405, headers={"Allow": "POST"})
 
 
-@router.post("/mcp")
+@router.post("/mcp", responses={
+    200: {"description": "the JSON-RPC answer to a request", "content": {"application/json": {}}},
+    202: {"description": "a notification or a response, taken"}})
 async def mcp(request: Request, principal: AgentPrincipal, pool: PoolDep,
               temporal: TemporalDep, settings: SettingsDep) -> Response:
     """One JSON-RPC message: ``initialize``, ``ping``, ``tools/list``, ``tools/call``.
