@@ -58,6 +58,17 @@ async def test_an_assistant_runs_its_graph_with_its_config_and_context(stack: St
     assert [a["assistant_id"] for a in
             await client.assistants.search(metadata={"team": "a"})] == [aid]
     assert await client.assistants.count(metadata={"team": "a"}) == 1
+    by_name = await client.assistants.search(graph_id="greeter", sort_by="name", sort_order="asc",
+                                             select=["name", "version"])
+    assert by_name == [{"name": "German greeter", "version": 1}, {"name": "greeter", "version": 1}]
+    newest = await client.assistants.search(graph_id="greeter", sort_by="created_at")
+    assert newest[0]["assistant_id"] == aid  # made now; the graph's own dates from 2026-01-01
+    for bad in ({"sort_by": "size"}, {"sort_order": "up"}, {"select": ["secrets"]}):
+        with pytest.raises(APIStatusError) as refused:
+            await client.assistants.search(**bad)
+        assert refused.value.response.status_code == 422
+    runs = await client.runs.list(tid, select=["run_id", "status"])
+    assert runs and all(set(r) == {"run_id", "status"} for r in runs)
     nodes = {n["id"] for n in (await client.assistants.get_graph(aid))["nodes"]}
     assert nodes >= {"hello", "middle", "bye"}
     assert (await client.assistants.get_schemas(aid))["graph_id"] == "greeter"

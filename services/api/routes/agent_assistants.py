@@ -14,12 +14,12 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from overseer import access, assistants, threads
-from overseer.errors import NotFoundError, PermissionDeniedError
+from overseer.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from overseer.graph_codec import to_jsonable
 from overseer.registry import get_registry
 from overseer.web import PoolDep, TemporalDep
 from services.api import agent_auth
-from services.api.routes.agent_deps import AgentPrincipal, JsonBody
+from services.api.routes.agent_deps import AgentPrincipal, JsonBody, check_select, pick
 
 router = APIRouter(tags=["agent-server"])
 
@@ -27,14 +27,36 @@ router = APIRouter(tags=["agent-server"])
 # --- reading: registered graphs and assistants made through the API -------------------------------
 
 
+ASSISTANT_FIELDS = frozenset({"assistant_id", "graph_id", "name", "description", "config",
+                              "context", "created_at", "updated_at", "metadata", "version"})
+"""What ``assistants.search``'s ``select`` may name (the SDK's ``AssistantSelectField``)."""
+ASSISTANT_SORT_FIELDS = frozenset({"assistant_id", "graph_id", "name", "created_at",
+                                   "updated_at"})
+"""``assistants.search``'s ``sort_by`` values (the SDK's ``AssistantSortBy``); without one,
+the registered graphs come first, then the assistants made through the API."""
+
+
 @router.post("/assistants/search")
 async def search_assistants(principal: AgentPrincipal, pool: PoolDep,
                             body: JsonBody = None) -> list[dict[str, Any]]:
     """Every registered graph as an assistant, then those made through the API.
 
-    Filters: ``graph_id``, ``name``, ``metadata``; ``limit`` (default 10), ``offset``.
+    Filters: ``graph_id``, ``name``, ``metadata``; ``limit`` (default 10), ``offset``;
+    ``sort_by`` (:data:`ASSISTANT_SORT_FIELDS`) and ``sort_order`` (``asc`` | ``desc``,
+    default ``desc``), ties by ``assistant_id``; ``select`` (:data:`ASSISTANT_FIELDS`).
+
+    Raises:
+        InvalidRequestError: an unknown ``sort_by``, ``sort_order`` or ``select`` field (422).
     """
     body = body or {}
+    fields = check_select(body.get("select"), ASSISTANT_FIELDS)
+    sort_by, sort_order = body.get("sort_by"), body.get("sort_order") or "desc"
+    if sort_by is not None and sort_by not in ASSISTANT_SORT_FIELDS:
+        raise InvalidRequestError(f"sort_by must be one of {sorted(ASSISTANT_SORT_FIELDS)}",
+                                  details={"field": "sort_by"})
+    if sort_order not in ("asc", "desc"):
+        raise InvalidRequestError('sort_order must be "asc" or "desc"',
+                                  details={"field": "sort_order"})
     scope = await agent_auth.authorize(principal, "assistants", "search", {
         "graph_id": body.get("graph_id"), "metadata": body.get("metadata"),
         "limit": body.get("limit"), "offset": body.get("offset")})
@@ -47,8 +69,11 @@ async def search_assistants(principal: AgentPrincipal, pool: PoolDep,
         found = [a for a in found if str(body["name"]).lower() in a["name"].lower()]
     for key, value in (body.get("metadata") or {}).items():
         found = [a for a in found if a["metadata"].get(key) == value]
+    if sort_by is not None:
+        found.sort(key=lambda a: str(a["assistant_id"]))
+        found.sort(key=lambda a: str(a[sort_by] or ""), reverse=sort_order == "desc")
     offset, limit = int(body.get("offset") or 0), int(body.get("limit") or 10)
-    return found[offset:offset + limit]
+    return pick(found[offset:offset + limit], fields)
 
 
 @router.post("/assistants/count")

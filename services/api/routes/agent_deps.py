@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from fastapi import Body, Depends, Request
 
 from overseer.access import Principal
-from overseer.errors import NotFoundError
+from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.web import PoolDep
 from services.api import agent_auth
 
@@ -77,3 +77,23 @@ def thread_uuid(thread_id: str) -> uuid.UUID:
         return uuid.UUID(thread_id)
     except ValueError:
         raise NotFoundError(f"unknown thread {thread_id}") from None
+
+
+def check_select(select: Any, allowed: frozenset[str]) -> list[str] | None:
+    """A search's ``select`` (the SDK's ``*SelectField`` lists), checked; None for every field.
+
+    Raises:
+        InvalidRequestError: not a list of names in ``allowed`` (422, ``details.field``).
+    """
+    if select is None or select == []:
+        return None
+    if not isinstance(select, list) or not all(isinstance(f, str) and f in allowed
+                                               for f in select):
+        raise InvalidRequestError(f"select must be a list of {sorted(allowed)}",
+                                  details={"field": "select"})
+    return list(select)
+
+
+def pick(items: list[dict[str, Any]], select: list[str] | None) -> list[dict[str, Any]]:
+    """Each item with only the fields ``select`` names (all of them for None)."""
+    return items if select is None else [{k: i[k] for k in select if k in i} for i in items]

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, FastAPI, Response
+from fastapi import APIRouter, Body, FastAPI, Query, Response
 from fastapi.responses import JSONResponse
 
 from overseer import assistants, run_body, thread_queue, thread_runs, threads
@@ -35,6 +35,8 @@ from services.api.routes.agent_deps import (
     ThreadDeleter,
     ThreadReader,
     ThreadUpdater,
+    check_select,
+    pick,
 )
 
 logger = logging.getLogger(__name__)
@@ -238,12 +240,19 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     return [threads.run_view(run) for run in runs]
 
 
+RUN_FIELDS = frozenset({"run_id", "thread_id", "assistant_id", "created_at", "updated_at",
+                        "status", "metadata", "kwargs", "multitask_strategy"})
+"""What ``runs.list``'s ``select`` may name (the SDK's ``RunSelectField``)."""
+
+
 @router.get("/threads/{thread_id}/runs")
 async def list_runs(thread_id: str, _: ThreadReader, pool: PoolDep, limit: int = 10,
-                    offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
-    """The thread's runs, newest first."""
-    return [threads.run_view(r) for r in await thread_runs.list_runs(pool, thread_id, limit, offset,
-                                                                  status)]
+                    offset: int = 0, status: str | None = None,
+                    select: Annotated[list[str] | None, Query()] = None) -> list[dict[str, Any]]:
+    """The thread's runs, newest first; ``select`` keeps only the fields it names."""
+    fields = check_select(select, RUN_FIELDS)
+    return pick([threads.run_view(r) for r in await thread_runs.list_runs(
+        pool, thread_id, limit, offset, status)], fields)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")

@@ -24,6 +24,8 @@ from services.api.routes.agent_deps import (
     ThreadDeleter,
     ThreadReader,
     ThreadUpdater,
+    check_select,
+    pick,
 )
 
 router = APIRouter(tags=["agent-server"])
@@ -70,11 +72,7 @@ async def search_threads(principal: AgentPrincipal, pool: PoolDep,
     """
     body = body or {}
     limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
-    select = body.get("select") or None
-    if select is not None and (not isinstance(select, list) or not all(
-            isinstance(f, str) and f in THREAD_FIELDS for f in select)):
-        raise InvalidRequestError(f"select must be a list of {sorted(THREAD_FIELDS)}",
-                                  details={"field": "select"})
+    select = check_select(body.get("select"), THREAD_FIELDS)
     paths = threads.parse_extract(body["extract"], THREAD_FIELDS) if body.get("extract") else {}
     value: dict[str, Any] = {k: body.get(k) for k in ("metadata", "values", "status", "ids")}
     value |= {"limit": limit, "offset": offset}
@@ -84,7 +82,7 @@ async def search_threads(principal: AgentPrincipal, pool: PoolDep,
         limit=limit, offset=offset, scope=scope, values=value["values"],
         sort_by=body.get("sort_by"), sort_order=body.get("sort_order"))
     views = [threads.thread_view(r) for r in rows]
-    chosen = views if select is None else [{k: v[k] for k in select if k in v} for v in views]
+    chosen = pick(views, select)
     if paths:
         for view, full in zip(chosen, views, strict=True):
             view["extracted"] = threads.extracted(full, paths)
