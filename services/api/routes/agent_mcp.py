@@ -45,6 +45,9 @@ TOOLS_PAGE = 100
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 """JSON-RPC error codes."""
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_MESSAGE_TYPES = frozenset(f"{kind}Message{chunk}" for kind in (
+    "AI", "Human", "Chat", "System", "Function", "Tool") for chunk in ("", "Chunk"))
+"""LangChain's message classes, as ``list[AnyMessage]``'s JSON schema refers to them."""
 
 
 class InvalidMcpMessageError(OverseerError):
@@ -61,8 +64,7 @@ def _is_message_list(prop: Any) -> bool:
     items = prop.get("items") or {}
     refs = [c.get("$ref", "") for c in items.get("oneOf") or items.get("anyOf") or []
             if isinstance(c, dict)]
-    return bool(refs) and all(r.startswith("#/$defs/")
-                              and (r.endswith("Message") or r.endswith("MessageChunk"))
+    return bool(refs) and all(r.startswith("#/$defs/") and r[len("#/$defs/"):] in _MESSAGE_TYPES
                               for r in refs)
 
 
