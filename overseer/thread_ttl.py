@@ -34,6 +34,8 @@ TTL_STRATEGIES = ("delete", "keep_latest")
 """What happens to a thread when its ttl is up, as on the Agent Server."""
 TTL_SUBJECT = "overseer:ttl"
 """Who a ttl's deletion is recorded as (a cancelled run's ``run.cancelled`` names it)."""
+MAX_TTL_MINUTES = 100 * 366 * 24 * 60
+"""A century: a longer ttl would overflow a timer's duration (and Postgres' intervals)."""
 MIN_WAIT_SECONDS = 1.0
 """The shortest timer the workflow sets, so a clock skew never makes it spin."""
 
@@ -50,14 +52,15 @@ def parse_ttl(ttl: Any) -> tuple[float, str]:
         ``(minutes, strategy)``; the strategy defaults to ``delete``.
 
     Raises:
-        InvalidRequestError: not a positive, finite number of minutes, or an unknown
-            ``strategy`` (422, ``details.field="ttl"``).
+        InvalidRequestError: not a positive number of minutes up to :data:`MAX_TTL_MINUTES`,
+            or an unknown ``strategy`` (422, ``details.field="ttl"``).
     """
     minutes, strategy = (ttl.get("ttl"), ttl.get("strategy") or "delete") \
         if isinstance(ttl, dict) else (ttl, "delete")
     if isinstance(minutes, bool) or not isinstance(minutes, int | float) \
-            or not math.isfinite(minutes) or minutes <= 0:
-        raise InvalidRequestError("ttl must be a positive number of minutes, or "
+            or not math.isfinite(minutes) or not 0 < minutes <= MAX_TTL_MINUTES:
+        raise InvalidRequestError(f"ttl must be a positive number of minutes (at most "
+                                  f"{MAX_TTL_MINUTES}), or "
                                   '{"ttl": minutes, "strategy": "delete" | "keep_latest"}',
                                   details={"field": "ttl"})
     if strategy not in TTL_STRATEGIES:

@@ -42,7 +42,7 @@ def test_checkpointer_ttl_is_read_as_the_agent_server_writes_it(tmp_path: Path):
 def test_a_request_ttl_is_minutes_or_an_object():
     assert parse_ttl(30) == (30.0, "delete")
     assert parse_ttl({"ttl": 0.5, "strategy": "keep_latest"}) == (0.5, "keep_latest")
-    for bad in (0, -2, True, "5", float("inf"), {"ttl": 5, "strategy": "archive"}, {}):
+    for bad in (0, -2, True, "5", float("inf"), 1e12, {"ttl": 5, "strategy": "archive"}, {}):
         with pytest.raises(InvalidRequestError):
             parse_ttl(bad)
 
