@@ -104,3 +104,9 @@ def test_the_javascript_client_works_unchanged(stack: Stack):
 
     joined = seen["thread_stream"]
     assert joined["run_done"] and "values" in joined["events"]  # type: ignore[index,operator]
+
+    assert seen["subgraph_state_time_travel"] == {  # a pause inside a subgraph; an edited past
+        "task_ns": "editor_desk", "nested_next": ["review_post"],
+        "inner_values": {"topic": "tides", "draft": "post about tides"},
+        "picked": {"values": {"draft": "post about tides"}, "next": ["editor_desk"]},
+        "seen_tail": [4, 9, 10, 11]}

@@ -194,4 +194,30 @@ await scenario("thread_stream", async () => {
   return { events, run_done: false };
 });
 
+await scenario("subgraph_state_time_travel", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "nested_review", { input: { topic: "tides" } });
+  const flat = await client.threads.getState(thread.thread_id);
+  const nested = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+  const inner = await client.threads.getState(thread.thread_id, flat.tasks[0].checkpoint);
+  const picked = await client.threads.getState(thread.thread_id, undefined, {
+    select: ["values.draft", "next"],
+  });
+  const counter = await client.threads.create();
+  await client.runs.wait(counter.thread_id, "counter", { input: { count: 0 } });
+  const history = await client.threads.getHistory(counter.thread_id, { limit: 100 });
+  const past = history.find((h) => h.values.count === 5);
+  await client.threads.updateState(counter.thread_id, {
+    values: { count: 9 }, checkpointId: past.checkpoint.checkpoint_id,
+  });
+  const done = await client.runs.wait(counter.thread_id, "counter", { input: null });
+  return {
+    task_ns: flat.tasks[0].checkpoint.checkpoint_ns.split(":")[0],
+    nested_next: nested.tasks[0].state.next,
+    inner_values: inner.values,
+    picked,
+    seen_tail: done.seen.slice(-4),
+  };
+});
+
 process.stdout.write(JSON.stringify(out));
