@@ -11,7 +11,9 @@ activity), cut where a restarted worker replays it after that activity's result;
 replayed time-out once failed the run where the live one had fallen back.
 ``segment_run_intake_thread_run_ending_local_activity`` is an Agent Server thread's run from
 before its last segment wrote the run's ending (the workflow's ``record_events`` did);
-``..._ending_in_segment`` is one from after.
+``..._ending_in_segment`` is one from after. ``thread_ttl_deleted`` is a thread's ttl timer
+(``ThreadTtlWorkflow``): a wait on a timer, then the sweep that deleted the thread
+(``tests/workflows/test_thread_ttl.py`` records it).
 """
 
 from __future__ import annotations

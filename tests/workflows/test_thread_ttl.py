@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from overseer import access, threads
 from overseer.errors import InvalidRequestError
 from overseer.registry import Registry, RegistryError, get_registry, set_registry, thread_ttl_of
 from overseer.settings import get_settings
 from overseer.thread_ttl import parse_ttl
+from services.worker.main import WORKFLOWS, workflow_runner
+
+HISTORIES = Path(__file__).parent / "histories"
 
 
 def _langgraph_json(tmp_path: Path, checkpointer: object) -> Path:
@@ -66,6 +70,12 @@ async def test_a_default_ttl_deletes_an_unused_thread(dev_server: WorkflowEnviro
     assert own["ttl_minutes"] == 60.0  # its own ttl wins
     timer = dev_server.client.get_workflow_handle(f"thread-ttl-{row['thread_id']}")
     assert await asyncio.wait_for(timer.result(), 30) == "deleted"
+    history = await timer.fetch_history()  # a wait on a timer, then the sweep
+    assert sum(e.HasField("timer_started_event_attributes") for e in history.events) >= 1
+    await Replayer(workflows=list(WORKFLOWS), workflow_runner=workflow_runner()) \
+        .replay_workflow(history)
+    if os.environ.get("OVERSEER_RECORD_HISTORIES"):  # tests/workflows/test_replay.py replays it
+        (HISTORIES / "thread_ttl_deleted.json").write_text(history.to_json())
     assert await db.fetchval("SELECT count(*) FROM agent_threads WHERE thread_id = $1",
                              row["thread_id"]) == 0
     assert await db.fetchval("SELECT count(*) FROM agent_threads WHERE thread_id = $1",
