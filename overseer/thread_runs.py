@@ -403,7 +403,8 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
     """``update_state`` of a thread that runs as segments: LangGraph writes a new checkpoint.
 
     ``configurable``: :func:`_checkpoint_config`'s. A fork's checkpoint (its parent the past
-    one) is the thread's latest afterwards.
+    one) is the thread's latest afterwards; the thread is ``interrupted`` when it has next
+    tasks, else ``idle``, as the Agent Server sets it.
 
     Raises:
         NotFoundError: an unknown subgraph namespace (404).
@@ -419,7 +420,7 @@ async def _update_checkpointed(pool: asyncpg.Pool, row: asyncpg.Record, values: 
                                   details={"field": "as_node"}) from err
     except ValueError as err:  # LangGraph: "Subgraph <name> not found"
         raise NotFoundError(f"unknown checkpoint namespace: {err}") from err
-    await mirror_checkpointed(pool, row["thread_id"], row["graph_id"])
+    await mirror_checkpointed(pool, row["thread_id"], row["graph_id"], status_from_next=True)
     return {"checkpoint": {**written.get("configurable", {}), "checkpoint_map": None}}
 
 

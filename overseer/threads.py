@@ -154,12 +154,9 @@ async def _apply_supersteps(pool: asyncpg.Pool, row: asyncpg.Record, graph_id: s
         await pool.execute(_DELETE_THREAD, row["thread_id"], tid)
         raise InvalidRequestError(f"LangGraph refused the supersteps: {err}",
                                   details={"field": "supersteps"}) from err
-    await mirror_checkpointed(pool, row["thread_id"], graph_id)
-    updated = await pool.fetchrow(
-        """UPDATE agent_threads SET graph_id = $2,
-               status = CASE WHEN jsonb_array_length(coalesce(checkpoint->'next', '[]'))
-                             > 0 THEN 'interrupted' ELSE 'idle' END
-           WHERE thread_id = $1 RETURNING *""", row["thread_id"], graph_id)
+    await mirror_checkpointed(pool, row["thread_id"], graph_id, status_from_next=True)
+    updated = await pool.fetchrow("UPDATE agent_threads SET graph_id = $2 WHERE thread_id = $1 "
+                                  "RETURNING *", row["thread_id"], graph_id)
     assert updated is not None  # created just before
     return updated
 
@@ -446,27 +443,35 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     return await get_thread(pool, str(new_id))
 
 
-async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str) -> None:
+async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str, *,
+                              status_from_next: bool = False) -> None:
     """Write the thread's latest LangGraph checkpoint into its ``agent_threads`` row.
 
     The row's ``values``/``state``/``checkpoint`` are what thread search and ``GET
     /threads/{id}`` show; they follow the checkpointer (a pause held back for its first
     reader, ``paused_checkpoint``, is dropped: this checkpoint supersedes it).
+
+    ``status_from_next`` (a state written with no run attached: an update, supersteps): the
+    thread becomes ``interrupted`` when the checkpoint has next tasks (as after a
+    breakpoint: a run with no input goes on from there), else ``idle``, as the Agent Server
+    sets it after a state update; never while a run is attached (``last_run_id``).
     """
     from activities.segment_state import snapshot_of
 
     app = await segments_app(graph_id)
     snap = snapshot_of(await app.aget_state({"configurable": {"thread_id": str(thread_id)}}))
     empty = snap["checkpoint_id"] is None
+    status = ("interrupted" if snap["next"] else "idle") if status_from_next else None
     await pool.execute(
         """UPDATE agent_threads SET "values" = $2::jsonb, state = $3::jsonb,
-               checkpoint = $4::jsonb, paused_checkpoint = NULL, updated_at = now()
+               checkpoint = $4::jsonb, paused_checkpoint = NULL, updated_at = now(),
+               status = CASE WHEN last_run_id IS NULL THEN coalesce($5, status) ELSE status END
            WHERE thread_id = $1""",
         thread_id, None if empty else json.dumps(snap["values"]),
         None if empty else json.dumps(snap["encoded"]),
         None if empty else json.dumps({k: snap.get(k) for k in (
             "next", "tasks", "interrupts", "checkpoint_id", "parent_checkpoint_id", "metadata",
-            "created_at")}, default=str))
+            "created_at")}, default=str), status)
 
 
 def state_view(row: asyncpg.Record) -> dict[str, Any]:

@@ -44,6 +44,7 @@ async def test_an_edit_of_a_past_state_forks_and_runs_on_as_plain_langgraph(stac
         "checkpoint"]["checkpoint_id"])
     plain_fork = await app.aupdate_state(plain_past.config, {"count": 9})
     fork = await client.threads.get_state(tid)  # the fork is the thread's latest
+    assert (await client.threads.get(tid))["status"] == "interrupted"  # as the Agent Server: next set
     assert fork["checkpoint"]["checkpoint_id"] == forked["checkpoint"]["checkpoint_id"]
     assert fork["parent_checkpoint"]["checkpoint_id"] == past["checkpoint"]["checkpoint_id"]
     want = await app.aget_state(plain_fork)
