@@ -479,7 +479,10 @@ def state_view(row: asyncpg.Record) -> dict[str, Any]:
     cp = parse_json(row["checkpoint"]) or {}
     tid = str(row["thread_id"])
     return {"values": parse_json(row["values"]) or {}, "next": cp.get("next", []),
-            "tasks": cp.get("tasks", []), "interrupts": cp.get("interrupts", []),
+            # a task as the Agent Server lists it, also in a row mirrored before it had
+            # every key (RemoteGraph reads "state" and "checkpoint" unconditionally)
+            "tasks": [{"path": [], "checkpoint": None, "state": None, **t}
+                      for t in cp.get("tasks", [])], "interrupts": cp.get("interrupts", []),
             "metadata": cp.get("metadata", {}), "created_at": cp.get("created_at"),
             "checkpoint": {"thread_id": tid, "checkpoint_ns": "",
                            "checkpoint_id": cp.get("checkpoint_id"), "checkpoint_map": None},

@@ -84,3 +84,32 @@ async def test_an_edit_inside_a_paused_subgraph_as_plain_langgraph(stack: Stack)
     done = await client.runs.wait(tid, "nested_review",
                                   command={"resume": {"publish": True, "note": "ok"}})
     assert done == await app.ainvoke(Command(resume={"publish": True, "note": "ok"}), ref)
+
+
+async def test_remote_graph_reads_and_edits_state_as_on_the_agent_server(stack: Stack):
+    """``RemoteGraph`` (LangGraph's own client of a deployed graph): a paused subgraph's
+    nested state, a filtered history and an edit of a past state, each as plain LangGraph.
+    It reads every task's ``state`` and ``checkpoint``, which a paused thread lacked before."""
+    from langgraph.pregel.remote import RemoteGraph
+
+    thread = (await get_client(url=stack.base_url, api_key=stack.tokens["admin"])
+              .threads.create())["thread_id"]
+    remote = RemoteGraph("nested_review", url=stack.base_url, api_key=stack.tokens["admin"])
+    config, app, ref = ({"configurable": {"thread_id": thread}}, _reference("nested_review"),
+                        {"configurable": {"thread_id": "ref"}})
+    await remote.ainvoke({"topic": "tides"}, config)
+    await app.ainvoke({"topic": "tides"}, ref)
+    got, want = await remote.aget_state(config, subgraphs=True), \
+        await app.aget_state(ref, subgraphs=True)
+    assert (got.values, got.next) == (want.values, want.next)
+    inner, want_inner = got.tasks[0].state, want.tasks[0].state
+    assert (inner.values, inner.next) == (want_inner.values, want_inner.next)
+    assert [i.value for i in got.interrupts] == [i.value for i in want.interrupts]
+
+    history = [s async for s in remote.aget_state_history(config, filter={"source": "loop"})]
+    assert [s.metadata["step"] for s in history] == \
+        [s.metadata["step"] async for s in app.aget_state_history(ref, filter={"source": "loop"})]
+    first = history[-1]  # write_post's checkpoint: edit it, as LangGraph's time travel does
+    edited = await remote.aupdate_state(first.config, {"topic": "tides, edited"})
+    assert (await remote.aget_state(config)).config["configurable"]["checkpoint_id"] == \
+        edited["configurable"]["checkpoint_id"]
