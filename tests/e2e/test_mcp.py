@@ -17,7 +17,6 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_sdk import get_client
@@ -83,8 +82,8 @@ async def test_tools_are_the_assistants_and_a_call_is_a_run(stack: Stack):
         [(m.type, m.content) for m in plain["messages"]]
 
 
-class _CallsCounter(GenericFakeChatModel):
-    """A scripted tool-calling model: asks for ``counter``, then reports what it answered."""
+class _Scripted(GenericFakeChatModel):
+    """langchain-core's fake chat model, answering whole messages (no streaming) to an agent."""
 
     _stream = BaseChatModel._stream
     _astream = BaseChatModel._astream
@@ -92,24 +91,20 @@ class _CallsCounter(GenericFakeChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self
 
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        last = messages[-1]
-        reply = AIMessage(content=f"counted: {last.content}") if isinstance(last, ToolMessage) \
-            else AIMessage(content="", tool_calls=[{"name": "counter", "args": {"count": 10},
-                                                    "id": "call-count"}])
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
 
 async def test_a_langgraph_agent_calls_a_graph_overseer_hosts(stack: Stack):
     from langchain.agents import create_agent
 
-    agent = create_agent(_CallsCounter(messages=iter([])), await _adapter(stack).get_tools())
+    model = _Scripted(messages=iter([  # asks for the counter tool, then answers
+        AIMessage(content="", tool_calls=[{"name": "counter", "args": {"count": 10},
+                                           "id": "call-count"}]),
+        AIMessage(content="counted")]))
+    agent = create_agent(model, await _adapter(stack).get_tools())
     done = await agent.ainvoke({"messages": [{"role": "user", "content": "count to twelve"}]})
     answered = [m for m in done["messages"] if isinstance(m, ToolMessage)][0]
     assert answered.name == "counter" and answered.status == "success"
-    assert '"count": 12' in str(answered.content)
-    assert done["messages"][-1].content.startswith("counted: ")
+    assert '"count": 12' in str(answered.content)  # the run Overseer made answered the agent
+    assert done["messages"][-1].content == "counted"
 
 
 async def test_a_paused_call_keeps_its_thread_for_a_person(stack: Stack):
