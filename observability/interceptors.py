@@ -1,7 +1,8 @@
 """The worker's observability interceptor: run and node metrics, node span attributes, stage logs.
 
-- **Workflows** (inside the sandbox, replay-safe): ``overseer_runs_started_total`` when a
-  run starts, ``overseer_runs_completed_total{status, outcome}`` and
+- **Workflows** (inside the sandbox, replay-safe), runs only (not a cron's tick or a
+  thread's clean-up or ttl timer, :data:`HOUSEKEEPING_WORKFLOWS`):
+  ``overseer_runs_started_total`` when a run starts, ``overseer_runs_completed_total{status, outcome}`` and
   ``overseer_run_duration_seconds`` when it ends, through ``workflow.metric_meter()`` —
   Temporal drops metrics and ``workflow.logger`` records while replaying, so a run
   counts once however often a worker replays it. Logs ``run started`` / ``run completed``
@@ -96,9 +97,23 @@ class _ActivityInbound(ActivityInboundInterceptor):
             return result
 
 
+HOUSEKEEPING_WORKFLOWS = frozenset({"CronTickWorkflow", "ThreadCleanupWorkflow",
+                                    "ThreadTtlWorkflow"})
+"""Workflow types that are not runs (a cron's tick, a thread's clean-up or ttl timer): they
+count in no run metric and log no ``run started`` (a thread's ttl timer would otherwise be a
+"pipeline" of the dashboards, ``thread-ttl``, with one run per thread)."""
+
+
+def counts_as_run(workflow_type: str) -> bool:
+    """Whether a workflow of this type is a run, for the run metrics and logs."""
+    return workflow_type not in HOUSEKEEPING_WORKFLOWS
+
+
 class _WorkflowInbound(WorkflowInboundInterceptor):
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         info = workflow.info()
+        if not counts_as_run(info.workflow_type):
+            return await super().execute_workflow(input)
         pipeline = metrics.pipeline_of(info.workflow_id, default=info.workflow_type)
         run_id = metrics.run_id_of(info.workflow_id)
         meter = workflow.metric_meter()

@@ -208,3 +208,18 @@ def test_dashboards_cover_the_issue_and_reference_only_known_metrics():
                 assert metric in known or base in known, (name, metric)
     assert uids == {"overseer-overview", "overseer-pipeline", "overseer-review", "overseer-llm",
                     "overseer-worker"}
+
+
+def test_only_runs_count_as_runs():
+    """A cron's tick and a thread's clean-up or ttl timer are no runs: no ``thread-ttl``
+    "pipeline" on the dashboards. Each name is a workflow the worker hosts (a renamed one
+    would count again)."""
+    from temporalio import workflow
+
+    from observability.interceptors import HOUSEKEEPING_WORKFLOWS, counts_as_run
+    from services.worker.main import WORKFLOWS
+
+    hosted = {workflow._Definition.must_from_class(w).name for w in WORKFLOWS}
+    assert HOUSEKEEPING_WORKFLOWS < hosted
+    assert counts_as_run("SegmentRunWorkflow")
+    assert not any(counts_as_run(name) for name in HOUSEKEEPING_WORKFLOWS)
