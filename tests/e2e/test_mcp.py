@@ -71,6 +71,8 @@ async def test_tools_are_the_assistants_and_a_call_is_a_run(stack: Stack):
         await sdk.threads.get(result.meta["overseer/thread_id"])
     failed = await _call(stack, "poison", {"topic": "x"})
     assert failed.isError and failed.content[0].text
+    with pytest.raises(NotFoundError):  # nor a failed one's (it was left behind)
+        await sdk.threads.get(failed.meta["overseer/thread_id"])
 
     # a chat graph takes the user's message as a string, as a model fills a tool's input
     assert tools["chatty"].args_schema["properties"]["messages"]["type"] == "string"

@@ -27,12 +27,13 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from overseer import thread_streams, threads
+from overseer import thread_streams
 from overseer.errors import OverseerError
 from overseer.graph_codec import to_jsonable
 from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api.routes.agent_assistants import read_assistant_schemas, search_assistants
 from services.api.routes.agent_deps import AgentPrincipal
+from services.api.routes.agent_run_streams import drop_stateless_thread
 from services.api.routes.agent_runs import start_run
 
 router = APIRouter(tags=["agent-server"])
@@ -237,14 +238,13 @@ async def _tools_call(principal: Any, pool: Any, temporal: Any, settings: Any,
     except OverseerError as err:  # the run was refused (its input, the caller's role …)
         return {"result": {"isError": True, "content": [
             {"type": "text", "text": f"{err.code}: {err.message}"}]}}
+    await drop_stateless_thread(pool, temporal, run, values, principal.subject)
     meta = {"overseer/run_id": str(run["run_id"]), "overseer/thread_id": str(run["thread_id"])}
     if isinstance(values, dict) and "__error__" in values:
         error = values["__error__"] or {}
         text = f"{error.get('error', 'error')}: {error.get('message', '')}".strip()
         return {"result": {"isError": True, "content": [{"type": "text", "text": text}],
                            "_meta": meta}}
-    if not (isinstance(values, dict) and "__interrupt__" in values):
-        await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
     plain = to_jsonable(values)
     result: dict[str, Any] = {"content": [{"type": "text", "text": json.dumps(plain)}],
                               "_meta": meta}

@@ -170,13 +170,24 @@ async def wait_stateless_run(request: Request, principal: AgentPrincipal, pool: 
         return answered["values"]
 
     async def clean_up() -> None:  # once the answer is sent, as the Agent Server's worker does
-        got = answered.get("values")
-        if body.get("on_completion", "delete") == "delete" and isinstance(got, dict) \
-                and "__interrupt__" not in got:
-            await threads.delete_thread(pool, temporal, str(run["thread_id"]), principal.subject)
+        if body.get("on_completion", "delete") == "delete":
+            await drop_stateless_thread(pool, temporal, run, answered.get("values"),
+                                        principal.subject)
 
     return _waiting(values(), run, after=clean_up,
                     leave=_leave(request, pool, temporal, run, principal, cancel))
+
+
+async def drop_stateless_thread(pool: Any, temporal: Any, run: Any, values: Any,
+                                subject: str) -> None:
+    """Delete a waited-for stateless run's thread, given the values it answered with.
+
+    Kept when the run paused on an interrupt (``__interrupt__``: a person answers it on that
+    thread) or no answer came (``values`` None); deleted when it ended or failed
+    (``__error__``). ``POST /runs/wait`` and ``/mcp``'s ``tools/call`` share it.
+    """
+    if isinstance(values, dict) and "__interrupt__" not in values:
+        await threads.delete_thread(pool, temporal, str(run["thread_id"]), subject)
 
 
 def _waiting(values: Any, run: Any, after: Callable[[], Awaitable[None]] | None = None,
