@@ -22,6 +22,7 @@ The columns live in ``agent_threads`` (``ttl_minutes``, ``ttl_strategy``, ``ttl_
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -122,8 +123,6 @@ def ttl_view(row: asyncpg.Record) -> dict[str, Any] | None:
     """
     if row["ttl_minutes"] is None:
         return None
-    from datetime import timedelta
-
     since = max(row["updated_at"], row["ttl_from"] or row["updated_at"])
     return {"strategy": row["ttl_strategy"], "ttl_minutes": row["ttl_minutes"],
             "expires_at": (since + timedelta(minutes=row["ttl_minutes"])).isoformat()}
