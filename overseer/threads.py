@@ -416,11 +416,16 @@ async def prune_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str, str
     return True
 
 
-async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
+async def copy_thread(pool: asyncpg.Pool, thread_id: str, *, temporal: Client | None = None,
+                      settings: Settings | None = None) -> asyncpg.Record:
     """``POST /threads/{id}/copy``: a new idle thread with the metadata, state and checkpoints.
 
     The copy keeps the thread's owner (``created_by`` and the metadata an ``Auth`` handler
-    put there), whoever asked for it.
+    put there), whoever asked for it, and its ttl (strategy and minutes, counted from the
+    copy's creation); a thread without one gives its copy the deployment's default
+    (:attr:`overseer.registry.Registry.thread_ttl`), as every new thread gets. A copy with a
+    ttl has its own timer (:func:`overseer.thread_ttl.watch`; ``temporal`` starts it,
+    ``settings`` names its task queue: the process's when None).
 
     Raises:
         ConflictError: the thread is busy or paused (its state lives in a workflow then).
@@ -435,11 +440,18 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str) -> asyncpg.Record:
     async with pool.acquire() as conn, conn.transaction():
         if segments:
             await copy_checkpoints(conn, str(row["thread_id"]), str(new_id))
+        minutes, strategy = (row["ttl_minutes"], row["ttl_strategy"]) \
+            if row["ttl_minutes"] is not None else get_registry().thread_ttl or (None, None)
         await conn.execute(
             """INSERT INTO agent_threads (thread_id, metadata, status, graph_id, "values", state,
-                                          checkpoint, created_by)
-               SELECT $2, metadata, status, graph_id, "values", state, checkpoint, created_by
-               FROM agent_threads WHERE thread_id = $1""", row["thread_id"], new_id)
+                                          checkpoint, created_by, ttl_minutes, ttl_strategy,
+                                          ttl_from)
+               SELECT $2, metadata, status, graph_id, "values", state, checkpoint, created_by,
+                      $3, $4, CASE WHEN $3::float8 IS NULL THEN NULL ELSE now() END
+               FROM agent_threads WHERE thread_id = $1""",
+            row["thread_id"], new_id, minutes, strategy)
+    if minutes is not None and temporal is not None:
+        await thread_ttl.watch(temporal, settings or get_settings(), new_id)
     return await get_thread(pool, str(new_id))
 
 

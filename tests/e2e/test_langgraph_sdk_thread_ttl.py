@@ -98,3 +98,24 @@ async def test_a_bad_ttl_is_refused_and_creates_nothing(stack: Stack):
     tid = (await client.threads.create())["thread_id"]
     with pytest.raises(UnprocessableEntityError):
         await client.threads.update(tid, metadata={}, ttl={"ttl": 0})
+
+
+async def test_a_copy_keeps_its_threads_ttl_and_has_its_own_timer(stack: Stack):
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    temporal = await Client.connect(stack.env["OVERSEER_TEMPORAL_ADDRESS"])
+    source = (await client.threads.create(ttl={"ttl": 60, "strategy": "keep_latest"}))
+    copied = (await client.threads.copy(source["thread_id"]))["thread_id"]
+    ttl = (await client.threads.get(copied, include=["ttl"]))["ttl"]
+    assert (ttl["strategy"], ttl["ttl_minutes"]) == ("keep_latest", 60)
+    await client.threads.delete(copied)  # the copy's own timer ends with it
+    timer = temporal.get_workflow_handle(f"thread-ttl-{copied}")
+    assert await asyncio.wait_for(timer.result(), 10) == "gone"
+    assert (await client.threads.get(source["thread_id"]))["thread_id"] == source["thread_id"]
+
+    short = (await client.threads.create(ttl=0.05))["thread_id"]  # 3 s, delete
+    await client.runs.wait(short, "greeter", input={}, context={"name": "Copy"})
+    copy_of_short = (await client.threads.copy(short))["thread_id"]
+    assert await _gone(client, copy_of_short, within=30) > 1.5
+    kept = (await client.threads.create())["thread_id"]  # no ttl, no default: none copied
+    assert "ttl" not in await client.threads.get(
+        (await client.threads.copy(kept))["thread_id"], include=["ttl"])

@@ -223,7 +223,8 @@ async def copy_thread(thread_id: str, _: ThreadReader, pool: PoolDep,
                       temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     """A new thread with this one's metadata, state, history and owner (not its runs)."""
     await thread_queue.sync_thread(pool, temporal, thread_id, settings)
-    return threads.thread_view(await threads.copy_thread(pool, thread_id))
+    return threads.thread_view(await threads.copy_thread(pool, thread_id, temporal=temporal,
+                                                         settings=settings))
 
 
 @router.get("/threads/{thread_id}/history")
