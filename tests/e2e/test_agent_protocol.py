@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import USER_GRAPHS, Stack
 from tests.e2e.test_js_client import run_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 JS = Path(__file__).resolve().parent / "js"
 CHATTY_REPLY = "Tokens arrive one by one while the node is still running"
 """What ``chatty``'s ``talk`` node streams (``tests/graphs/user_graph/graph.py``)."""
+RESEARCH_NOTE = "Notes from the research desk, token by token"
+"""What ``research_desk``'s subgraph node ``draft`` streams."""
 ROOT_PUMP = {"channels": ["values", "checkpoints", "lifecycle", "input", "messages", "tools"],
              "namespaces": [[]], "depth": 1}
 """The body of the hook's content connection, exactly as it sends it."""
@@ -235,6 +237,128 @@ async def test_a_message_to_chatty_streams_tokens_then_values_then_completed(
         await watcher.close()
     runs = (await http.get(f"/threads/{thread_id}/runs", headers=headers)).json()
     assert len(runs) == 2  # the retried run.start started no second run
+
+
+async def _plain_subgraph_values(graph: str, value: Any) -> list[tuple[str, list[Any]]]:
+    """Plain LangGraph's subgraph ``values`` chunks for ``value``: (node, messages' type and text)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from overseer.registry import load_langgraph_json
+
+    app = load_langgraph_json(USER_GRAPHS)[graph].graph.compile(checkpointer=InMemorySaver())
+    return [(ns[-1].split(":")[0], [(m.type, m.content) for m in chunk["messages"]])
+            async for ns, chunk in app.astream(value, {"configurable": {"thread_id": "t"}},
+                                               stream_mode="values", subgraphs=True) if ns]
+
+
+async def test_a_subgraphs_events_come_at_its_namespace_opened_and_closed_by_lifecycle(
+        stack: Stack, http: httpx.AsyncClient):
+    """``research_desk`` runs a compiled subgraph whose model streams: its values and tokens
+    come at ``["research:<task id>"]`` (the hook's depth-1 content connection gets them),
+    between ``lifecycle started`` and ``completed`` there, as plain LangGraph streams them."""
+    thread_id = str(uuid.uuid4())
+    headers = _key(stack, "submitter")
+    ask = {"messages": [{"type": "human", "content": "dig", "id": str(uuid.uuid4())}]}
+    assert (await _command(http, thread_id, _start(thread_id, 1, "research_desk", ask),
+                           headers)).json()["type"] == "success"
+    pump = Sse(http, thread_id, ROOT_PUMP, headers)
+    root_only = Sse(http, thread_id, {**ROOT_PUMP, "depth": 0}, headers)
+    again = None
+    try:
+        events = list(await pump.until(_terminal(1)))
+        shallow = list(await root_only.until(_terminal(1)))
+        # a connection opened after the run (the hook reopens its pump when a subgraph's
+        # card subscribes) replays the same events, ids and data
+        again = Sse(http, thread_id, {**ROOT_PUMP, "namespaces": [[], list(
+            next(e for e in events if e["params"]["namespace"])["params"]["namespace"])]},
+            headers)
+        replayed = list(await again.until(_terminal(1)))
+    finally:
+        for sse in (pump, root_only, again):
+            if sse is not None:
+                await sse.close()
+    assert [(e["event_id"], e["seq"], e["method"], e["params"]["namespace"],
+             e["params"]["data"]) for e in replayed] == \
+        [(e["event_id"], e["seq"], e["method"], e["params"]["namespace"], e["params"]["data"])
+         for e in events]
+    inner = [e for e in events if e["params"]["namespace"]]
+    spaces = {tuple(e["params"]["namespace"]) for e in inner}
+    assert len(spaces) == 1
+    (space,) = spaces
+    assert len(space) == 1 and space[0].startswith("research:")
+    assert all(not e["params"]["namespace"] for e in shallow)  # depth 0: the root only
+    assert _ids([e for e in events if not e["params"]["namespace"]]) == _ids(shallow)
+
+    methods = _methods(inner)
+    assert methods[0] == "lifecycle:started" and methods[-1] == "lifecycle:completed"
+    assert {e["params"]["data"]["graph_name"] for e in inner if e["method"] == "lifecycle"} \
+        == {"research"}
+    values = [(space[0].split(":")[0], [(m["type"], m["content"])
+                                        for m in e["params"]["data"]["messages"]])
+              for e in inner if e["method"] == "values"]
+    assert values == await _plain_subgraph_values("research_desk", {
+        "messages": [("human", "dig")]})
+    tokens = [e for e in inner if e["method"] == "messages"]
+    assert {e["params"]["node"] for e in tokens} == {"draft"}
+    assert "".join(e["params"]["data"]["delta"]["text"] for e in tokens
+                   if e["params"]["data"]["event"] == "content-block-delta") == RESEARCH_NOTE
+    assert len(tokens) > 6  # token by token
+    # the namespace closes when the parent's step with it ends, before the parent goes on
+    # (its "sign" node's state) and before the root's own ending
+    order = [(tuple(e["params"]["namespace"]), _methods([e])[0]) for e in events]
+    closed = order.index((space, "lifecycle:completed"))
+    root_values = [i for i, (ns, m) in enumerate(order) if not ns and m == "values"]
+    assert root_values[0] < order.index((space, "lifecycle:started"))
+    assert closed < root_values[-1] < order.index(((), "lifecycle:completed"))
+    final = [e for e in events if e["method"] == "values" and not e["params"]["namespace"]][-1]
+    assert [(m["type"], m["content"]) for m in final["params"]["data"]["messages"]] == [
+        ("human", "dig"), ("ai", RESEARCH_NOTE), ("ai", "signed")]
+    assert _methods(events).count("lifecycle:started") == 1
+
+
+async def test_an_interrupt_inside_a_subgraph_is_asked_at_the_root_and_its_namespace_closes(
+        stack: Stack, http: httpx.AsyncClient):
+    """``nested_review`` asks inside its compiled ``editor_desk`` subgraph: the pause closes
+    the subgraph's namespace before it asks (at the root, where ``input.respond`` answers),
+    and the resumed run opens and closes it again around the subgraph's remaining work."""
+    thread_id = str(uuid.uuid4())
+    owner, reviewer = _key(stack, "submitter"), _key(stack, "reviewer")
+    assert (await _command(http, thread_id, _start(thread_id, 1, "nested_review",
+                                                   {"topic": "launch"}), owner)).json()["type"] \
+        == "success"
+    pump = Sse(http, thread_id, {"channels": ["lifecycle", "input", "values"]}, owner)
+    try:
+        first = list(await pump.until(_terminal(1)))
+        spaces = {tuple(e["params"]["namespace"]) for e in first if e["params"]["namespace"]}
+        assert len(spaces) == 1 and next(iter(spaces))[0].startswith("editor_desk:")
+        (space,) = spaces
+        assert [(m, tuple(e["params"]["namespace"])) for m, e in zip(_methods(first), first,
+                                                                     strict=True)
+                if m.startswith(("lifecycle", "input"))] == [
+            ("lifecycle:running", ()), ("lifecycle:started", space),
+            ("lifecycle:completed", space), ("input.requested", ()),
+            ("lifecycle:interrupted", ())]
+        inner = [e["params"]["data"] for e in first
+                 if e["method"] == "values" and e["params"]["namespace"]]
+        assert inner and all("__interrupt__" not in v for v in inner)
+        assert inner[0]["draft"] == "post about launch"
+        asked = [e for e in first if e["method"] == "input.requested"][0]["params"]["data"]
+        assert asked["payload"] == {"question": "publish?", "draft": "post about launch"}
+
+        respond = {"id": 2, "method": "input.respond", "params": {
+            "namespace": [], "interrupt_id": asked["interrupt_id"],
+            "response": {"publish": True, "note": "nested"}}}
+        assert (await _command(http, thread_id, respond, reviewer)).json()["type"] == "success"
+        resumed = (await pump.until(_terminal(2)))[len(first):]
+        lifecycle = [(m, tuple(e["params"]["namespace"])) for m, e in zip(
+            _methods(resumed), resumed, strict=True) if m.startswith("lifecycle")]
+        assert lifecycle == [("lifecycle:running", ()), ("lifecycle:started", space),
+                             ("lifecycle:completed", space), ("lifecycle:completed", ())]
+        final = [e for e in resumed if e["method"] == "values"
+                 and not e["params"]["namespace"]][-1]["params"]["data"]
+        assert final["published"] is True and final["reviewer_note"] == "nested"
+    finally:
+        await pump.close()
 
 
 async def test_an_interrupt_is_asked_then_answered_by_input_respond(
@@ -563,3 +687,13 @@ def test_the_real_usestream_hook_streams_tokens_and_answers_an_interrupt(stack: 
     assert review["values"]["published"] is True
     assert review["values"]["reviewer_note"] == "ship it"
     assert review["interrupt_after"] is None and review["loading_after"] is False
+
+    view = seen["subgraph_view"]  # the hook's subgraph discovery and a scoped useMessages
+    assert [(g["node"], g["status"], len(g["namespace"])) for g in view["subgraphs"]] == [
+        ("research", "complete", 1)]
+    assert view["subgraphs"][0]["namespace"][0].startswith("research:")
+    assert {g: [(m["type"], m["text"]) for m in card] for g, card in view["cards"].items()} \
+        == {view["subgraphs"][0]["id"]: [("human", "dig"), ("ai", RESEARCH_NOTE)]}
+    assert [(m["type"], m["text"]) for m in view["messages"]] == [
+        ("human", "dig"), ("ai", RESEARCH_NOTE), ("ai", "signed")]
+    assert view["loading_after"] is False

@@ -226,7 +226,8 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
         "assistant_id": assistant, "input": value, "metadata": metadata,
         "config": {**config, "configurable": configurable} if configurable else
         {k: v for k, v in config.items() if k != "configurable"},
-        "if_not_exists": "create", "stream_mode": RUN_STREAM_MODES}
+        "if_not_exists": "create", "stream_mode": RUN_STREAM_MODES,
+        "stream_subgraphs": True}  # a subgraph's events at its namespace, as the Agent Server
     strategy = params.get("multitaskStrategy", params.get("multitask_strategy"))
     if strategy is not None:
         request["multitask_strategy"] = strategy

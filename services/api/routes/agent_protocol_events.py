@@ -97,6 +97,15 @@ class RunTranslator:
     - ``end`` / ``error``: the caller adds :meth:`ended` (``input.requested`` per interrupt
       then ``lifecycle interrupted``; ``completed``; ``failed {error}``; or ``interrupted``
       for a run cancelled through the API).
+    - A subgraph's chunks (``<mode>|<namespace>``, a run started with ``stream_subgraphs``,
+      as ``run.start`` starts every run) are the same events at that namespace (``values``
+      without ``__interrupt__``: the interrupts are asked at the root). The first event of a
+      namespace (and of each of its prefixes) is preceded by ``lifecycle {event: "started",
+      graph_name}`` there, ``graph_name`` being the node the namespace runs
+      (``"<node>:<task id>"``); the ``updates`` of that node one level up close it with
+      ``lifecycle completed`` (the oldest still open of that node: a fan-out's tasks close
+      in order), and the run's ending closes every namespace still open, deepest first,
+      before the root's own ending, as the Agent Server's event session does.
 
     Args:
         run: the run's ``agent_runs`` row.
@@ -112,6 +121,8 @@ class RunTranslator:
         self.values: Any = None
         self.interrupts: list[dict[str, Any]] = []
         self.done = False
+        self.spaces: dict[tuple[str, ...], bool] = {}
+        """Every subgraph namespace seen, in the order first seen: still open (True) or closed."""
 
     def _event(self, source: str, j: int, method: str, data: Any, *,
                namespace: tuple[str, ...] = (), node: str | None = None) -> dict[str, Any]:
@@ -129,6 +140,7 @@ class RunTranslator:
         pieces: list[tuple[str, Any, tuple[str, ...], str | None]] = []
         kind, _, rest = name.partition("|")
         namespace = tuple(rest.split("|")) if rest else ()
+        pieces += self._started(namespace)
         if name == "metadata":
             pieces.append(("lifecycle", {"event": "running", "graph_name": self.graph}, (), None))
         elif kind == "messages":
@@ -141,7 +153,7 @@ class RunTranslator:
         elif kind == "checkpoints" and isinstance(data, dict):
             pieces.append(("checkpoints", checkpoint_envelope(data), namespace, None))
         else:
-            pieces += self._close_all()
+            pieces += self._close_all(namespace)
             if name == "values" and isinstance(data, dict):
                 found = data.get("__interrupt__")
                 if isinstance(found, list):
@@ -150,12 +162,15 @@ class RunTranslator:
                 if state != self.values:
                     self.values = state
                     pieces.append(("values", state, (), None))
-            elif name == "updates" and isinstance(data, dict):
-                pieces += [("updates", {"node": node, "values": update}, (), node)
-                           for node, update in data.items() if node != "__interrupt__"]
+            elif kind == "values" and isinstance(data, dict):  # a subgraph's state
+                pieces.append(("values", {k: v for k, v in data.items() if k != "__interrupt__"},
+                               namespace, None))
             elif kind == "updates" and isinstance(data, dict):
-                pieces += [("updates", {"node": node, "values": update}, namespace, node)
-                           for node, update in data.items()]
+                for node, update in data.items():
+                    if node == "__interrupt__":  # asked at the root, at the run's ending
+                        continue
+                    pieces.append(("updates", {"node": node, "values": update}, namespace, node))
+                    pieces += self._node_done(namespace, str(node))
             elif kind == "custom":
                 pieces.append(("custom", {"payload": data}, namespace, None))
         return self._with_ids(source, pieces)
@@ -171,7 +186,10 @@ class RunTranslator:
         if self.done:
             return []
         self.done = True
-        pieces = self._close_all()
+        pieces = self._close_all(())
+        for namespace in sorted((ns for ns, still in self.spaces.items() if still),
+                                key=len, reverse=True):  # deepest first, then the root
+            pieces += self._closed(namespace)
         base: dict[str, Any] = {"graph_name": self.graph}
         if cancelled:
             pieces.append(("lifecycle", {"event": "interrupted", **base}, (), None))
@@ -255,11 +273,50 @@ class RunTranslator:
             out += self._close(key)
         return out
 
-    def _close_all(self) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+    def _close_all(self, namespace: tuple[str, ...]
+                   ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        """Finish the messages open at ``namespace`` or below it (a step there has ended)."""
         out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
         for key in list(self.open):
-            out += self._close(key)
+            if key[0][:len(namespace)] == namespace:
+                out += self._close(key)
         return out
+
+    def _started(self, namespace: tuple[str, ...]
+                 ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        """``lifecycle started`` for each prefix of ``namespace`` not seen before, outermost first."""
+        out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
+        for depth in range(1, len(namespace) + 1):
+            prefix = namespace[:depth]
+            if prefix not in self.spaces:
+                self.spaces[prefix] = True
+                out.append(("lifecycle", {"event": "started",
+                                          "graph_name": _graph_name(prefix)}, prefix, None))
+        return out
+
+    def _node_done(self, parent: tuple[str, ...], node: str
+                   ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        """Close the oldest open namespace ``parent + ("<node>:…",)``: that node's task ended."""
+        if node.startswith("__"):
+            return []
+        for namespace, still in self.spaces.items():
+            if still and len(namespace) == len(parent) + 1 and namespace[:-1] == parent \
+                    and _graph_name(namespace) == node:
+                out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
+                for inner in sorted((ns for ns, open_ in self.spaces.items()
+                                     if open_ and len(ns) > len(namespace)
+                                     and ns[:len(namespace)] == namespace),
+                                    key=len, reverse=True):  # what it left open, deepest first
+                    out += self._closed(inner)
+                return out + self._closed(namespace)
+        return []
+
+    def _closed(self, namespace: tuple[str, ...]
+                ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        self.spaces[namespace] = False
+        return [*self._close_all(namespace),
+                ("lifecycle", {"event": "completed", "graph_name": _graph_name(namespace)},
+                 namespace, None)]
 
     def _close(self, key: tuple[tuple[str, ...], str | None]
                ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
@@ -285,6 +342,11 @@ class RunTranslator:
             finish["usage"] = current.usage
         out.append(("messages", finish, namespace, node))
         return out
+
+
+def _graph_name(namespace: tuple[str, ...]) -> str:
+    """The node a subgraph namespace runs: its last part without the task id (``"<node>:<id>"``)."""
+    return namespace[-1].split(":", 1)[0]
 
 
 def _text_of(content: Any) -> str:

@@ -526,6 +526,35 @@ def _chatty() -> Any:
 chatty = _chatty()
 """A chat graph written as people write them: it runs as segments, tokens stream live."""
 
+RESEARCH_NOTE = "Notes from the research desk, token by token"
+
+
+async def research_draft(state: ChatState) -> dict[str, Any]:
+    """The research subgraph's node: a streaming chat model's reply (langchain-core's fake)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=RESEARCH_NOTE)]))
+    reply = await model.ainvoke(state["messages"])
+    await asyncio.sleep(1.0)  # a real desk takes a while: a UI opens the subgraph's card meanwhile
+    return {"messages": [reply]}
+
+
+def _research_desk() -> Any:
+    desk = StateGraph(ChatState)
+    desk.add_node("draft", research_draft)
+    desk.add_edge(START, "draft")
+    graph = StateGraph(ChatState)
+    graph.add_node("research", desk.compile())
+    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed", id="sig-2")]})
+    graph.add_edge(START, "research")
+    graph.add_edge("research", "sign")
+    graph.add_edge("sign", END)
+    return graph
+
+
+research_desk = _research_desk()
+"""A compiled subgraph node whose model streams: its events come at its own namespace."""
+
 
 # -- a run's own config, context and breakpoints (issues 25, 26) -----------------------------------
 
