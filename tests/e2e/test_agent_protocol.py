@@ -30,6 +30,9 @@ CHATTY_REPLY = "Tokens arrive one by one while the node is still running"
 """What ``chatty``'s ``talk`` node streams (``tests/graphs/user_graph/graph.py``)."""
 RESEARCH_NOTE = "Notes from the research desk, token by token"
 """What ``research_desk``'s subgraph node ``draft`` streams."""
+SUBAGENT_TASK = "find three sources on durable execution"
+SUBAGENT_NOTE = "Three sources agree: checkpoints make agents durable"
+"""``deep_desk``: what its main agent hands its subagent, and the subagent's answer."""
 ROOT_PUMP = {"channels": ["values", "checkpoints", "lifecycle", "input", "messages", "tools"],
              "namespaces": [[]], "depth": 1}
 """The body of the hook's content connection, exactly as it sends it."""
@@ -689,11 +692,23 @@ def test_the_real_usestream_hook_streams_tokens_and_answers_an_interrupt(stack: 
     assert review["interrupt_after"] is None and review["loading_after"] is False
 
     view = seen["subgraph_view"]  # the hook's subgraph discovery and a scoped useMessages
-    assert [(g["node"], g["status"], len(g["namespace"])) for g in view["subgraphs"]] == [
+    assert [(g["node"], g["status"], len(g["namespace"])) for g in view["entries"]] == [
         ("research", "complete", 1)]
-    assert view["subgraphs"][0]["namespace"][0].startswith("research:")
+    assert view["entries"][0]["namespace"][0].startswith("research:")
     assert {g: [(m["type"], m["text"]) for m in card] for g, card in view["cards"].items()} \
-        == {view["subgraphs"][0]["id"]: [("human", "dig"), ("ai", RESEARCH_NOTE)]}
+        == {view["entries"][0]["id"]: [("human", "dig"), ("ai", RESEARCH_NOTE)]}
     assert [(m["type"], m["text"]) for m in view["messages"]] == [
         ("human", "dig"), ("ai", RESEARCH_NOTE), ("ai", "signed")]
     assert view["loading_after"] is False
+
+    # a deep agent's subagent (its task tool runs a graph): the hook's subagents and its card
+    deep = seen["subagent_view"]
+    assert [(a["name"], a["task"], a["status"]) for a in deep["entries"]] == [
+        ("researcher", SUBAGENT_TASK, "complete")]
+    (agent,) = deep["entries"]
+    assert agent["id"] == "call-task-1" and agent["namespace"][0].startswith("tools:")
+    assert {a: [(m["type"], m["text"]) for m in card] for a, card in deep["cards"].items()} \
+        == {agent["id"]: [("human", SUBAGENT_TASK), ("ai", SUBAGENT_NOTE)]}
+    assert [(m["type"], m["text"]) for m in deep["messages"]] == [
+        ("human", "go"), ("ai", ""), ("tool", SUBAGENT_NOTE), ("ai", f"Summary: {SUBAGENT_NOTE}")]
+    assert deep["loading_after"] is False

@@ -155,53 +155,60 @@ await scenario("interrupt", async () => {
   };
 });
 
-// A subgraph view as an app writes one: `stream.subgraphs` (discovered from the events at
-// the subgraph's namespace), and a card per subgraph showing its own messages with
-// `useMessages(stream, subgraph)` (mounting the card subscribes to that namespace). Frames
-// are paced as a real model's tokens arrive: the hook opens the card's subscription on a new
-// connection that replays the run, and a card mounted after its message began would get the
-// live tokens before that replay's message-start (the hook does not reorder them), as the
-// fake model's instant burst of tokens would make happen.
-await scenario("subgraph_view", async () => {
+// A subgraph's or a subagent's view as an app writes one: `stream.subgraphs` /
+// `stream.subagents` (discovered from the events at their namespaces), and a card per entry
+// showing its own messages with `useMessages(stream, entry)` (mounting the card subscribes
+// to that namespace). Frames are paced as a real model's tokens arrive: the hook opens the
+// card's subscription on a new connection that replays the run, and a card mounted after its
+// message began would get the live tokens before that replay's message-start (the hook does
+// not reorder them), as the fake model's instant burst of tokens would make happen.
+async function scopedView(assistantId, kind, content) {
   paceMs = 15;
   const seen = { stream: null, renders: [], cards: {}, threadId: null };
-  function Card({ stream, subgraph }) {
-    const messages = useMessages(stream, subgraph);
-    seen.cards[subgraph.id] = messages.map((m) => ({ type: m.type ?? m._getType?.(), text: textOf(m) }));
+  function Card({ stream, entry }) {
+    const messages = useMessages(stream, entry);
+    seen.cards[entry.id] = messages.map((m) => ({ type: m.type ?? m._getType?.(), text: textOf(m) }));
     return null;
   }
   function App() {
-    const stream = useStream({ assistantId: "research_desk", apiUrl, apiKey, threadId: null,
+    const stream = useStream({ assistantId, apiUrl, apiKey, threadId: null,
                                onThreadId: (id) => { seen.threadId = id; } });
     seen.stream = stream;
-    const subgraphs = [...stream.subgraphs.values()];
+    const entries = [...stream[kind].values()];
     seen.renders.push({
       loading: stream.isLoading,
-      subgraphs: subgraphs.map((g) => ({ id: g.id, namespace: g.namespace, node: g.nodeName, status: g.status })),
+      entries: entries.map((g) => ({ id: g.id, namespace: g.namespace, node: g.nodeName, name: g.name,
+                                     task: g.taskInput, status: g.status })),
       messages: stream.messages.map((m) => ({ type: m.type ?? m._getType?.(), text: textOf(m) })),
     });
     return React.createElement(React.Fragment, null,
-      ...subgraphs.map((g) => React.createElement(Card, { key: g.id, stream, subgraph: g })));
+      ...entries.map((g) => React.createElement(Card, { key: g.id, stream, entry: g })));
   }
   const renderer = TestRenderer.create(React.createElement(App));
-  await sleep(50);
-  await seen.stream.submit({ messages: [{ type: "human", content: "dig" }] });
-  const deadline = Date.now() + 60000;
-  const last = () => seen.renders.at(-1);
-  // done once the run ended and a card shows the subgraph's reply as the root shows it
-  // (the card's own subscription may still be replaying when the run ends)
-  const caughtUp = () => Object.values(seen.cards).some((card) => card.some(
-    (m) => m.type === "ai" && last().messages.some((r) => r.type === "ai" && r.text === m.text)));
-  while (last().loading || !last().subgraphs.length || !caughtUp()) {
-    if (Date.now() > deadline) throw new Error(`timed out; cards ${JSON.stringify(seen.cards)} last render ${JSON.stringify(last())}`);
-    await sleep(20);
+  try {
+    await sleep(50);
+    await seen.stream.submit({ messages: [{ type: "human", content }] });
+    const deadline = Date.now() + 60000;
+    const last = () => seen.renders.at(-1);
+    // done once the run ended and a card shows an answer the root's messages also hold
+    // (the card's own subscription may still be replaying when the run ends)
+    const caughtUp = () => Object.values(seen.cards).some((card) => card.some(
+      (m) => m.type === "ai" && m.text && last().messages.some((r) => r.text === m.text)));
+    while (last().loading || !last().entries.length || !caughtUp()) {
+      if (Date.now() > deadline) throw new Error(`timed out; cards ${JSON.stringify(seen.cards)} last render ${JSON.stringify(last())}`);
+      await sleep(20);
+    }
+    await sleep(300);
+    return { thread_id: seen.threadId, entries: last().entries, cards: seen.cards,
+             messages: last().messages, loading_after: last().loading };
+  } finally {
+    renderer.unmount();
+    paceMs = 0;
   }
-  await sleep(300);
-  renderer.unmount();
-  paceMs = 0;
-  return { thread_id: seen.threadId, subgraphs: last().subgraphs, cards: seen.cards,
-           messages: last().messages, loading_after: last().loading };
-});
+}
+
+await scenario("subgraph_view", () => scopedView("research_desk", "subgraphs", "dig"));
+await scenario("subagent_view", () => scopedView("deep_desk", "subagents", "go"));
 
 console.log(JSON.stringify(out));
 process.exit(0);

@@ -555,6 +555,61 @@ def _research_desk() -> Any:
 research_desk = _research_desk()
 """A compiled subgraph node whose model streams: its events come at its own namespace."""
 
+SUBAGENT_TASK = "find three sources on durable execution"
+SUBAGENT_NOTE = "Three sources agree: checkpoints make agents durable"
+
+
+def _deep_desk() -> Any:
+    """A deep agent as ``deepagents`` writes one: the main agent's ``task`` tool hands work to a
+    subagent (a compiled graph of its own, invoked inside the tool), whose messages a UI
+    shows in the subagent's own card. The main agent's model is scripted (langchain-core's
+    fake): it calls ``task`` once, then reports the subagent's answer."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    async def answer(state: ChatState) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage(content=SUBAGENT_NOTE)]))
+        reply = await model.ainvoke(state["messages"])
+        await asyncio.sleep(1.0)  # a subagent takes a while: a UI opens its card meanwhile
+        return {"messages": [reply]}
+
+    researcher = StateGraph(ChatState)
+    researcher.add_node("answer", answer)
+    researcher.add_edge(START, "answer")
+    subagent = researcher.compile(name="researcher")
+
+    @tool
+    async def task(description: str, subagent_type: str) -> str:
+        """Hand a task to a subagent; its final answer."""
+        done = await subagent.ainvoke({"messages": [HumanMessage(content=description)]})
+        return str(done["messages"][-1].content)
+
+    class Planner(GenericFakeChatModel):
+        _stream = BaseChatModel._stream
+        _astream = BaseChatModel._astream
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            reply = AIMessage(content=f"Summary: {last.content}") if isinstance(
+                last, ToolMessage) else AIMessage(content="", tool_calls=[{
+                    "name": "task", "id": "call-task-1",
+                    "args": {"description": SUBAGENT_TASK, "subagent_type": "researcher"}}])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return create_agent(Planner(messages=iter([])), tools=[task])
+
+
+deep_desk = _deep_desk()
+"""A main agent whose ``task`` tool runs a subagent: its events come under ``tools:<task id>``."""
+
 
 # -- a run's own config, context and breakpoints (issues 25, 26) -----------------------------------
 
