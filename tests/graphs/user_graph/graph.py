@@ -359,11 +359,12 @@ counter = _counter()
 # -- interrupts whose resume value the graph reads (issue 26) ------------------------------------
 
 
-def _refund_model() -> Any:
-    """A scripted chat model (langchain-core's fake): ask for the refund tool, then report.
+def _scripted_tool_model(call: dict[str, Any], report: str) -> Any:
+    """A scripted chat model (langchain-core's fake): make one tool call, then report.
 
     Stateless, so every run and every resume gets the same script: with no tool result yet
-    it calls ``refund``; after one it answers with the tool's words.
+    it makes ``call`` (``{"name", "args", "id"}``); after one it answers ``report`` followed
+    by the tool's words.
     """
     from langchain_core.language_models import BaseChatModel
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -382,14 +383,17 @@ def _refund_model() -> Any:
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
                       **kwargs: Any) -> ChatResult:
             last = messages[-1]
-            if isinstance(last, ToolMessage):
-                reply = AIMessage(content=f"Done: {last.content}")
-            else:
-                reply = AIMessage(content="", tool_calls=[{
-                    "name": "refund", "args": {"order": 7, "amount": 40}, "id": "call-refund-7"}])
+            reply = AIMessage(content=f"{report}{last.content}") if isinstance(
+                last, ToolMessage) else AIMessage(content="", tool_calls=[call])
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
     return ScriptedToolModel(messages=iter([]))
+
+
+def _refund_model() -> Any:
+    """Asks for the refund tool, then reports its words (:func:`_scripted_tool_model`)."""
+    return _scripted_tool_model({"name": "refund", "args": {"order": 7, "amount": 40},
+                                 "id": "call-refund-7"}, "Done: ")
 
 
 def _refund_agent() -> Any:
@@ -503,56 +507,48 @@ class ChatState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-async def talk(state: ChatState) -> dict[str, Any]:
-    """Calls a streaming chat model (langchain-core's fake), then keeps working a while."""
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+def _replying(text: str, pause: float) -> Any:
+    """A node whose streaming chat model (langchain-core's fake) says ``text``, token by token;
+    the node then keeps working ``pause`` seconds (its tokens must reach a client before)."""
 
-    model = GenericFakeChatModel(messages=iter([AIMessage(content=CHATTY_REPLY)]))
-    reply = await model.ainvoke(state["messages"])
-    await asyncio.sleep(CHATTY_PAUSE_SECONDS)
-    return {"messages": [reply]}
+    async def reply(state: ChatState) -> dict[str, Any]:
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+        model = GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
+        said = await model.ainvoke(state["messages"])
+        await asyncio.sleep(pause)
+        return {"messages": [said]}
+
+    return reply
 
 
-def _chatty() -> Any:
+def _then_signed(name: str, node: Any, sign_id: str) -> StateGraph:
+    """``node`` (as ``name``), then a ``sign`` node adding a whole message with id ``sign_id``."""
     graph = StateGraph(ChatState)
-    graph.add_node("talk", talk)
-    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed", id="sig-1")]})
-    graph.add_edge(START, "talk")
-    graph.add_edge("talk", "sign")
+    graph.add_node(name, node)
+    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed", id=sign_id)]})
+    graph.add_edge(START, name)
+    graph.add_edge(name, "sign")
     graph.add_edge("sign", END)
     return graph
 
 
-chatty = _chatty()
+chatty = _then_signed("talk", _replying(CHATTY_REPLY, CHATTY_PAUSE_SECONDS), "sig-1")
 """A chat graph written as people write them: it runs as segments, tokens stream live."""
 
 RESEARCH_NOTE = "Notes from the research desk, token by token"
 
 
-async def research_draft(state: ChatState) -> dict[str, Any]:
-    """The research subgraph's node: a streaming chat model's reply (langchain-core's fake)."""
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-
-    model = GenericFakeChatModel(messages=iter([AIMessage(content=RESEARCH_NOTE)]))
-    reply = await model.ainvoke(state["messages"])
-    await asyncio.sleep(1.0)  # a real desk takes a while: a UI opens the subgraph's card meanwhile
-    return {"messages": [reply]}
-
-
-def _research_desk() -> Any:
+def _desk(node: str, text: str, name: str | None = None) -> Any:
+    """A compiled one-node chat graph whose model streams ``text``, then works a second more
+    (a real desk takes a while: a UI opens the subgraph's card meanwhile)."""
     desk = StateGraph(ChatState)
-    desk.add_node("draft", research_draft)
-    desk.add_edge(START, "draft")
-    graph = StateGraph(ChatState)
-    graph.add_node("research", desk.compile())
-    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed", id="sig-2")]})
-    graph.add_edge(START, "research")
-    graph.add_edge("research", "sign")
-    graph.add_edge("sign", END)
-    return graph
+    desk.add_node(node, _replying(text, 1.0))
+    desk.add_edge(START, node)
+    return desk.compile(name=name)
 
 
-research_desk = _research_desk()
+research_desk = _then_signed("research", _desk("draft", RESEARCH_NOTE), "sig-2")
 """A compiled subgraph node whose model streams: its events come at its own namespace."""
 
 SUBAGENT_TASK = "find three sources on durable execution"
@@ -565,22 +561,10 @@ def _deep_desk() -> Any:
     shows in the subagent's own card. The main agent's model is scripted (langchain-core's
     fake): it calls ``task`` once, then reports the subagent's answer."""
     from langchain.agents import create_agent
-    from langchain_core.language_models import BaseChatModel
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import HumanMessage, ToolMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
 
-    async def answer(state: ChatState) -> dict[str, Any]:
-        model = GenericFakeChatModel(messages=iter([AIMessage(content=SUBAGENT_NOTE)]))
-        reply = await model.ainvoke(state["messages"])
-        await asyncio.sleep(1.0)  # a subagent takes a while: a UI opens its card meanwhile
-        return {"messages": [reply]}
-
-    researcher = StateGraph(ChatState)
-    researcher.add_node("answer", answer)
-    researcher.add_edge(START, "answer")
-    subagent = researcher.compile(name="researcher")
+    subagent = _desk("answer", SUBAGENT_NOTE, name="researcher")
 
     @tool
     async def task(description: str, subagent_type: str) -> str:
@@ -588,23 +572,9 @@ def _deep_desk() -> Any:
         done = await subagent.ainvoke({"messages": [HumanMessage(content=description)]})
         return str(done["messages"][-1].content)
 
-    class Planner(GenericFakeChatModel):
-        _stream = BaseChatModel._stream
-        _astream = BaseChatModel._astream
-
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-            return self
-
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> ChatResult:
-            last = messages[-1]
-            reply = AIMessage(content=f"Summary: {last.content}") if isinstance(
-                last, ToolMessage) else AIMessage(content="", tool_calls=[{
-                    "name": "task", "id": "call-task-1",
-                    "args": {"description": SUBAGENT_TASK, "subagent_type": "researcher"}}])
-            return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    return create_agent(Planner(messages=iter([])), tools=[task])
+    planner = _scripted_tool_model({"name": "task", "id": "call-task-1", "args": {
+        "description": SUBAGENT_TASK, "subagent_type": "researcher"}}, "Summary: ")
+    return create_agent(planner, tools=[task])
 
 
 deep_desk = _deep_desk()
