@@ -634,6 +634,42 @@ def test_a_streamed_tool_call_becomes_block_deltas_then_a_tool_call():
     assert all(e["event_id"].startswith(f"{run_id}:") for e in events)
 
 
+def test_namespaces_open_close_in_order_and_leave_the_roots_open_message_alone():
+    """No stack: a fan-out of one subgraph node (two namespaces), a subgraph inside one of
+    them, a root node's message still streaming meanwhile, and a run that ends with a
+    namespace left open (what LangGraph streams for ``Send`` to a subgraph node)."""
+    from services.api.routes.agent_protocol_events import RunTranslator
+
+    t = RunTranslator({"run_id": str(uuid.uuid4()), "graph_id": "g"}, 1)
+    a, b = "fan:1", "fan:2"
+    token = [{"type": "AIMessageChunk", "id": "m", "content": "hi"}, {"langgraph_node": "chat"}]
+    steps = [("metadata", {}), ("messages", token), (f"values|{a}", {"n": 1}),
+             (f"values|{b}", {"n": 2}), (f"values|{a}|deep:9", 7),
+             (f"updates|{a}", {"deep": {"n": 3}}), ("updates", {"fan": {"n": 1}}),
+             (f"values|{b}", {"n": 4, "__interrupt__": [{"id": "x"}]})]
+    events = [e for n, (name, data) in enumerate(steps) for e in t.feed(f"1.{n}", name, data)]
+    events += t.ended("end")
+    shown = [(e["method"], e["params"]["data"].get("event") if isinstance(
+        e["params"]["data"], dict) else e["params"]["data"], tuple(e["params"]["namespace"]))
+        for e in events]
+    assert shown == [
+        ("lifecycle", "running", ()),
+        ("messages", "message-start", ()), ("messages", "content-block-start", ()),
+        ("messages", "content-block-delta", ()),
+        ("lifecycle", "started", (a,)), ("values", None, (a,)),
+        ("lifecycle", "started", (b,)), ("values", None, (b,)),
+        ("lifecycle", "started", (a, "deep:9")), ("values", 7, (a, "deep:9")),
+        ("updates", None, (a,)), ("lifecycle", "completed", (a, "deep:9")),
+        # the root's step ended: the root's message ends, then the oldest "fan" closes
+        ("messages", "content-block-finish", ()), ("messages", "message-finish", ()),
+        ("updates", None, ()), ("lifecycle", "completed", (a,)),
+        ("values", None, (b,)),
+        ("lifecycle", "completed", (b,)), ("lifecycle", "completed", ())]
+    assert events[-3]["params"]["data"] == {"n": 4}  # interrupts are asked at the root
+    assert {e["params"]["data"]["graph_name"] for e in events
+            if e["method"] == "lifecycle" and e["params"]["namespace"]} == {"fan", "deep"}
+
+
 async def test_state_reports_a_non_empty_next_while_a_run_is_in_progress(
         stack: Stack, http: httpx.AsyncClient):
     """A page reloaded mid-run must see the run going on (useStream reconnects only then)."""

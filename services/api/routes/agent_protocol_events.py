@@ -162,9 +162,9 @@ class RunTranslator:
                 if state != self.values:
                     self.values = state
                     pieces.append(("values", state, (), None))
-            elif kind == "values" and isinstance(data, dict):  # a subgraph's state
-                pieces.append(("values", {k: v for k, v in data.items() if k != "__interrupt__"},
-                               namespace, None))
+            elif kind == "values" and namespace:  # a subgraph's state (a task's own value)
+                pieces.append(("values", {k: v for k, v in data.items() if k != "__interrupt__"}
+                               if isinstance(data, dict) else data, namespace, None))
             elif kind == "updates" and isinstance(data, dict):
                 for node, update in data.items():
                     if node == "__interrupt__":  # asked at the root, at the run's ending
