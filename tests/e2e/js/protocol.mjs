@@ -158,12 +158,12 @@ await scenario("interrupt", async () => {
 // A subgraph's or a subagent's view as an app writes one: `stream.subgraphs` /
 // `stream.subagents` (discovered from the events at their namespaces), and a card per entry
 // showing its own messages with `useMessages(stream, entry)` (mounting the card subscribes
-// to that namespace). Frames are paced as a real model's tokens arrive: the hook opens the
-// card's subscription on a new connection that replays the run, and a card mounted after its
-// message began would get the live tokens before that replay's message-start (the hook does
-// not reorder them), as the fake model's instant burst of tokens would make happen.
+// to that namespace). The frames come as the server sends them: the hook opens the card's
+// subscription on a new connection that replays the run, so a card mounted after its
+// message began gets the live tokens before that replay's message-start (the hook does not
+// reorder them); the graphs' models start streaming half a second after the call, as real
+// models do, and the server sends a subgraph's state at once, so the card mounts first.
 async function scopedView(assistantId, kind, content) {
-  paceMs = 15;
   const seen = { stream: null, renders: [], cards: {}, threadId: null };
   function Card({ stream, entry }) {
     const messages = useMessages(stream, entry);
@@ -203,7 +203,6 @@ async function scopedView(assistantId, kind, content) {
              messages: last().messages, loading_after: last().loading };
   } finally {
     renderer.unmount();
-    paceMs = 0;
   }
 }
 

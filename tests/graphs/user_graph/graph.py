@@ -507,14 +507,23 @@ class ChatState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def _replying(text: str, pause: float) -> Any:
-    """A node whose streaming chat model (langchain-core's fake) says ``text``, token by token;
-    the node then keeps working ``pause`` seconds (its tokens must reach a client before)."""
+def _replying(text: str, pause: float, think: float = 0.0, gap: float = 0.0) -> Any:
+    """A node whose streaming chat model (langchain-core's fake) says ``text``, token by token,
+    as a real model does when ``think`` and ``gap`` are given: its first token ``think``
+    seconds after the call, then one every ``gap`` seconds; the node then keeps working
+    ``pause`` seconds (its tokens must reach a client before)."""
 
     async def reply(state: ChatState) -> dict[str, Any]:
         from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-        model = GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
+        class Paced(GenericFakeChatModel):
+            async def _astream(self, *args: Any, **kwargs: Any) -> Any:
+                await asyncio.sleep(think)
+                async for chunk in super()._astream(*args, **kwargs):
+                    yield chunk
+                    await asyncio.sleep(gap)
+
+        model = Paced(messages=iter([AIMessage(content=text)]))
         said = await model.ainvoke(state["messages"])
         await asyncio.sleep(pause)
         return {"messages": [said]}
@@ -540,10 +549,11 @@ RESEARCH_NOTE = "Notes from the research desk, token by token"
 
 
 def _desk(node: str, text: str, name: str | None = None) -> Any:
-    """A compiled one-node chat graph whose model streams ``text``, then works a second more
-    (a real desk takes a while: a UI opens the subgraph's card meanwhile)."""
+    """A compiled one-node chat graph whose model streams ``text`` as a real one does (its
+    first token a third of a second after the call, then one every 20 ms), then works a
+    second more."""
     desk = StateGraph(ChatState)
-    desk.add_node(node, _replying(text, 1.0))
+    desk.add_node(node, _replying(text, 1.0, think=0.3, gap=0.02))
     desk.add_edge(START, node)
     return desk.compile(name=name)
 
