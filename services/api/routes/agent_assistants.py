@@ -9,6 +9,7 @@ creator's or an admin's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -110,7 +111,18 @@ async def read_assistant_schemas(assistant_id: str, _: AgentPrincipal,
                                  pool: PoolDep) -> dict[str, Any]:
     """Input, output, state, config and context JSON schemas."""
     pipeline = (await assistants.resolve(pool, assistant_id)).pipeline
-    return _schemas(pipeline.name, get_registry().app(pipeline.name))
+    return _graph_schemas(get_registry(), pipeline.name)
+
+
+@functools.lru_cache(maxsize=256)
+def _graph_schemas(registry: Any, graph_id: str) -> dict[str, Any]:
+    """:func:`_schemas` of a registered graph, made once per process and registry.
+
+    LangGraph renders them afresh on every call (~30 ms for a graph with a message list,
+    plus compiling the graph), and a graph does not change while the process runs; UIs
+    and ``/mcp``'s ``tools/list`` read them often. Callers must not change the answer.
+    """
+    return _schemas(graph_id, registry.app(graph_id))
 
 
 def _schemas(graph_id: str, app: Any) -> dict[str, Any]:
