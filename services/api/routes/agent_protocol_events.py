@@ -186,10 +186,7 @@ class RunTranslator:
         if self.done:
             return []
         self.done = True
-        pieces = self._close_all(())
-        for namespace in sorted((ns for ns, still in self.spaces.items() if still),
-                                key=len, reverse=True):  # deepest first, then the root
-            pieces += self._closed(namespace)
+        pieces = [*self._close_all(()), *self._close_under(())]
         base: dict[str, Any] = {"graph_name": self.graph}
         if cancelled:
             pieces.append(("lifecycle", {"event": "interrupted", **base}, (), None))
@@ -302,14 +299,18 @@ class RunTranslator:
         for namespace, still in self.spaces.items():
             if still and len(namespace) == len(parent) + 1 and namespace[:-1] == parent \
                     and _graph_name(namespace) == node:
-                out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
-                for inner in sorted((ns for ns, open_ in self.spaces.items()
-                                     if open_ and len(ns) > len(namespace)
-                                     and ns[:len(namespace)] == namespace),
-                                    key=len, reverse=True):  # what it left open, deepest first
-                    out += self._closed(inner)
-                return out + self._closed(namespace)
+                return self._close_under(namespace) + self._closed(namespace)
         return []
+
+    def _close_under(self, prefix: tuple[str, ...]
+                     ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        """Close every namespace still open strictly below ``prefix``, deepest first."""
+        out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
+        for namespace in sorted((ns for ns, still in self.spaces.items() if still
+                                 and len(ns) > len(prefix) and ns[:len(prefix)] == prefix),
+                                key=len, reverse=True):
+            out += self._closed(namespace)
+        return out
 
     def _closed(self, namespace: tuple[str, ...]
                 ) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
