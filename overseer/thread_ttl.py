@@ -70,6 +70,17 @@ def parse_ttl(ttl: Any) -> tuple[float, str]:
     return float(minutes), str(strategy)
 
 
+def new_thread_ttl(own: tuple[float, str] | None) -> tuple[float | None, str | None]:
+    """The ``(minutes, strategy)`` a new thread starts with; ``(None, None)`` for no ttl.
+
+    ``own`` (the ``ttl`` asked for, or the one of the thread it copies), else the
+    deployment's default (:attr:`overseer.registry.Registry.thread_ttl`).
+    """
+    from overseer.registry import get_registry
+
+    return own or get_registry().thread_ttl or (None, None)
+
+
 async def set_ttl(pool: asyncpg.Pool, temporal: Client, settings: Settings, thread_id: Any,
                   ttl: tuple[float, str]) -> None:
     """Give a thread a new ttl (``threads.update``), counted from now, and :func:`watch` it.

@@ -193,7 +193,7 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
     """
     steps = parse_supersteps(supersteps, metadata) if supersteps else None
     tid = parse_uuid(thread_id) if thread_id else uuid.uuid4()
-    minutes, strategy = ttl or get_registry().thread_ttl or (None, None)
+    minutes, strategy = thread_ttl.new_thread_ttl(ttl)
     row = await pool.fetchrow(
         """INSERT INTO agent_threads (thread_id, metadata, created_by, ttl_minutes, ttl_strategy,
                                       ttl_from)
@@ -440,8 +440,8 @@ async def copy_thread(pool: asyncpg.Pool, thread_id: str, *, temporal: Client | 
     async with pool.acquire() as conn, conn.transaction():
         if segments:
             await copy_checkpoints(conn, str(row["thread_id"]), str(new_id))
-        minutes, strategy = (row["ttl_minutes"], row["ttl_strategy"]) \
-            if row["ttl_minutes"] is not None else get_registry().thread_ttl or (None, None)
+        minutes, strategy = thread_ttl.new_thread_ttl(
+            (row["ttl_minutes"], row["ttl_strategy"]) if row["ttl_minutes"] is not None else None)
         await conn.execute(
             """INSERT INTO agent_threads (thread_id, metadata, status, graph_id, "values", state,
                                           checkpoint, created_by, ttl_minutes, ttl_strategy,
