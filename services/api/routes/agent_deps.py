@@ -79,6 +79,18 @@ def thread_uuid(thread_id: str) -> uuid.UUID:
         raise NotFoundError(f"unknown thread {thread_id}") from None
 
 
+def object_field(body: dict[str, Any], field: str) -> dict[str, Any]:
+    """``body[field]``, which must be an object when given; ``{}`` when absent or null.
+
+    Raises:
+        InvalidRequestError: anything else (422, ``details.field``).
+    """
+    value = body.get(field) or {}
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"{field} must be an object", details={"field": field})
+    return value
+
+
 def check_select(select: Any, allowed: frozenset[str]) -> list[str] | None:
     """A search's ``select`` (the SDK's ``*SelectField`` lists), checked; None for every field.
 

@@ -25,6 +25,7 @@ from services.api.routes.agent_deps import (
     ThreadReader,
     ThreadUpdater,
     check_select,
+    object_field,
     pick,
 )
 
@@ -168,9 +169,7 @@ async def write_state(thread_id: str, principal: ThreadUpdater, pool: PoolDep,
         InvalidRequestError: ``checkpoint`` is not an object (422).
     """
     body = body or {}
-    checkpoint = body.get("checkpoint") or {}
-    if not isinstance(checkpoint, dict):
-        raise InvalidRequestError("checkpoint must be an object", details={"field": "checkpoint"})
+    checkpoint = object_field(body, "checkpoint")
     if body.get("checkpoint_id") and not checkpoint.get("checkpoint_id"):
         checkpoint = {**checkpoint, "checkpoint_id": body["checkpoint_id"]}
     await thread_queue.sync_thread(pool, temporal, thread_id)
@@ -203,9 +202,7 @@ async def read_state_at_checkpoint(thread_id: str, _: ThreadReader, pool: PoolDe
             a bad ``select`` (422).
     """
     body = body or {}
-    checkpoint, subgraphs = body.get("checkpoint") or {}, body.get("subgraphs", False)
-    if not isinstance(checkpoint, dict):
-        raise InvalidRequestError("checkpoint must be an object", details={"field": "checkpoint"})
+    checkpoint, subgraphs = object_field(body, "checkpoint"), body.get("subgraphs", False)
     if not isinstance(subgraphs, bool):
         raise InvalidRequestError("subgraphs must be a boolean", details={"field": "subgraphs"})
     fields = threads.check_state_select(body.get("select"))
@@ -251,10 +248,7 @@ async def search_history(thread_id: str, _: ThreadReader, pool: PoolDep, tempora
     before = body.get("before")
     if isinstance(before, dict):
         before = before.get("checkpoint_id")
-    metadata, checkpoint = body.get("metadata") or {}, body.get("checkpoint") or {}
-    for field, value in (("metadata", metadata), ("checkpoint", checkpoint)):
-        if not isinstance(value, dict):
-            raise InvalidRequestError(f"{field} must be an object", details={"field": field})
+    metadata, checkpoint = object_field(body, "metadata"), object_field(body, "checkpoint")
     fields = threads.check_state_select(body.get("select"))
     await thread_queue.sync_thread(pool, temporal, thread_id)
     states = await threads.history(pool, thread_id, int(body.get("limit") or 10), before,
