@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench import agent_server_peer as asp
+from bench import chat_load as cl
 from bench import graph_scenarios as gs
 from bench import scenarios as sc
 from bench import shapes
@@ -30,7 +31,7 @@ from bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
-         "graph_throughput", "workflow_shapes", "agent_server_peer",
+         "graph_throughput", "workflow_shapes", "agent_server_peer", "chat_load",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "resume_tailoring_review", "thematic_example", "pricing_signoff", "api_post_no_worker",
@@ -56,7 +57,7 @@ GRAPH_FUNCS: dict[str, GraphFunc] = {
 ``agent_server_peer`` of :mod:`bench.agent_server_peer`, which gives two results, and
 ``workflow_shapes`` of :mod:`bench.shapes`, one result per shape)."""
 
-API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer"})
+API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer", "chat_load"})
 """Scenarios that need the stack's API process."""
 
 DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}
@@ -65,12 +66,15 @@ DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60
 
 async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path,
               gcfg: gs.GraphBenchConfig | None = None,
-              pcfg: asp.PeerBenchConfig | None = None) -> int:
+              pcfg: asp.PeerBenchConfig | None = None,
+              ccfg: cl.ChatBenchConfig | None = None) -> int:
     """Bring the stack up, run the selected scenarios, report; returns an exit code."""
     gcfg = gcfg or gs.GraphBenchConfig()
     pcfg = pcfg or asp.PeerBenchConfig()
-    if only & set(GRAPH_FUNCS):
+    ccfg = ccfg or cl.ChatBenchConfig()
+    if only & {*GRAPH_FUNCS, "chat_load"}:
         gs.use_bench_graphs(gcfg.graph_io_ms)  # before the stack starts: its children inherit it
+        cl.use_chat_pacing(ccfg)
     stack = ManagedStack(data_dir)
     t0 = time.perf_counter()
     stack.start(workers=1, api=bool(API_SCENARIOS & only))
@@ -92,6 +96,8 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
                 out = await sc.scaling(h, cfg, one)
             elif name == "agent_server_peer":
                 out = await asp.agent_server_peer(h, cfg, gcfg, pcfg)
+            elif name == "chat_load":
+                out = await cl.chat_load(h, cfg, ccfg)
             elif name in GRAPH_FUNCS:
                 out = await GRAPH_FUNCS[name](h, cfg, gcfg)
             else:
@@ -109,7 +115,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
         stack.stop()
     _say("\n" + table(results))
     path = write_json(results, out_dir, config={**dataclasses.asdict(cfg), **dataclasses.asdict(gcfg),
-                                                **dataclasses.asdict(pcfg)},
+                                                **dataclasses.asdict(pcfg), **dataclasses.asdict(ccfg)},
                       tuning=tuning())
     _say(f"\nwrote {path} (total {time.perf_counter() - t0:.0f} s)")
     return 0
@@ -147,6 +153,7 @@ class Invocation:
     cfg: sc.BenchConfig
     gcfg: gs.GraphBenchConfig
     pcfg: asp.PeerBenchConfig
+    ccfg: cl.ChatBenchConfig
     only: set[str]
     out: Path
     keep_data: bool
@@ -168,7 +175,8 @@ def parse(argv: list[str] | None = None) -> Invocation:
     sized = [f for f in dataclasses.fields(sc.BenchConfig) if f.name != "profile_dir"]
     graph_sized = list(dataclasses.fields(gs.GraphBenchConfig))
     peer_sized = list(dataclasses.fields(asp.PeerBenchConfig))
-    for f in [*sized, *graph_sized, *peer_sized]:
+    chat_sized = list(dataclasses.fields(cl.ChatBenchConfig))
+    for f in [*sized, *graph_sized, *peer_sized, *chat_sized]:
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     if "--quick" in argv:
         parser.set_defaults(**QUICK_SIZES)
@@ -177,9 +185,10 @@ def parse(argv: list[str] | None = None) -> Invocation:
     cfg.profile_dir = args.out if args.profile else None
     gcfg = gs.GraphBenchConfig(**{f.name: getattr(args, f.name) for f in graph_sized})
     pcfg = asp.PeerBenchConfig(**{f.name: getattr(args, f.name) for f in peer_sized})
+    ccfg = cl.ChatBenchConfig(**{f.name: getattr(args, f.name) for f in chat_sized})
     only = set(args.only or (QUICK if args.quick else ORDER))
-    return Invocation(cfg=cfg, gcfg=gcfg, pcfg=pcfg, only=only, out=args.out, keep_data=args.keep_data,
-                      quick=args.quick)
+    return Invocation(cfg=cfg, gcfg=gcfg, pcfg=pcfg, ccfg=ccfg, only=only, out=args.out,
+                      keep_data=args.keep_data, quick=args.quick)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     inv = parse(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="overseer-bench-"))
     try:
-        return asyncio.run(run(inv.cfg, inv.only, inv.out, data_dir, inv.gcfg, inv.pcfg))
+        return asyncio.run(run(inv.cfg, inv.only, inv.out, data_dir, inv.gcfg, inv.pcfg, inv.ccfg))
     finally:
         if not inv.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)

@@ -53,6 +53,10 @@ PEER_GRAPH_ID = "bench_four_io"
 """The graph id (and default assistant id) the peer serves the bench graph under."""
 GRAPH_PY = Path(__file__).resolve().parent / "user_graph" / "graph.py"
 """The bench graph's source, loaded by path by the peer (the same file Overseer registers)."""
+PEER_CHAT_GRAPH_ID = "bench_chat"
+"""The graph id the peer serves the bench's chat agent under (as Overseer registers it)."""
+CHAT_PY = GRAPH_PY.parent / "chat.py"
+"""The chat agent's source (:mod:`bench.user_graph.chat`), loaded by path by the peer."""
 DEFAULT_VENV = Path(__file__).resolve().parents[1] / ".overseer" / "bench" / "langhost-venv"
 """Where the peer's venv is made and reused (``OVERSEER_BENCH_LANGHOST_VENV`` overrides)."""
 VENV_ENV = "OVERSEER_BENCH_LANGHOST_VENV"
@@ -217,35 +221,44 @@ def langhost_command(venv: Path, *, port: int, config: Path, jobs_per_worker: in
 
 def langhost_env(*, database_uri: str, redis_uri: str, io_ms: float, jobs_per_worker: int,
                  base: dict[str, str] | None = None) -> dict[str, str]:
-    """The peer's environment: its Postgres and Redis, the graph's I/O per node, no tracing.
+    """The peer's environment: its Postgres and Redis, the graphs' pacing, no tracing.
 
     Only ``PATH``, ``HOME``, ``LANG`` and ``TMPDIR`` are kept from ``base`` (this process's
-    environment by default), so no ``OVERSEER_*``, ``VIRTUAL_ENV`` or LangSmith key leaks in.
+    environment by default), so no ``OVERSEER_*``, ``VIRTUAL_ENV`` or LangSmith key leaks in;
+    the chat agent's pacing (``BENCH_CHAT_*``) is kept too, so both sides stream alike.
     """
     base = dict(os.environ) if base is None else base
-    kept: dict[str, str] = {k: base[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in base}
+    kept: dict[str, str] = {k: v for k, v in base.items()
+                            if k in ("PATH", "HOME", "LANG", "TMPDIR") or k.startswith("BENCH_CHAT_")}
     return {**kept, "DATABASE_URI": database_uri, "REDIS_URI": redis_uri,
             gs.IO_ENV: f"{io_ms:g}", "N_JOBS_PER_WORKER": str(jobs_per_worker),
             "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false",
             "LANGCHAIN_TRACING_V2": "false", "PYTHONUNBUFFERED": "1"}
 
 
-def peer_graph_source(graph_py: Path = GRAPH_PY) -> str:
-    """The peer's graph module: the bench graph loaded from ``graph_py`` by path, uncompiled.
+def peer_graph_source(graph_py: Path = GRAPH_PY, builder: str = "build_four_io_graph") -> str:
+    """A peer graph module: ``builder()`` of the bench module at ``graph_py``, loaded by path, uncompiled.
 
     langgraph-api compiles it with its own checkpointer; nothing of Overseer is imported.
     """
     return ("import importlib.util\nimport sys\n\n"
-            f"_spec = importlib.util.spec_from_file_location('bench_user_graph', {str(graph_py)!r})\n"
+            f"_spec = importlib.util.spec_from_file_location('bench_{graph_py.stem}', {str(graph_py)!r})\n"
             "_mod = importlib.util.module_from_spec(_spec)\n"
             "sys.modules[_spec.name] = _mod\n"
             "_spec.loader.exec_module(_mod)\n"
-            "graph = _mod.build_four_io_graph()\n")
+            f"graph = _mod.{builder}()\n")
 
 
-def langgraph_config(graph_id: str = PEER_GRAPH_ID) -> dict[str, Any]:
-    """The peer's ``langgraph.json``: one graph, ``./peer_graph.py:graph``."""
-    return {"dependencies": ["."], "graphs": {graph_id: "./peer_graph.py:graph"}}
+PEER_GRAPHS: dict[str, tuple[Path, str, str]] = {
+    PEER_GRAPH_ID: (GRAPH_PY, "build_four_io_graph", "peer_graph.py"),
+    PEER_CHAT_GRAPH_ID: (CHAT_PY, "build_chat_graph", "peer_chat.py")}
+"""What the peer serves: graph id → (bench module, its builder, the peer's module file)."""
+
+
+def langgraph_config() -> dict[str, Any]:
+    """The peer's ``langgraph.json``: each of :data:`PEER_GRAPHS` as ``./<module file>:graph``."""
+    return {"dependencies": ["."],
+            "graphs": {gid: f"./{module}:graph" for gid, (_, _, module) in PEER_GRAPHS.items()}}
 
 
 def venv_dir(env: dict[str, str] | None = None) -> Path:
@@ -421,7 +434,8 @@ class LanghostPeer:
 
         app = self.workdir / "app"
         app.mkdir()
-        (app / "peer_graph.py").write_text(peer_graph_source())
+        for graph_py, builder, module in PEER_GRAPHS.values():
+            (app / module).write_text(peer_graph_source(graph_py, builder))
         (app / "langgraph.json").write_text(json.dumps(langgraph_config(), indent=2))
         env = langhost_env(database_uri=f"postgresql://postgres@127.0.0.1:{pg_port}/postgres"
                                         "?sslmode=disable",
@@ -634,7 +648,8 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
     return [thr, p50]
 
 
-__all__ = ["LANGHOST_REQUIREMENT", "LanghostPeer", "PeerBenchConfig", "PeerUnavailable",
+__all__ = ["LANGHOST_REQUIREMENT", "PEER_CHAT_GRAPH_ID", "PEER_GRAPHS",
+           "LanghostPeer", "PeerBenchConfig", "PeerUnavailable",
            "agent_server_peer", "apt_install", "as_user", "ensure_venv", "find_postgres_bin",
            "find_redis_server", "initdb_command", "install_hint", "is_final_answer",
            "langgraph_config", "langhost_command", "langhost_env", "missing_packages",

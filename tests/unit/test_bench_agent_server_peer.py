@@ -130,12 +130,13 @@ def test_langhost_env_keeps_nothing_of_overseer() -> None:
     env = asp.langhost_env(database_uri="postgresql://pg", redis_uri="redis://r", io_ms=20.0,
                            jobs_per_worker=10,
                            base={"PATH": "/bin", "OVERSEER_GRAPHS": "x", "VIRTUAL_ENV": "v",
-                                 "LANGSMITH_API_KEY": "k"})
+                                 "LANGSMITH_API_KEY": "k", "BENCH_CHAT_TOKENS": "12"})
     assert env["PATH"] == "/bin"
     assert env["DATABASE_URI"] == "postgresql://pg"
     assert env["REDIS_URI"] == "redis://r"
     assert env["BENCH_GRAPH_IO_MS"] == "20"
     assert env["N_JOBS_PER_WORKER"] == "10"
+    assert env["BENCH_CHAT_TOKENS"] == "12"  # both sides' chat agent streams alike
     assert env["LANGSMITH_TRACING"] == "false"
     assert not {"OVERSEER_GRAPHS", "VIRTUAL_ENV", "LANGSMITH_API_KEY"} & set(env)
 
@@ -145,8 +146,12 @@ def test_the_peer_serves_the_bench_graph_itself() -> None:
     exec(asp.peer_graph_source(), namespace)  # noqa: S102 — our own generated module
     graph = namespace["graph"]
     assert set(graph.nodes) == {"fetch", "enrich", "score", "publish"}
+    chat: dict[str, Any] = {}
+    exec(asp.peer_graph_source(asp.CHAT_PY, "build_chat_graph"), chat)  # noqa: S102
+    assert set(chat["graph"].nodes) == {"agent", "tools"}
     assert asp.langgraph_config() == {"dependencies": ["."],
-                                      "graphs": {"bench_four_io": "./peer_graph.py:graph"}}
+                                      "graphs": {"bench_four_io": "./peer_graph.py:graph",
+                                                 "bench_chat": "./peer_chat.py:graph"}}
 
 
 def test_final_answers() -> None:

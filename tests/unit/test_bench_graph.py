@@ -95,7 +95,7 @@ async def test_bench_graph_is_a_plain_langgraph_project(monkeypatch):
     """The bench's langgraph.json loads like a user's and runs its four nodes in order."""
     monkeypatch.setenv(gs.IO_ENV, "0")
     pipelines = load_langgraph_json(gs.GRAPHS_JSON)
-    assert list(pipelines) == [gs.GRAPH_NAME]
+    assert list(pipelines) == [gs.GRAPH_NAME, "bench_chat"]
     app = builder_of(pipelines[gs.GRAPH_NAME].graph).compile()
     out = await app.ainvoke({"topic": "durable agents"})
     assert out["trail"] == ["fetch", "enrich", "score", "publish"] and out["published"] is True
