@@ -50,8 +50,29 @@ class Settings(BaseSettings):
     task, e.g. when its decision arrives (measured as cheap for a parked run:
     docs/performance.md). Size it to the worker's memory, and above the number of runs with
     work in flight at once, or every step of those runs replays. 0 replays every task."""
+    worker_activity_slots: Literal["resource", "fixed"] = "resource"
+    """How a worker sizes its activity slots (a run segment, a node run as its own activity, an
+    event write: each holds one while it runs). ``resource``: Temporal's resource-based slot
+    supplier hands out slots while the machine's CPU and memory stay under
+    ``worker_target_cpu_usage`` / ``worker_target_memory_usage``, from
+    ``worker_max_concurrent_activities`` (given without a check) up to
+    ``worker_max_activity_slots``: runs that wait on a model cost almost nothing, so hundreds
+    run at once, and CPU-bound nodes stop new slots being handed out before they starve each
+    other. ``fixed``: exactly ``worker_max_concurrent_activities`` slots (docs/runbook.md,
+    "Sizing a worker")."""
     worker_max_concurrent_activities: int = Field(8, ge=1)
-    """Activity slots per worker (nodes, events, claim checks in flight)."""
+    """``fixed``: the worker's activity slots. ``resource``: the slots handed out without a
+    resource check (the floor)."""
+    worker_max_activity_slots: int = Field(1000, ge=1)
+    """``resource``: the most activity slots the worker ever holds at once."""
+    worker_target_cpu_usage: float = Field(0.9, gt=0, le=1)
+    """``resource``: system CPU use (0-1) above which no new activity slot is handed out."""
+    worker_target_memory_usage: float = Field(0.8, gt=0, le=1)
+    """``resource``: system memory use (0-1) above which no new activity slot is handed out."""
+    worker_activity_slot_ramp_ms: int = Field(10, ge=0)
+    """``resource``: past the floor, at least this long between two new slots, so the worker
+    sees what the last ones use before it hands out more (Temporal's default is 50 ms: 50 chats
+    arriving at once would wait up to 2 s for their slots)."""
     worker_nice: int = Field(5, ge=0, le=19)
     """Added to the worker process's nice value at start, so an API on the same cores keeps
     answering while the worker is saturated (docs/performance.md); 0 leaves it alone."""

@@ -15,7 +15,14 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import (
+    FixedSizeSlotSupplier,
+    ResourceBasedSlotConfig,
+    ResourceBasedSlotSupplier,
+    ResourceBasedTunerConfig,
+    Worker,
+    WorkerTuner,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import runtime
@@ -101,14 +108,39 @@ def workflow_runner() -> SandboxedWorkflowRunner:
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH))
 
 
-_DEFAULTS = Settings.model_fields
+def worker_tuner(settings: Settings | None = None) -> WorkerTuner:
+    """The worker's slot sizing from ``settings`` (defaults when None).
+
+    Activity slots by ``worker_activity_slots``: Temporal's resource-based slot supplier
+    (``resource``: from ``worker_max_concurrent_activities`` slots, given without a check, up to
+    ``worker_max_activity_slots`` while system CPU and memory stay under their targets, a new
+    slot at most every ``worker_activity_slot_ramp_ms``) or ``fixed`` (exactly
+    ``worker_max_concurrent_activities``). Workflow tasks (short, CPU-bound) and local activities
+    keep fixed counts of 100, Temporal's defaults.
+    """
+    settings = settings or Settings()
+    fixed = FixedSizeSlotSupplier(100)
+    activity: FixedSizeSlotSupplier | ResourceBasedSlotSupplier
+    if settings.worker_activity_slots == "fixed":
+        activity = FixedSizeSlotSupplier(settings.worker_max_concurrent_activities)
+    else:
+        activity = ResourceBasedSlotSupplier(
+            ResourceBasedSlotConfig(
+                minimum_slots=min(settings.worker_max_concurrent_activities,
+                                  settings.worker_max_activity_slots),
+                maximum_slots=settings.worker_max_activity_slots,
+                ramp_throttle=timedelta(milliseconds=settings.worker_activity_slot_ramp_ms)),
+            ResourceBasedTunerConfig(target_memory_usage=settings.worker_target_memory_usage,
+                                     target_cpu_usage=settings.worker_target_cpu_usage))
+    return WorkerTuner.create_composite(workflow_supplier=fixed, activity_supplier=activity,
+                                        local_activity_supplier=fixed, nexus_supplier=fixed)
 
 
-def build_worker(client: Client, *, task_queue: str,
-                 max_concurrent_activities: int = _DEFAULTS["worker_max_concurrent_activities"].default,
-                 max_cached_workflows: int = _DEFAULTS["worker_max_cached_workflows"].default) -> Worker:
+def build_worker(client: Client, *, task_queue: str, settings: Settings | None = None) -> Worker:
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
+    Slots come from :func:`worker_tuner`, the sticky cache from
+    ``settings.worker_max_cached_workflows`` (defaults when ``settings`` is None).
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
     worker pick up a dead worker's runs in seconds instead of ~17 s (docs/reliability.md).
 
@@ -117,6 +149,7 @@ def build_worker(client: Client, *, task_queue: str,
     Raises:
         overseer.registry.RegistryError, pydantic.ValidationError: a graph cannot be hosted.
     """
+    settings = settings or Settings()
     check_graphs()
     workflows, activities = pipeline_parts()
     return Worker(
@@ -126,8 +159,8 @@ def build_worker(client: Client, *, task_queue: str,
         activities=activities,
         interceptors=[ObservabilityInterceptor()],
         workflow_runner=workflow_runner(),
-        max_concurrent_activities=max_concurrent_activities,
-        max_cached_workflows=max_cached_workflows,
+        tuner=worker_tuner(settings),
+        max_cached_workflows=settings.worker_max_cached_workflows,
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         graceful_shutdown_timeout=timedelta(seconds=10),
     )
@@ -146,9 +179,7 @@ async def serve(settings: Settings | None = None) -> None:
     pool = await create_pool(settings.database_url, max_size=settings.database_pool_max_size)
     runtime.configure(pool, settings)
     client = await connect_client(settings, temporal_runtime)
-    worker = build_worker(client, task_queue=settings.task_queue,
-                          max_concurrent_activities=settings.worker_max_concurrent_activities,
-                          max_cached_workflows=settings.worker_max_cached_workflows)
+    worker = build_worker(client, task_queue=settings.task_queue, settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -22,6 +22,7 @@ from temporalio.worker import Replayer
 from overseer.graph_codec import encode
 from overseer.registry import load_registry, set_registry
 from overseer.run_types import DecisionInput, GraphRunInput
+from overseer.settings import Settings
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events, fetch_events
 from services.worker.main import WORKFLOWS, build_worker, workflow_runner
 from tests.helpers import assert_eventually
@@ -90,7 +91,8 @@ async def test_parallel_interrupts_resume_by_id_after_replays(dev_server, db, ta
     Each pending interrupt is its own approval; a decision naming none answers the oldest
     one waiting, the run goes on with it and the others stay open (the same approvals)."""
     client = dev_server.client
-    async with build_worker(client, task_queue=task_queue, max_cached_workflows=0):
+    async with build_worker(client, task_queue=task_queue,
+                            settings=Settings(worker_max_cached_workflows=0)):
         run_id, handle = await start(client, db, task_queue, "parallel_approvals",
                                      {"topic": "red green blue"})
         seen: list[str] = []
