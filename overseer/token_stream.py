@@ -6,10 +6,13 @@ whole message a node returns that was not streamed) with LangGraph's metadata, i
 ``custom`` mode (what nodes write with ``get_stream_writer()``) and every other chunk the
 run asked for (``values``, ``updates``, ``tasks`` …, a subgraph's), all in LangGraph's
 order. The segment writes them to ``agent_run_tokens`` in small batches
-(:class:`TokenWriter`) and wakes the API with ``NOTIFY`` on :data:`CHANNEL`; the API's
-readers of the run's stream wait on one ``LISTEN`` connection per process
-(:class:`TokenListener`) and read the rows in order (:func:`read_tokens`). A token never
-crosses Temporal: it costs one row, not a round trip.
+(:class:`TokenWriter`: one statement a batch, at most ten a second while a model streams)
+and wakes the API with a ``NOTIFY`` on :data:`CHANNEL` that carries the batch's rows; the
+API's readers of the run's stream wait on one ``LISTEN`` connection per process
+(:class:`TokenListener`) and give the carried rows in order (:meth:`Wake.take`), reading the
+table (:func:`read_tokens`) only when they start, at each durable item, after a gap and when
+a batch was too large to carry. A token never crosses Temporal: it costs a share of one row
+write, not a round trip.
 
 Each row carries the segment's ``stream_base``: how many items the run's durable stream
 (Temporal's) held when the segment started. The segment's own items come after its tokens,
@@ -30,7 +33,9 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -42,8 +47,13 @@ STATE_CHANNEL = "overseer_run_state"
 """The ``NOTIFY`` channel of a run's thread state: its workflow paused on an interrupt or
 ended and wrote the thread (:func:`overseer.thread_queue.hand_off`); the payload is the workflow
 run id. ``runs.wait`` waits on it instead of following the workflow's stream."""
-FLUSH_SECONDS = 0.04
-"""A segment writes its buffered tokens at least this often while a model streams."""
+FLUSH_SECONDS = 0.02
+"""A segment writes a token within this long of it, when it has written none for
+:data:`WRITE_INTERVAL_SECONDS` (a reply's first token goes out at once) …"""
+WRITE_INTERVAL_SECONDS = 0.1
+"""… and otherwise writes at most once per this long while a model streams: the tokens of a
+reply go out in batches of a few (a model streaming every 25 ms costs 10 writes a second,
+not 40; a person reads no faster)."""
 FLUSH_ITEMS = 64
 """… or as soon as this many are buffered."""
 CHUNK_FLUSH_SECONDS = 1.0
@@ -133,10 +143,11 @@ def event_item(event: dict[str, Any]) -> dict[str, Any]:
 class TokenWriter:
     """Buffers one segment's live items (tokens, custom writes, chunks) and writes them in order.
 
-    A token or a custom write is written within :data:`FLUSH_SECONDS`; one of LangGraph's
-    chunks (``values``, ``updates`` …) within :data:`CHUNK_FLUSH_SECONDS`, or sooner with
-    the next token (the order is always the loop's), so a run nobody watches token by token
-    costs one write per segment or per second, not one per chunk.
+    A token or a custom write is written within :data:`FLUSH_SECONDS`, but at most one write
+    per :data:`WRITE_INTERVAL_SECONDS`; one of LangGraph's chunks (``values``, ``updates`` …)
+    within :data:`CHUNK_FLUSH_SECONDS`, or sooner with the next token (the order is always
+    the loop's), so a run nobody watches token by token costs one write per segment or per
+    second, not one per chunk. A write is one statement: the rows and their ``NOTIFY``.
 
     Args:
         pool: Overseer's pool.
@@ -152,20 +163,25 @@ class TokenWriter:
         self._due: float | None = None
         self._closing = asyncio.Event()
         self._failed: BaseException | None = None
+        self._last_write = -WRITE_INTERVAL_SECONDS
+        self._prev = 0  # the seq of this writer's last row (0: none yet)
         self.written = 0
 
     async def add(self, item: list[Any] | dict[str, Any], *,
                   within: float = FLUSH_SECONDS) -> None:
         """Buffer an item (:func:`token_item`, :func:`custom_item`, :func:`chunk_item`).
 
-        It is written within ``within`` seconds (with every item buffered before it), or
-        at once when :data:`FLUSH_ITEMS` are buffered.
+        It is written within ``within`` seconds (with every item buffered before it), but
+        not sooner than :data:`WRITE_INTERVAL_SECONDS` after the last write, or at once when
+        :data:`FLUSH_ITEMS` are buffered.
         """
         self._buffer.append(item)
         if len(self._buffer) >= FLUSH_ITEMS:
             await self.flush()
             return
-        due = time.monotonic() + within
+        now = time.monotonic()
+        due = max(now + within, self._last_write + WRITE_INTERVAL_SECONDS)
+        within = due - now
         if self._due is not None and self._due <= due:
             return  # a write is due by then anyway
         self._due = due
@@ -197,7 +213,7 @@ class TokenWriter:
             raise self._failed
 
     async def flush(self) -> None:
-        """Write what is buffered (one transaction: the rows, then one ``NOTIFY``).
+        """Write what is buffered: one statement (so one transaction), the rows in order, then one ``NOTIFY``.
 
         Raises:
             asyncpg.PostgresError, OSError: the database is unavailable (the segment fails
@@ -207,13 +223,61 @@ class TokenWriter:
             items, self._buffer, self._due = self._buffer, [], None
             if not items:
                 return
-            async with self.pool.acquire() as conn, conn.transaction():
-                await conn.executemany(
-                    "INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
-                    "VALUES ($1, $2, $3::json)",
-                    [(self.run, self.base, json.dumps(i, default=str)) for i in items])
-                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(self.run))
+            self._last_write = time.monotonic()
+            header = f"{self.run} {self.base} {self._prev}"
+            self._prev = int(await self.pool.fetchval(
+                WRITE_ROWS, self.run, self.base, [json.dumps(i, default=str) for i in items],
+                CHANNEL, header, NOTIFY_MAX_BYTES - len(header) - 1))
             self.written += len(items)
+
+
+NOTIFY_MAX_BYTES = 7900
+"""Postgres refuses a ``NOTIFY`` payload of 8000 bytes or more; a batch that would not fit is
+announced by its run id alone, and its readers read it from the table."""
+
+WRITE_ROWS = (
+    "WITH rows AS (INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
+    "SELECT $1, $2, item::json FROM unnest($3::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n "
+    "RETURNING seq, data), "
+    "batch AS (SELECT max(seq) AS last, "
+    "json_agg(json_build_array(seq, data) ORDER BY seq)::text AS rows FROM rows) "
+    "SELECT last, pg_notify($4, CASE WHEN octet_length(rows) <= $6 THEN $5 || ' ' || rows "
+    "ELSE $1::text END) FROM batch")
+"""One write of :class:`TokenWriter`, one statement (so one transaction): rows ``$3`` (JSON
+texts, in order: ``seq`` follows it) of run ``$1`` at base ``$2``, and the ``NOTIFY`` that
+wakes their readers, sent when it commits. The payload carries the rows themselves when they
+fit (``<run> <base> <prev> [[seq, data], …]``, ``prev`` the seq of the writer's row before
+them: :func:`parse_batch`), so a reader that has read up to ``prev`` needs no read of its
+own; else the run id alone. Returns the last row's seq."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One :class:`TokenWriter` write as its ``NOTIFY`` carried it.
+
+    Attributes:
+        base: the rows' ``stream_base``.
+        prev: the seq of the writer's row before them (0: the writer's first write, so
+            what came before it is unknown to the reader).
+        rows: ``[(seq, data)]`` in order, ``data`` parsed.
+    """
+
+    base: int
+    prev: int
+    rows: list[tuple[int, Any]]
+
+
+def parse_batch(payload: str) -> tuple[str, Batch | None]:
+    """A :data:`CHANNEL` payload: its run id and the rows it carries (None: the run id alone).
+
+    Raises:
+        ValueError: not a payload :data:`WRITE_ROWS` makes.
+    """
+    run, _, rest = payload.partition(" ")
+    if not rest:
+        return run, None
+    base, prev, rows = rest.split(" ", 2)
+    return run, Batch(int(base), int(prev), [(int(seq), data) for seq, data in json.loads(rows)])
 
 
 async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
@@ -326,27 +390,34 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
     getting: asyncio.Task[tuple[Any, ...]] | None = None
     woken: asyncio.Task[bool] | None = None
     last_seq, offset = 0, 0  # offset: the next durable item not yet given
-    look_now = False  # an item was just given: rows due before the next one may be waiting
+    look_now = True  # rows written before this reader listened: read them first
     try:
         while True:
             if getting is None:
                 getting = asyncio.create_task(queue.get())
+            notified = False
             if not look_now:
                 woken = asyncio.create_task(wake.wait())
                 await asyncio.wait({getting, woken}, timeout=POLL_SECONDS,
                                    return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
+                notified = wake.is_set()
             look_now = False
             wake.clear()  # a NOTIFY from here on wakes the next wait: the read below misses nothing
             entry: tuple[Any, ...] | None = None
             if getting.done():
                 entry, getting = getting.result(), None
             bound = entry[1] if entry is not None and entry[0] == "item" else offset
-            for row in await read_tokens(pool, workflow_run_id, last_seq, bound):
-                last_seq = row["seq"]
-                data = row["data"]
-                yield "token", row["seq"], row["stream_base"], \
-                    json.loads(data) if isinstance(data, str) else data
+            # Woken by a NOTIFY that carried its rows, they are given as they came; a durable
+            # item, a poll, a gap or a lost connection reads the table: every row due before
+            # the item is committed by then, its NOTIFY not always delivered yet.
+            rows = wake.take(last_seq, bound) if notified and entry is None else None
+            if rows is None:
+                rows = [(r["seq"], r["stream_base"], r["data"])
+                        for r in await read_tokens(pool, workflow_run_id, last_seq, bound)]
+            for seq, base, data in rows:
+                last_seq = seq
+                yield "token", seq, base, json.loads(data) if isinstance(data, str) else data
             if entry is None:
                 continue
             if entry[0] == "raise":
@@ -371,6 +442,49 @@ DELETE_THREAD_TOKENS = ("DELETE FROM agent_run_tokens WHERE workflow_run_id IN "
 :func:`overseer.threads.delete_thread`)."""
 
 
+class Wake(asyncio.Event):
+    """A reader's wake-up (set by each ``NOTIFY`` of its run) and the rows those carried.
+
+    Attributes:
+        batches: what the ``NOTIFY``s carried since the reader last took them, in order.
+        stale: a ``NOTIFY`` may have been missed (the connection was lost, or one did not
+            carry its rows): the reader must read the table.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: deque[Batch] = deque()
+        self.stale = False
+
+    def take(self, last_seq: int, bound: int) -> list[tuple[int, int, Any]] | None:
+        """The carried rows after ``last_seq`` with ``stream_base`` ≤ ``bound``, in order.
+
+        Returns:
+            ``[(seq, stream_base, data)]``; None when rows may be missing (a gap between
+            ``last_seq`` and the next batch, or :attr:`stale`): read the table instead.
+            Rows of a later base stay for a later call.
+        """
+        if self.stale:
+            self.stale = False
+            self.batches.clear()
+            return None
+        out: list[tuple[int, int, Any]] = []
+        while self.batches:
+            batch = self.batches[0]
+            if batch.rows[-1][0] <= last_seq:  # read from the table meanwhile
+                self.batches.popleft()
+                continue
+            if batch.prev != last_seq:
+                self.batches.clear()
+                return None
+            if batch.base > bound:
+                break
+            self.batches.popleft()
+            out += [(seq, batch.base, data) for seq, data in batch.rows]
+            last_seq = batch.rows[-1][0]
+        return out
+
+
 class TokenListener:
     """One ``LISTEN`` connection per API process; readers wait on it for their run's tokens.
 
@@ -387,15 +501,29 @@ class TokenListener:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
         self._conn: Any = None
-        self._waiters: dict[str, set[asyncio.Event]] = {}
-        self._states_only: set[asyncio.Event] = set()
+        self._waiters: dict[str, set[Wake]] = {}
+        self._states_only: set[Wake] = set()
         self._connecting = asyncio.Lock()
 
     def _notified(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:
-        tokens = channel == CHANNEL
-        for event in self._waiters.get(str(payload), ()):
-            if not (tokens and event in self._states_only):
+        if channel != CHANNEL:
+            for event in self._waiters.get(str(payload), ()):
                 event.set()
+            return
+        run, _, _ = str(payload).partition(" ")
+        readers = [w for w in self._waiters.get(run, ()) if w not in self._states_only]
+        if not readers:
+            return
+        try:
+            _, batch = parse_batch(str(payload))
+        except ValueError:
+            batch = None
+        for wake in readers:
+            if batch is None:
+                wake.stale = True
+            else:
+                wake.batches.append(batch)
+            wake.set()
 
     def _lost(self, _conn: Any) -> None:
         """The connection closed: every reader looks again now, then polls (``NOTIFY``s are missed).
@@ -405,6 +533,7 @@ class TokenListener:
         self._conn = None
         for waiting in self._waiters.values():
             for event in waiting:
+                event.stale = True
                 event.set()
 
     @property
@@ -431,20 +560,20 @@ class TokenListener:
             except (asyncpg.PostgresError, OSError):
                 logger.warning("token listener not connected; readers poll", exc_info=True)
 
-    async def watch(self, workflow_run_id: str, *, states_only: bool = False) -> asyncio.Event:
-        """An event set whenever the run's tokens or its state are written; clear it on waking.
+    async def watch(self, workflow_run_id: str, *, states_only: bool = False) -> Wake:
+        """A :class:`Wake` set whenever the run's tokens or its state are written; clear it on waking.
 
         With ``states_only``, only when its state is (:data:`STATE_CHANNEL`). Every reader is
-        woken when the connection is lost.
+        woken (and its wake marked stale) when the connection is lost.
         """
         await self._ensure()
-        event = asyncio.Event()
+        event = Wake()
         self._waiters.setdefault(workflow_run_id, set()).add(event)
         if states_only:
             self._states_only.add(event)
         return event
 
-    async def unwatch(self, workflow_run_id: str, event: asyncio.Event) -> None:
+    async def unwatch(self, workflow_run_id: str, event: Wake) -> None:
         """Stop setting ``event`` (the reader is done); the last reader gives the connection back.
 
         So the process holds a ``LISTEN`` connection only while a client reads tokens, and

@@ -229,3 +229,72 @@ async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_ne
         reader.cancel()
     assert [(e[0], e[1]) for e in got][:1] == [("item", 0)]
     assert got[1][0] == "token" and got[1][2] == 1 and got[-1][:2] == ("item", 1)
+
+
+def test_a_batch_carried_after_what_the_reader_gave_is_taken_a_gap_or_a_lost_notify_is_not():
+    wake = token_stream.Wake()
+    wake.batches.extend([token_stream.Batch(1, 4, [(5, "a"), (6, "b")]),
+                         token_stream.Batch(1, 6, [(7, "c")]),
+                         token_stream.Batch(2, 7, [(9, "d")])])  # the next segment's: waits
+    assert wake.take(4, bound=1) == [(5, 1, "a"), (6, 1, "b"), (7, 1, "c")]
+    assert wake.take(7, bound=1) == [] and len(wake.batches) == 1
+    assert wake.take(7, bound=2) == [(9, 2, "d")]
+    wake.batches.append(token_stream.Batch(2, 11, [(12, "f")]))  # row 10 was never carried
+    assert wake.take(9, bound=2) is None and not wake.batches
+    wake.batches.append(token_stream.Batch(2, 12, [(13, "g")]))
+    wake.stale = True  # a NOTIFY without its rows, or a lost connection
+    assert wake.take(12, bound=2) is None and not wake.stale
+
+
+async def test_a_streaming_reply_reaches_its_reader_in_the_notifies_not_in_a_read_per_write(
+        pool: asyncpg.Pool, monkeypatch: Any):
+    """Every row comes once and in order; the table is read only at the start, at durable
+    items and for the batch too large to ride in its ``NOTIFY``."""
+    reads = 0
+    real_read = token_stream.read_tokens
+
+    async def counted(*args: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await real_read(*args)
+
+    monkeypatch.setattr(token_stream, "read_tokens", counted)
+    monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
+    run = str(uuid.uuid4())
+    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def durable() -> Any:
+        while True:
+            entry = await feed.get()
+            yield entry
+            if entry[1] == 1:
+                return
+
+    got: list[tuple[Any, ...]] = []
+
+    async def read() -> None:
+        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
+            got.append(entry)
+
+    reader = asyncio.create_task(read())
+    try:
+        await feed.put(("item", 0, "start"))
+        await asyncio.sleep(0.2)
+        reads_before = reads
+        writer = token_stream.TokenWriter(pool, run, stream_base=1)
+        for i in range(20):
+            await writer.add(_chunk(f" t{i}"))
+            await asyncio.sleep(0.025)  # a model's pace: one write per WRITE_INTERVAL_SECONDS
+        await writer.add(token_stream.custom_item({"big": "x" * 9000}))  # too large for a NOTIFY
+        await writer.close()
+        await asyncio.sleep(0.3)
+        writes, streamed_reads = writer.written, reads - reads_before
+        await feed.put(("item", 1, "end"))
+        await asyncio.wait_for(reader, timeout=5)
+    finally:
+        reader.cancel()
+    tokens = [e for e in got if e[0] == "token"]
+    assert [e[3][0]["content"] for e in tokens[:20]] == [f" t{i}" for i in range(20)]
+    assert tokens[20][3] == {"custom": {"big": "x" * 9000}} and len(tokens) == 21
+    assert [e[1] for e in tokens] == sorted(e[1] for e in tokens)
+    assert writes == 21 and streamed_reads <= 2  # the large batch's read (and no other)
