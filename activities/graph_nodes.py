@@ -79,6 +79,8 @@ class UsageMeter(AsyncCallbackHandler):
     the layer tags its calls :data:`activities.llm.LEDGER_TAG` and writes its own events.
     """
 
+    run_inline = True  # awaited in line: no task per callback event (every token, every chain)
+
     def __init__(self) -> None:
         self.calls = 0
         self.input_tokens = 0

@@ -31,7 +31,7 @@ from bench.stats import ScenarioResult
 from overseer.stack import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
-         "graph_throughput", "workflow_shapes", "agent_server_peer", "chat_load",
+         "graph_throughput", "workflow_shapes", "agent_server_peer", "chat_load", "waiting_chats",
          "scanned_throughput", "recovery",
          "text_throughput_2_workers", "parked_approvals", "due_diligence_agreement",
          "resume_tailoring_review", "thematic_example", "pricing_signoff", "api_post_no_worker",
@@ -57,7 +57,8 @@ GRAPH_FUNCS: dict[str, GraphFunc] = {
 ``agent_server_peer`` of :mod:`bench.agent_server_peer`, which gives two results, and
 ``workflow_shapes`` of :mod:`bench.shapes`, one result per shape)."""
 
-API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer", "chat_load"})
+API_SCENARIOS = frozenset({"api_post", "api_post_no_worker", "agent_server_peer", "chat_load",
+                           "waiting_chats"})
 """Scenarios that need the stack's API process."""
 
 DESIGN_TARGETS: dict[str, tuple[str, float]] = {"pipeline_latency": ("p50 ≤ 60 ms", 60.0)}
@@ -72,7 +73,7 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
     gcfg = gcfg or gs.GraphBenchConfig()
     pcfg = pcfg or asp.PeerBenchConfig()
     ccfg = ccfg or cl.ChatBenchConfig()
-    if only & {*GRAPH_FUNCS, "chat_load"}:
+    if only & {*GRAPH_FUNCS, "chat_load", "waiting_chats"}:
         gs.use_bench_graphs(gcfg.graph_io_ms)  # before the stack starts: its children inherit it
         cl.use_chat_pacing(ccfg)
     stack = ManagedStack(data_dir)
@@ -98,6 +99,8 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
                 out = await asp.agent_server_peer(h, cfg, gcfg, pcfg)
             elif name == "chat_load":
                 out = await cl.chat_load(h, cfg, ccfg)
+            elif name == "waiting_chats":
+                out = await cl.waiting_chats(h, cfg, ccfg)
             elif name in GRAPH_FUNCS:
                 out = await GRAPH_FUNCS[name](h, cfg, gcfg)
             else:

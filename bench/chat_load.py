@@ -33,6 +33,7 @@ from typing import Any
 
 from bench import agent_server_peer as asp
 from bench import graph_scenarios as gs
+from bench import inputs
 from bench import scenarios as sc
 from bench.harness import Harness, cpu_per_run_ms, run_bounded
 from bench.stats import ScenarioResult, Trial, latency_summary, load_average
@@ -55,6 +56,9 @@ class ChatBenchConfig:
         chat_token_gap_ms: the model's time between tokens.
         chat_tokens: tokens per reply (two replies a run).
         chat_tool_ms: the tool's time.
+        chat_waiting: chats waiting on a slow model at once on one worker (``waiting_chats``).
+        chat_slow_model_ms: that slow model's time to its first token.
+        chat_four_step_runs: document_intake runs, one at a time, timed alone and beside them.
     """
 
     chat_runs: int = 200
@@ -65,6 +69,9 @@ class ChatBenchConfig:
     chat_token_gap_ms: float = 25.0
     chat_tokens: int = 30
     chat_tool_ms: float = 500.0
+    chat_waiting: int = 1000
+    chat_slow_model_ms: float = 120_000.0
+    chat_four_step_runs: int = 15
 
 
 def pacing_env(ccfg: ChatBenchConfig) -> dict[str, str]:
@@ -267,6 +274,80 @@ async def chat_load(h: Harness, cfg: sc.BenchConfig, ccfg: ChatBenchConfig | Non
     return list(phases.values())
 
 
+async def waiting_chats(h: Harness, cfg: sc.BenchConfig, ccfg: ChatBenchConfig | None = None,
+                        ) -> ScenarioResult:
+    """``chat_waiting`` chats waiting on a slow model on one worker, a document_intake run beside them.
+
+    The 4-step p50 of one text-layer document_intake run at a time is taken alone, then with
+    the chats in flight (each its own thread and run, started through the Agent Server API,
+    every one holding an activity slot: its segment has written its first checkpoint and
+    waits on the model); the worker's RSS is read then. The chats are cancelled after.
+
+    Returns:
+        ``waiting_chats``: the ratio of the two p50s (target ≤ 1.5 ×) and the worker's RSS
+        (target ≤ 1 GB) in its checks.
+    """
+    ccfg = ccfg or ChatBenchConfig()
+    from langgraph_sdk import get_client
+
+    res = ScenarioResult(
+        "waiting_chats", "document_intake 4-step p50 ms", higher_is_better=False,
+        baseline_name="the same runs, the worker otherwise idle",
+        target=f"beside {ccfg.chat_waiting} waiting chats ≤ 1.5 × alone; worker RSS ≤ 1 GB",
+        target_value=1.5, extra={"chats": ccfg.chat_waiting,
+                                 "slow_model_first_token_ms": ccfg.chat_slow_model_ms})
+
+    async def four_step_p50() -> dict[str, float]:
+        runs = await h.store([inputs.text_pdf(s) for s in sc.fresh_seeds(ccfg.chat_four_step_runs)])
+        _, lat, _ = await run_bounded(runs, h.run_to_end, concurrency=1)
+        return latency_summary(lat)
+
+    await four_step_p50()  # warm
+    alone = await four_step_p50()
+    res.baseline.append(Trial(alone["p50_ms"], load_average(), {"latency": alone}))
+    await _restart_worker(h, {"BENCH_CHAT_FIRST_TOKEN_MS": f"{ccfg.chat_slow_model_ms:g}"})
+    client = get_client(url=h.stack.api_url, api_key=h.stack.tokens["admin"])
+    rss_idle = h.stack.process_rss_bytes().get("worker-0", 0)
+
+    async def start_chat(i: int) -> tuple[str, str]:
+        thread = await client.threads.create()
+        chat_input: Any = {"messages": [{"role": "user", "content": f"where is my order {i}"}]}
+        run = await client.runs.create(thread["thread_id"], GRAPH_NAME, input=chat_input)
+        return thread["thread_id"], run["run_id"]
+
+    t0 = time.perf_counter()
+    _, _, chats = await run_bounded(list(range(ccfg.chat_waiting)), start_chat, concurrency=20)
+    threads = [t for t, _ in chats]
+    waiting = 0
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        waiting = int(await h.pool.fetchval(
+            "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE thread_id = ANY($1::text[])",
+            threads))
+        if waiting >= len(threads):
+            break
+        await asyncio.sleep(1)
+    all_waiting_s = time.perf_counter() - t0
+    try:
+        beside = await four_step_p50()
+        rss = h.stack.process_rss_bytes().get("worker-0", 0)
+    finally:
+        await run_bounded(chats, lambda c: client.runs.cancel(c[0], c[1]), concurrency=20)
+        await _restart_worker(h, {})
+    res.overseer.append(Trial(beside["p50_ms"], load_average(), {
+        "latency": beside, "chats_waiting": waiting, "seconds_to_all_waiting": round(all_waiting_s, 1),
+        "worker_rss_mb": round(rss / 2**20, 1), "worker_rss_idle_mb": round(rss_idle / 2**20, 1)}))
+    ratio = res.ratio_spread()
+    res.extra["checks"] = {
+        f"all {ccfg.chat_waiting} chats waiting at once": waiting == ccfg.chat_waiting,
+        "4-step p50 ≤ 1.5 × alone": bool(ratio and ratio.median <= 1.5),
+        "worker RSS ≤ 1 GB": rss <= 2**30}
+    res.notes.append(f"{waiting}/{ccfg.chat_waiting} chats waiting after {all_waiting_s:.0f} s; worker "
+                     f"RSS {rss / 2**20:.0f} MB ({rss_idle / 2**20:.0f} MB idle); 4-step p50 "
+                     f"{beside['p50_ms']:.0f} ms beside them, {alone['p50_ms']:.0f} ms alone")
+    return res
+
+
 def _verdicts(result: ScenarioResult, phase: str) -> None:
     """Fill ``extra["checks"]`` and the notes of a phase from its trials."""
     ratio = result.ratio_spread()
@@ -320,4 +401,5 @@ def _verdicts(result: ScenarioResult, phase: str) -> None:
 
 
 __all__ = ["GRAPH_NAME", "ChatBenchConfig", "ChatOutcome", "chat_load", "one_chat", "pacing_env",
-           "rebuild_messages", "thread_messages", "use_chat_pacing", "widened_worker_env"]
+           "rebuild_messages", "thread_messages", "use_chat_pacing", "waiting_chats",
+           "widened_worker_env"]
