@@ -116,6 +116,11 @@ async def run(cfg: sc.BenchConfig, only: set[str], out_dir: Path, data_dir: Path
     finally:
         await h.close()
         stack.stop()
+    named = {r.name: r for r in results}
+    if "graph_throughput" in named and "workflow_shapes.per_run" in named:
+        overhead = shapes.run_overhead(named["graph_throughput"], named["workflow_shapes.per_run"])
+        if overhead is not None:
+            results.append(overhead)
     _say("\n" + table(results))
     path = write_json(results, out_dir, config={**dataclasses.asdict(cfg), **dataclasses.asdict(gcfg),
                                                 **dataclasses.asdict(pcfg), **dataclasses.asdict(ccfg)},

@@ -164,6 +164,27 @@ def _per_run_fn(client: Client, local: bool) -> Callable[[str], Awaitable[bool]]
     return one
 
 
+def run_overhead(graph: ScenarioResult, per_run: ScenarioResult) -> ScenarioResult | None:
+    """Overseer's own cost on a run: its ``graph_throughput`` against the bare ``per_run`` shape.
+
+    Both ran the bench graph with the same runs in flight in the same invocation; trial i of
+    one is paired with trial i of the other. The target (DESIGN §8): Overseer ≥ 0.85 × the
+    bare shape, its own work at most 15 % on top of Temporal plus LangGraph.
+
+    Returns:
+        ``run_overhead`` (Overseer's trials against the shape's), or None when either has no
+        trials or their counts differ.
+    """
+    if not graph.overseer or len(graph.overseer) != len(per_run.overseer):
+        return None
+    return ScenarioResult(
+        "run_overhead", "runs/s: Overseer (graph_throughput) ÷ the bare per_run shape",
+        higher_is_better=True, overseer=list(graph.overseer), baseline=list(per_run.overseer),
+        baseline_name="workflow_shapes.per_run (a workflow per run, the segment an activity, "
+                      "nothing of Overseer's)",
+        target="≥ 0.85 × the bare per_run shape", target_value=0.85)
+
+
 async def workflow_shapes(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfig
                           ) -> list[ScenarioResult]:
     """Runs/s of the bench graph in each shape, ``cfg.concurrency`` in flight, against the peer."""

@@ -100,3 +100,16 @@ async def test_bench_graph_is_a_plain_langgraph_project(monkeypatch):
     out = await app.ainvoke({"topic": "durable agents"})
     assert out["trail"] == ["fetch", "enrich", "score", "publish"] and out["published"] is True
     assert not any(s.metadata for s in builder_of(pipelines[gs.GRAPH_NAME].graph).nodes.values())
+
+
+def test_run_overhead_pairs_overseer_with_the_bare_shape_trial_by_trial():
+    from bench.shapes import run_overhead
+    from bench.stats import ScenarioResult, Trial
+
+    graph = ScenarioResult("graph_throughput", "runs/s", True, overseer=[Trial(9.0), Trial(8.0)])
+    per_run = ScenarioResult("workflow_shapes.per_run", "runs/s", True,
+                             overseer=[Trial(10.0), Trial(10.0)])
+    overhead = run_overhead(graph, per_run)
+    assert overhead is not None and overhead.ratio_spread().median == pytest.approx(0.85)  # type: ignore[union-attr]
+    assert overhead.verdict() is True
+    assert run_overhead(graph, ScenarioResult("workflow_shapes.per_run", "runs/s", True)) is None
