@@ -76,6 +76,15 @@ class PacedChatModel(BaseChatModel):
                             tool_calls=[_tool_call()] if turn == 0 else [])
         return ChatResult(generations=[ChatGeneration(message=message)])
 
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None,
+                         **kwargs: Any) -> ChatResult:
+        """The whole reply at once, after as long as streaming it takes (no one watches tokens)."""
+        n = len(reply_tokens(self._turn(messages)))
+        await asyncio.sleep(_env_ms("BENCH_CHAT_FIRST_TOKEN_MS", 300)
+                            + max(n - 1, 0) * _env_ms("BENCH_CHAT_TOKEN_GAP_MS", 25))
+        return self._generate(messages, stop)
+
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # pragma: no cover - async only
