@@ -145,7 +145,14 @@ def tuning() -> dict[str, object]:
     from overseer import devstack
     from services.worker import main as worker_main
 
+    from overseer.settings import Settings
+
+    worker = Settings().model_dump(include={
+        "worker_activity_slots", "worker_max_concurrent_activities", "worker_max_activity_slots",
+        "worker_target_cpu_usage", "worker_target_memory_usage", "worker_activity_slot_ramp_ms",
+        "worker_max_cached_workflows"})
     return {"build_worker": inspect.signature(worker_main.build_worker).parameters.__repr__(),
+            "worker_defaults": worker,
             "dev_server_flags": list(getattr(devstack, "DEV_SERVER_TUNING", ()))}
 
 
