@@ -268,7 +268,9 @@ def worker_health() -> dashboard.Dashboard:
                    "Temporal SDK metrics from every worker: latency to start work, capacity, "
                    "pollers, cache, requests.", ["worker", "temporal"])
         .with_panel(_stat("Workers", 'count(overseer_build_info{service="overseer-worker"})'))
-        .with_panel(_stat("Activity slots free", "sum(temporal_worker_task_slots_available"
+        # activity slots are sized by resource use by default: no fixed count is free, so
+        # the panel shows what is held (a fixed-count worker's free slots are in "Task slots")
+        .with_panel(_stat("Activity slots used", "sum(temporal_worker_task_slots_used"
                                                  '{worker_type="ActivityWorker"})'))
         .with_panel(_stat("Workflow slots free", "sum(temporal_worker_task_slots_available"
                                                  '{worker_type="WorkflowWorker"})'))
