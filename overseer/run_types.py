@@ -53,6 +53,12 @@ class GraphRunInput:
             segment that just ended and the next one's call (the graph's state stays in
             LangGraph's checkpointer).
         stream_state: the run's event stream, handed over on continue-as-new.
+        announce: publish the run's ``metadata`` item first on its durable stream (a ``/v1``
+            run's stream readers show it). An Agent Server run's reader makes its own
+            ``metadata`` event, so its run is started without it: the reader's first poll
+            of the stream then waits for the segment's outcome, one workflow update a
+            streamed run instead of two. (A run started before the field existed decodes
+            with ``True``, so it replays as it ran.)
     """
 
     run_id: str
@@ -67,6 +73,7 @@ class GraphRunInput:
     parent_run_id: str | None = None
     carry: dict[str, Any] | None = None
     stream_state: WorkflowStreamState | None = None
+    announce: bool = True
 
 
 @dataclass

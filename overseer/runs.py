@@ -138,7 +138,7 @@ class RunRequest:
             run_id=self.run_id, pipeline=self.pipeline.name, input=encode(self.input),
             options=options, metadata=self.metadata, submitted_by=self.submitted_by,
             search_attributes=settings.search_attributes_enabled, thread_id=self.thread_id,
-            resume_from=self.resume_from)
+            resume_from=self.resume_from, announce=self.thread_id is None)
 
 
 @dataclass

@@ -200,7 +200,7 @@ class SegmentRunWorkflow:
             out.use_protocol(run_stream)
             if inp.carry is None:
                 out.emit(run_stream.start())
-        if inp.carry is None:
+        if inp.carry is None and inp.announce:
             out.publish("metadata", {"run_id": inp.run_id, "pipeline": inp.pipeline,
                                      "workflow_id": workflow.info().workflow_id})
         if workflow.info().typed_search_attributes.get(STATUS_ATTRIBUTE) == "running":

@@ -166,3 +166,23 @@ async def test_events_mode_streams_langchain_callback_events_as_plain_langgraph_
     assert not any(k.startswith("overseer") for e in events for k in e.get("metadata", {}))
     assert [name for name, _ in parts].count("values") >= 2  # the values chunks still come
     assert parts[-1][0] == "end"
+
+
+async def test_a_streamed_run_costs_its_workflow_one_stream_poll(stack: Stack, dev_server: Any):
+    """The run's workflow publishes nothing before its segment's outcome, so the API's first poll
+    of the durable stream waits for it: one workflow update a streamed run, not two."""
+    from temporalio.api.enums.v1 import EventType
+
+    client = sdk(stack)
+    tid = (await client.threads.create())["thread_id"]
+    parts = [p async for p in client.runs.stream(tid, "chatty", input=QUESTION,
+                                                 stream_mode="messages-tuple")]
+    run_id = parts[0].data["run_id"]
+    assert [p.event for p in parts][-1] != "error"
+    assert "".join(p.data[0]["content"] for p in parts if p.event == "messages"
+                   and p.data[1]["langgraph_node"] == "talk") == \
+        "Tokens arrive one by one while the node is still running"
+    history = await dev_server.client.get_workflow_handle(f"chatty-{run_id}").fetch_history()
+    accepted = [e for e in history.events
+                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]
+    assert len(accepted) == 1
