@@ -186,6 +186,32 @@ async def test_closing_while_a_write_is_under_way_loses_nothing(pool: asyncpg.Po
         ("updates", {"sign": {"m": 1}})]
 
 
+def _reader(pool: asyncpg.Pool, run: str, got: list[tuple[Any, ...]],
+            seen_row: asyncio.Event | None = None,
+            ) -> tuple[asyncio.Queue[tuple[Any, ...]], asyncio.Task[None]]:
+    """A :func:`merge_live` reader of ``run`` (into ``got``) over a durable stream fed by hand.
+
+    Returns the feed (put ``("item", offset, data)``; item 1 ends the stream) and the reader's
+    task; ``seen_row`` is set at the first row given.
+    """
+    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def durable() -> Any:
+        while True:
+            entry = await feed.get()
+            yield entry
+            if entry[1] == 1:
+                return
+
+    async def read() -> None:
+        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
+            got.append(entry)
+            if entry[0] == "token" and seen_row is not None:
+                seen_row.set()
+
+    return feed, asyncio.create_task(read())
+
+
 async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_next_poll(
         pool: asyncpg.Pool, monkeypatch: Any):
     """A segment's rows wait for the durable item before them, and no longer.
@@ -196,25 +222,9 @@ async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_ne
     """
     monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
     run = str(uuid.uuid4())
-    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
-
-    async def durable() -> Any:
-        while True:
-            entry = await feed.get()
-            yield entry
-            if entry[1] == 1:
-                return
-
     got: list[tuple[Any, ...]] = []
     seen_row = asyncio.Event()
-
-    async def read() -> None:
-        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
-            got.append(entry)
-            if entry[0] == "token":
-                seen_row.set()
-
-    reader = asyncio.create_task(read())
+    feed, reader = _reader(pool, run, got, seen_row)
     try:
         await asyncio.sleep(0.2)  # the reader waits for item 0
         writer = token_stream.TokenWriter(pool, run, stream_base=1)  # the next segment's rows
@@ -261,22 +271,8 @@ async def test_a_streaming_reply_reaches_its_reader_in_the_notifies_not_in_a_rea
     monkeypatch.setattr(token_stream, "read_tokens", counted)
     monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
     run = str(uuid.uuid4())
-    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
-
-    async def durable() -> Any:
-        while True:
-            entry = await feed.get()
-            yield entry
-            if entry[1] == 1:
-                return
-
     got: list[tuple[Any, ...]] = []
-
-    async def read() -> None:
-        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
-            got.append(entry)
-
-    reader = asyncio.create_task(read())
+    feed, reader = _reader(pool, run, got)
     try:
         await feed.put(("item", 0, "start"))
         await asyncio.sleep(0.2)
