@@ -109,7 +109,7 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 def worker_tuner(settings: Settings | None = None) -> WorkerTuner:
-    """The worker's slot sizing from ``settings`` (defaults when None).
+    """The worker's slot sizing from ``settings`` (None: read from the environment, ``OVERSEER_*``).
 
     Activity slots by ``worker_activity_slots``: Temporal's resource-based slot supplier
     (``resource``: from ``worker_max_concurrent_activities`` slots, given without a check, up to
@@ -140,7 +140,7 @@ def build_worker(client: Client, *, task_queue: str, settings: Settings | None =
     """The Overseer worker for ``task_queue`` on ``client`` (the activity runtime must be configured).
 
     Slots come from :func:`worker_tuner`, the sticky cache from
-    ``settings.worker_max_cached_workflows`` (defaults when ``settings`` is None).
+    ``settings.worker_max_cached_workflows`` (``settings`` None: read from the environment).
     Sticky queue schedule-to-start of a few seconds plus heartbeats make a replacement
     worker pick up a dead worker's runs in seconds instead of ~17 s (docs/reliability.md).
 
