@@ -142,6 +142,7 @@ class ChatOutcome:
         whole_s: from the request to the stream's end.
         matches: the stream rebuilt exactly the thread's messages.
         error: what failed, if anything.
+        details: for a stream that did not match, the first messages of both sides.
     """
 
     first_token_s: float | None = None
@@ -189,7 +190,7 @@ def _summary(outcomes: Sequence[ChatOutcome], elapsed: float) -> dict[str, Any]:
 
 
 async def _trial(h: Harness, peer: asp.LanghostPeer, side: str, clients: dict[str, Any],
-                 ccfg: ChatBenchConfig, people: int) -> Trial:
+                 ccfg: ChatBenchConfig) -> Trial:
     def cpu() -> dict[str, float]:
         return h.cpu_seconds() if side == "overseer" else {**peer.cpu_seconds(),
                                                              "bench": asp._bench_cpu()}
@@ -199,7 +200,7 @@ async def _trial(h: Harness, peer: asp.LanghostPeer, side: str, clients: dict[st
 
     load, cpu0 = load_average(), cpu()
     elapsed, _, outcomes = await run_bounded(
-        [f"where is my order {t}" for t in gs.topics(ccfg.chat_runs)], chat, concurrency=people)
+        [f"where is my order {t}" for t in gs.topics(ccfg.chat_runs)], chat, concurrency=ccfg.chat_people)
     per_run = cpu_per_run_ms(cpu0, cpu(), ccfg.chat_runs)
     server = {k: v for k, v in per_run.items() if k != "bench"}
     summary = _summary(outcomes, elapsed)
@@ -264,7 +265,7 @@ async def chat_load(h: Harness, cfg: sc.BenchConfig, ccfg: ChatBenchConfig | Non
                 await run_bounded(["warm up"] * 4, partial(one_chat, client, GRAPH_NAME), concurrency=4)
             for i in range(ccfg.chat_trials):
                 for side in gs._order(i):
-                    trial = await _trial(h, peer, side, clients, ccfg, ccfg.chat_people)
+                    trial = await _trial(h, peer, side, clients, ccfg)
                     (result.overseer if side == "overseer" else result.baseline).append(trial)
         finally:
             await peer.__aexit__(None, None, None)
