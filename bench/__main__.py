@@ -143,9 +143,8 @@ def tuning() -> dict[str, object]:
     import inspect
 
     from overseer import devstack
-    from services.worker import main as worker_main
-
     from overseer.settings import Settings
+    from services.worker import main as worker_main
 
     worker = Settings().model_dump(include={
         "worker_activity_slots", "worker_max_concurrent_activities", "worker_max_activity_slots",
