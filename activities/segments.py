@@ -76,7 +76,14 @@ from overseer.budget import BudgetStop, set_run_budget
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
 from overseer.graph_codec import decode, encode, to_jsonable
-from overseer.token_stream import TokenWriter, custom_item, token_item
+from overseer.token_stream import (
+    TokenWriter,
+    custom_item,
+    message_ids,
+    retractions,
+    segment_rows,
+    token_item,
+)
 
 
 @dataclass
@@ -345,6 +352,8 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
         else None
+    if tokens is not None and live and (info.attempt > 1 or (local and recovering)):
+        await _retract(app, config, call, tokens)  # before the node that died streams again
     breakpoints = _breakpoints(call, placed(call.pipeline))
     due = None  # a local try hands over to the heartbeating activity after yield_after
     if local and call.yield_after > 0 and breakpoints.get("interrupt_after") != "*":
@@ -640,6 +649,28 @@ async def _heartbeats(call: SegmentCall, started: dict[str, tuple[str, float]],
         await asyncio.sleep(every)
         running = {n for n, _ in started.values()} | {p for p, _, _ in inner.values()}
         activity.heartbeat({"node": ", ".join(sorted(running)), "ran": ran})
+
+
+async def _retract(app: Any, config: dict[str, Any], call: SegmentCall,
+                   tokens: TokenWriter) -> None:
+    """Take back what earlier attempts of this segment streamed and the thread did not keep.
+
+    A message is kept when it is in the state this attempt starts from or in the writes
+    LangGraph kept of that superstep's finished tasks (those do not run again); any other
+    message an earlier attempt streamed was cut off with it, and its node streams it again
+    under a new id: :func:`overseer.token_stream.retractions`, written first.
+
+    Raises:
+        asyncpg.PostgresError, OSError: the rows or the state could not be read (Temporal
+            retries the segment).
+    """
+    rows = await segment_rows(get_runtime().pool, call.run_id, call.stream_base)
+    if not rows:
+        return
+    state = await app.aget_state(config)
+    kept = message_ids(state.values) | message_ids([t.result for t in state.tasks])
+    for item in retractions(rows, kept):
+        await tokens.add(item)
 
 
 async def _retry_input(app: Any, config: dict[str, Any], call: SegmentCall,

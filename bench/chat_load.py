@@ -100,7 +100,9 @@ def rebuild_messages(parts: Sequence[dict[str, Any]]) -> list[tuple[str, str, st
     """The messages a client rebuilds from a run's ``messages-tuple`` events, in order.
 
     A chunk (``AIMessageChunk``) adds its content to the message of its id; a whole message
-    (a tool's result, a reply that was not streamed) sets it.
+    (a tool's result, a reply that was not streamed) sets it; a ``remove`` (LangChain's
+    ``RemoveMessage``: a retried segment takes back what a dead attempt streamed) drops it,
+    as LangGraph's ``add_messages`` and ``useStream`` do.
 
     Args:
         parts: each event's message dict (``data[0]`` of a ``messages`` event), in order.
@@ -113,6 +115,11 @@ def rebuild_messages(parts: Sequence[dict[str, Any]]) -> list[tuple[str, str, st
     content: dict[str, str] = {}
     for msg in parts:
         mid = str(msg.get("id"))
+        if msg.get("type") == "remove":
+            if mid in content:
+                order.remove(mid)
+                del content[mid]
+            continue
         if mid not in content:
             order.append(mid)
             content[mid] = ""

@@ -20,9 +20,13 @@ so a reader gives a token before the durable item at its base, and ``"<base>.t<s
 SSE id sorts it there when a client rejoins with ``Last-Event-ID``.
 
 What a crash does: a retried segment runs the node it died in again, and that node's model
-streams again, so a client sees that message's tokens twice (as on LangGraph's Agent
-Server), and the chunks of the superstep that ran again (its ``updates``, the ``values``
-after it) twice too; nothing is lost, since rows are committed before the segment reports.
+streams again under a new message id. Before it does, the new attempt retracts what the dead
+one streamed and the thread will not keep (:func:`retractions`): one ``messages`` item per such
+message, a LangChain ``RemoveMessage`` of its id (``{"type": "remove", "id": …}``), as
+LangGraph streams a node's ``RemoveMessage``; ``useStream`` drops the message, and a client that
+rebuilds messages as LangGraph's ``add_messages`` does gets exactly the thread's. The chunks of
+the superstep that ran again (its ``updates``, the ``values`` after it) come twice; nothing is
+lost, since rows are committed before the segment reports.
 """
 
 from __future__ import annotations
@@ -297,6 +301,67 @@ async def read_tokens(pool: asyncpg.Pool, workflow_run_id: str, after_seq: int,
         "SELECT seq, stream_base, data FROM agent_run_tokens WHERE workflow_run_id = $1 "
         "AND seq > $2 AND stream_base <= $3 ORDER BY seq",
         uuid.UUID(workflow_run_id), after_seq, max_base))
+
+
+async def segment_rows(pool: asyncpg.Pool, workflow_run_id: str, stream_base: int) -> list[Any]:
+    """The ``data`` of the run's rows at ``stream_base`` (one segment's, every attempt's), in order."""
+    return [r["data"] for r in await pool.fetch(
+        "SELECT data FROM agent_run_tokens WHERE workflow_run_id = $1 AND stream_base = $2 "
+        "ORDER BY seq", uuid.UUID(workflow_run_id), stream_base)]
+
+
+def retractions(rows: list[Any], kept: set[str]) -> list[list[Any]]:
+    """What a new attempt of a segment takes back of what its earlier attempts streamed.
+
+    Every root message (``[message, metadata]`` rows: a token chunk or a whole message) whose
+    id is not in ``kept`` and not removed already: the attempt that streamed it died before
+    the thread kept it, and the node that made it runs again (a new model call, a new id).
+
+    Args:
+        rows: the segment's rows so far (:func:`segment_rows`; JSON text or parsed).
+        kept: ids of the messages the thread keeps: its state where the new attempt starts
+            and the writes LangGraph kept of that superstep's finished tasks.
+
+    Returns:
+        ``[RemoveMessage JSON, metadata]`` items (:func:`token_item`), one per message, in
+        the order the messages were first streamed; the metadata is the message's first row's.
+    """
+    from langchain_core.messages import RemoveMessage
+
+    streamed: dict[str, Any] = {}
+    for data in rows:
+        item = json.loads(data) if isinstance(data, str) else data
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], dict):
+            continue  # not a root message: a chunk, a custom write, a subgraph's message
+        mid = item[0].get("id")
+        if not mid:
+            continue
+        if item[0].get("type") == "remove":
+            streamed.pop(str(mid), None)
+        else:
+            streamed.setdefault(str(mid), item[1])
+    return [token_item(RemoveMessage(id=mid), meta if isinstance(meta, dict) else {})
+            for mid, meta in streamed.items() if mid not in kept]
+
+
+def message_ids(value: Any) -> set[str]:
+    """Ids of the LangChain messages anywhere in ``value`` (a state, a node's writes), objects or JSON."""
+    from langchain_core.messages import BaseMessage
+
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseMessage):
+            if item.id:
+                found.add(str(item.id))
+        elif isinstance(item, dict):
+            if isinstance(item.get("type"), str) and item.get("id") and "content" in item:
+                found.add(str(item["id"]))
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return found
 
 
 async def count_own(pool: asyncpg.Pool, workflow_run_id: str) -> int:

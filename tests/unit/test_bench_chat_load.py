@@ -58,3 +58,14 @@ def test_both_sides_get_the_same_pacing_and_widening() -> None:
                                   "BENCH_CHAT_TOKENS": "30", "BENCH_CHAT_TOOL_MS": "500"}
     assert cl.widened_worker_env(100) == {"OVERSEER_WORKER_ACTIVITY_SLOTS": "fixed",
                                           "OVERSEER_WORKER_MAX_CONCURRENT_ACTIVITIES": "100"}
+
+
+def test_a_retracted_reply_leaves_the_rebuilt_messages_as_the_thread_keeps_them() -> None:
+    thread = {"messages": [{"id": "h", "type": "human", "content": "hi"},
+                           {"id": "a", "type": "ai", "content": "Hello there"}]}
+    dead = [{"id": "d", "type": "AIMessageChunk", "content": "Hello th"}]
+    again = [{"id": "a", "type": "AIMessageChunk", "content": "Hello"},
+             {"id": "a", "type": "AIMessageChunk", "content": " there"}]
+    retracted = [*dead, {"id": "d", "type": "remove", "content": ""}, *again]
+    assert cl.rebuild_messages(retracted) == cl.thread_messages(thread)
+    assert cl.rebuild_messages([*dead, *again]) != cl.thread_messages(thread)

@@ -7,11 +7,12 @@ shapes from ``StreamDeriver.token``.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
 import asyncpg
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage
 
 from overseer import token_stream
 from overseer.thread_streams import StreamDeriver, parse_last_event_id
@@ -294,3 +295,54 @@ async def test_a_streaming_reply_reaches_its_reader_in_the_notifies_not_in_a_rea
     assert tokens[20][3] == {"custom": {"big": "x" * 9000}} and len(tokens) == 21
     assert [e[1] for e in tokens] == sorted(e[1] for e in tokens)
     assert writes == 21 and streamed_reads <= 2  # the large batch's read (and no other)
+
+
+def _row(message: Any, node: str = "talk", ns: list[str] | None = None) -> list[Any]:
+    return token_stream.token_item(message, {"langgraph_node": node},
+                                   namespace=tuple(ns or ()))
+
+
+def test_a_retried_segment_takes_back_what_the_thread_did_not_keep():
+    cut = AIMessageChunk(content="the late delivery of", id="dead")
+    kept_tool = AIMessage(content="42", id="tool-1")
+    removed = AIMessage(content="gone", id="r")
+    rows = [_row(AIMessageChunk(content="the late", id="dead")), _row(cut),
+            _row(kept_tool, node="tools"), {"custom": {"x": 1}},
+            {"item": "values", "data": {"messages": []}},
+            _row(AIMessageChunk(content="inner", id="sub"), ns=["child:1"]),
+            _row(removed), _row(RemoveMessage(id="r"))]
+    back = token_stream.retractions([json.dumps(r) for r in rows], {"tool-1"})
+    # the cut-off reply, once, with its first row's metadata; not the kept tool result, not a
+    # subgraph's message, not one a node already removed
+    assert [(m["type"], m["id"], meta) for m, meta in back] == \
+        [("remove", "dead", {"langgraph_node": "talk"})]
+    assert token_stream.retractions(rows, {"dead", "tool-1"}) == []
+
+
+def test_message_ids_finds_messages_as_objects_and_as_json():
+    state = {"messages": [AIMessage(content="a", id="1")], "nested": {"m": [
+        {"type": "tool", "content": "x", "id": "2"}]}, "other": {"id": "3", "name": "not one"}}
+    assert token_stream.message_ids(state) == {"1", "2"}
+    assert token_stream.message_ids([None, {"messages": [AIMessage(content="b")]}]) == set()
+
+
+def test_the_thread_protocol_ends_a_retracted_message_and_says_running_again():
+    from services.api.routes.agent_protocol_events import RunTranslator
+
+    tr = RunTranslator({"run_id": "r-1", "graph_id": "chatty"}, 1)
+    chunk = [{"type": "AIMessageChunk", "id": "dead", "content": "the late"},
+             {"langgraph_node": "talk"}]
+    started = tr.feed("0.t1", "messages", chunk)
+    assert [e["params"]["data"]["event"] for e in started] == \
+        ["message-start", "content-block-start", "content-block-delta"]
+    remove = [{"type": "remove", "id": "dead", "content": ""}, {"langgraph_node": "talk"}]
+    back = tr.feed("0.t2", "messages", remove) + tr.feed("0.t3", "messages", remove)
+    assert [(e["method"], e["params"]["data"]["event"]) for e in back] == \
+        [("messages", "error"), ("lifecycle", "running")]
+    assert back[0]["params"]["data"]["code"] == "attempt_lost"
+    assert back[0]["params"]["node"] == "talk"
+    again = tr.feed("0.t4", "messages", [{"type": "AIMessageChunk", "id": "new", "content": "x"},
+                                         {"langgraph_node": "talk"}])
+    assert again[0]["params"]["data"] == {"event": "message-start", "role": "ai", "id": "new"}
+    # a second crash later in the run says running again
+    assert [e["method"] for e in tr.feed("0.t5", "messages", remove)] == ["lifecycle"]

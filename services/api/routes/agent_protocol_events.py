@@ -94,6 +94,9 @@ class RunTranslator:
       not parse), then ``message-finish`` (with ``usage`` when the model gave it).
       ``params.node`` is LangGraph's ``langgraph_node``. Whole messages (a node's own, a
       human's) are not sent here: they come in ``values``.
+      A ``remove`` message (a retried segment takes back what its dead attempt streamed)
+      ends that message with ``error {code: attempt_lost}``; the first of a run of them is
+      followed by ``lifecycle running``.
     - ``end`` / ``error``: the caller adds :meth:`ended` (``input.requested`` per interrupt
       then ``lifecycle interrupted``; ``completed``; ``failed {error}``; or ``interrupted``
       for a run cancelled through the API).
@@ -122,6 +125,8 @@ class RunTranslator:
         self.interrupts: list[dict[str, Any]] = []
         self.done = False
         self.spaces: dict[tuple[str, ...], bool] = {}
+        self.retracting = False
+        """The last message event was a retraction (the next one announces no ``running``)."""
         """Every subgraph namespace seen, in the order first seen: still open (True) or closed."""
 
     def _event(self, source: str, j: int, method: str, data: Any, *,
@@ -141,6 +146,9 @@ class RunTranslator:
         kind, _, rest = name.partition("|")
         namespace = tuple(rest.split("|")) if rest else ()
         pieces += self._started(namespace)
+        if not (kind == "messages" and isinstance(data, list) and data
+                and isinstance(data[0], dict) and data[0].get("type") == "remove"):
+            self.retracting = False
         if name == "metadata":
             pieces.append(("lifecycle", {"event": "running", "graph_name": self.graph}, (), None))
         elif kind == "messages":
@@ -213,6 +221,8 @@ class RunTranslator:
             return []
         message, metadata = data[0], data[1] if isinstance(data[1], dict) else {}
         kind = str(message.get("type") or "")
+        if kind == "remove":  # a dead attempt's message, taken back (a retried segment)
+            return self._retracted(str(message.get("id") or ""))
         if not kind.endswith("Chunk"):
             return []  # a whole message: it comes in values
         node = metadata.get("langgraph_node")
@@ -277,6 +287,27 @@ class RunTranslator:
         for key in list(self.open):
             if key[0][:len(namespace)] == namespace:
                 out += self._close(key)
+        return out
+
+    def _retracted(self, mid: str) -> list[tuple[str, Any, tuple[str, ...], str | None]]:
+        """A message an attempt that died streamed, taken back by the attempt that runs again.
+
+        Its open stream ends with the protocol's message ``error`` (``code``
+        ``attempt_lost``), and the first of a run of retractions says ``lifecycle running``
+        again: ``useStream`` drops every message streamed but not yet in ``values`` (what
+        the thread keeps comes back with the next ``values``).
+        """
+        out: list[tuple[str, Any, tuple[str, ...], str | None]] = []
+        for key, current in list(self.open.items()):
+            if current.id == mid:
+                del self.open[key]
+                out.append(("messages", {
+                    "event": "error", "code": "attempt_lost",
+                    "message": "the worker streaming this message stopped; its node runs "
+                               "again from the run's last checkpoint"}, key[0], key[1]))
+        if not self.retracting:
+            self.retracting = True
+            out.append(("lifecycle", {"event": "running", "graph_name": self.graph}, (), None))
         return out
 
     def _started(self, namespace: tuple[str, ...]
