@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from activities.runtime import get_runtime
 from overseer.graph_codec import to_jsonable
 from overseer.store.events import RUN_COMPLETED, RUN_FAILED
 
@@ -123,9 +124,12 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
         asyncpg.PostgresError, OSError: the database is unavailable; temporalio's
             ``RPCError``, ``OverseerError``: the next queued run did not start (the segment
             then reports without the ending and its workflow writes it).
+        overseer.fencing.StaleAttempt: a newer attempt holds the segment (it ends the run).
     """
     from activities.events import record_events
+    from overseer.fencing import check_current
 
+    await check_current(get_runtime().pool)  # a replaced attempt ends nothing
     event = {"run_id": run_id, "key": "run.finished", "type": RUN_COMPLETED, "data": ending.data,
              "actor": "workflow", "occurred_at": datetime.now(UTC).isoformat()}
     written = await record_events([event], {

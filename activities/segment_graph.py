@@ -4,7 +4,9 @@
 (LangGraph's tables, made by its own ``setup()``); :func:`compiled` is a pipeline's graph
 compiled with it and the store, once per process (the worker's segments and the API's view of
 a thread both use it); :func:`placed` names the graph's nodes with options. Each checkpoint
-names the run and the segment that wrote it (:data:`RUN_ID_KEY`, :data:`SEGMENT_KEY`).
+names the run and the segment that wrote it (:data:`RUN_ID_KEY`, :data:`SEGMENT_KEY`). In a
+segment, a checkpoint or a task's writes go in only while the segment's attempt holds it
+(:mod:`overseer.fencing`: a replaced attempt writes nothing over its replacement's).
 """
 
 from __future__ import annotations
@@ -47,10 +49,36 @@ async def checkpointer(database_url: str | None = None) -> Any:
                 url, min_size=1, max_size=max(4, size), open=False,
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
             await pool.open(wait=True)
-            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # dict rows, as it expects
+            saver = _fenced(AsyncPostgresSaver)(pool)  # dict rows, as it expects
             await saver.setup()
             _saver = saver
     return _saver
+
+
+def _fenced(saver_class: type) -> type:
+    """``AsyncPostgresSaver`` whose checkpoints and writes go in only while this attempt holds its segment.
+
+    Outside a segment (the API's reads and edits of a thread) it is LangGraph's saver as is.
+    A segment's attempt checks its fence (:func:`overseer.fencing.check_current`, one
+    indexed read) before each checkpoint and each task's writes.
+
+    Raises (from ``aput`` / ``aput_writes``):
+        overseer.fencing.StaleAttempt: a newer attempt holds the segment.
+    """
+    from overseer.fencing import check_current, current
+
+    class FencedPostgresSaver(saver_class):  # type: ignore[misc]
+        async def aput(self, *args: Any, **kwargs: Any) -> Any:
+            if current.get() is not None:
+                await check_current(get_runtime().pool)
+            return await super().aput(*args, **kwargs)
+
+        async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
+            if current.get() is not None:
+                await check_current(get_runtime().pool)
+            return await super().aput_writes(*args, **kwargs)
+
+    return FencedPostgresSaver
 
 
 async def compiled(pipeline: str, database_url: str | None = None) -> Any:

@@ -20,6 +20,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from temporalio import activity
 
 from activities.graph_nodes import progress_snapshot
+from activities.runtime import get_runtime
 from activities.segment_graph import RUN_ID_KEY
 from overseer.graph_codec import to_jsonable
 from overseer.store.events import NODE_COMPLETED, NewEvent
@@ -245,9 +246,12 @@ class NodeEvents:
 
     async def _drain(self) -> None:
         from activities.events import append_from_activity
+        from overseer.fencing import check_current, current
 
         while self._pending:
             batch, self._pending = self._pending, []
+            if current.get() is not None:  # a replaced attempt records nothing
+                await check_current(get_runtime().pool)
             await append_from_activity(batch)
 
     async def close(self, *, quiet: bool = False) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from activities.runtime import get_runtime
 from activities.segment_state import claim_checked
+from overseer.fencing import Fence
 from overseer.graph_codec import decode
 from overseer.token_stream import (
     CHUNK_FLUSH_SECONDS,
@@ -46,7 +47,7 @@ class OwnStream:
 
     @classmethod
     def open(cls, spec: Any, run_id: str, encoded_input: dict[str, Any] | None,
-             stream_base: int) -> OwnStream:
+             stream_base: int, fence: Fence | None = None) -> OwnStream:
         """The stream of ``spec`` for a segment of run ``run_id``, writing from ``stream_base``.
 
         Args:
@@ -55,10 +56,11 @@ class OwnStream:
             encoded_input: the run's graph input, :func:`overseer.graph_codec.encode`-d
                 (``SegmentCall.input``: the first segment's; None on a resume).
             stream_base: how many items the run's durable stream held when the segment started.
+            fence: the segment attempt writing (:class:`overseer.token_stream.TokenWriter`).
         """
         graph_input = decode(encoded_input) if encoded_input is not None else None
         return cls(spec.run.stream(graph_input or {"run_id": run_id}),
-                   TokenWriter(get_runtime().pool, run_id, stream_base))
+                   TokenWriter(get_runtime().pool, run_id, stream_base, fence))
 
     async def chunk(self, mode: str, chunk: Any) -> None:
         """Buffer the protocol's events for one top-level LangGraph chunk."""

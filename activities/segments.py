@@ -72,9 +72,11 @@ from activities.segment_stream import (
     chunks_and_events,
     live_chunk,
 )
+from overseer import fencing
 from overseer.budget import BudgetStop, set_run_budget
 from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
+from overseer.fencing import Fence
 from overseer.graph_codec import decode, encode, to_jsonable
 from overseer.token_stream import (
     TokenWriter,
@@ -311,6 +313,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
     nodes = NodeEvents()  # node.completed, written beside the loop
     info = activity.info()
+    # this attempt writes only while it holds the segment (overseer.fencing); one that may
+    # replace an attempt still running somewhere (a retry, a local try, a leg that goes on)
+    # claims it first, so the one it replaces writes nothing more
+    fence = Fence(call.run_id, f"{call.segment}.{call.leg}")
+    if info.attempt > 1 or call.go_on or info.is_local:
+        await fence.claim(get_runtime().pool, info.attempt, local=info.is_local)
+    fencing.current.set(fence)  # the activity's task has a context of its own
     # a local try is run again from attempt 1 when its worker died (the workflow task timed
     # out and its replay schedules the try anew), so it too looks for this segment's checkpoints
     recovering = False
@@ -345,13 +354,13 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     before: Any = None
     # a pipeline's own stream protocol (Pipeline.run.stream): its chunk events (and what its
     # nodes write with get_stream_writer()) go out live, as rows, as tokens do
-    own = OwnStream.open(spec, call.run_id, call.input, call.stream_base) \
+    own = OwnStream.open(spec, call.run_id, call.input, call.stream_base, fence) \
         if spec.run.stream is not None else None
     if own is not None:
         modes += [m for m in ("updates", "custom", *own.modes) if m not in modes]
     # tokens and custom writes go live through Postgres (overseer.token_stream)
-    tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base) if call.stream \
-        else None
+    tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base, fence) \
+        if call.stream else None
     if tokens is not None and live and (info.attempt > 1 or (local and recovering)):
         await _retract(app, config, call, tokens)  # before the node that died streams again
     breakpoints = _breakpoints(call, placed(call.pipeline))

@@ -45,6 +45,8 @@ from typing import Any
 
 import asyncpg
 
+from overseer.fencing import FENCE_OPEN, Fence, StaleAttempt
+
 CHANNEL = "overseer_run_tokens"
 """The ``NOTIFY`` channel; the payload is the workflow run id whose tokens were written."""
 STATE_CHANNEL = "overseer_run_state"
@@ -157,10 +159,15 @@ class TokenWriter:
         pool: Overseer's pool.
         workflow_run_id: the run whose workflow runs the segment (uuid text).
         stream_base: the run's durable stream length when the segment started.
+        fence: the segment attempt writing (:mod:`overseer.fencing`): once a newer attempt
+            holds the segment, a write inserts nothing and raises
+            :class:`~overseer.fencing.StaleAttempt`.
     """
 
-    def __init__(self, pool: asyncpg.Pool, workflow_run_id: str, stream_base: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, workflow_run_id: str, stream_base: int,
+                 fence: Fence | None = None) -> None:
         self.pool, self.run, self.base = pool, uuid.UUID(workflow_run_id), stream_base
+        self.fence = fence
         self._buffer: list[list[Any] | dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._timers: set[asyncio.Task[None]] = set()
@@ -222,6 +229,7 @@ class TokenWriter:
         Raises:
             asyncpg.PostgresError, OSError: the database is unavailable (the segment fails
                 and Temporal retries it).
+            StaleAttempt: a newer attempt holds the segment (nothing was written).
         """
         async with self._lock:
             items, self._buffer, self._due = self._buffer, [], None
@@ -229,9 +237,13 @@ class TokenWriter:
                 return
             self._last_write = time.monotonic()
             header = f"{self.run} {self.base} {self._prev}"
-            self._prev = int(await self.pool.fetchval(
+            fence = self.fence.args() if self.fence is not None else (None, None, None)
+            last = await self.pool.fetchval(
                 WRITE_ROWS, self.run, self.base, [json.dumps(i, default=str) for i in items],
-                CHANNEL, header, NOTIFY_MAX_BYTES - len(header) - 1))
+                CHANNEL, header, NOTIFY_MAX_BYTES - len(header) - 1, *fence)
+            if last is None:  # the fence was closed: nothing was written
+                raise StaleAttempt(f"run {self.run}: a newer attempt streams this segment")
+            self._prev = int(last)
             self.written += len(items)
 
 
@@ -241,7 +253,8 @@ announced by its run id alone, and its readers read it from the table."""
 
 WRITE_ROWS = (
     "WITH rows AS (INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
-    "SELECT $1, $2, item::json FROM unnest($3::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n "
+    "SELECT $1, $2, item::json FROM unnest($3::text[]) WITH ORDINALITY AS t(item, n) "
+    "WHERE " + FENCE_OPEN.format(run="$7", segment="$8", holder="$9") + " ORDER BY n "
     "RETURNING seq, data), "
     "batch AS (SELECT max(seq) AS last, "
     "json_agg(json_build_array(seq, data) ORDER BY seq)::text AS rows FROM rows) "
@@ -252,7 +265,9 @@ texts, in order: ``seq`` follows it) of run ``$1`` at base ``$2``, and the ``NOT
 wakes their readers, sent when it commits. The payload carries the rows themselves when they
 fit (``<run> <base> <prev> [[seq, data], …]``, ``prev`` the seq of the writer's row before
 them: :func:`parse_batch`), so a reader that has read up to ``prev`` needs no read of its
-own; else the run id alone. Returns the last row's seq."""
+own; else the run id alone. Returns the last row's seq, or NULL when the segment attempt
+``($7, $8, $9)`` was fenced off (:data:`overseer.fencing.FENCE_OPEN`; NULLs: no fence) and
+nothing was written."""
 
 
 @dataclass(frozen=True)

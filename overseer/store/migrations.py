@@ -320,6 +320,21 @@ MIGRATIONS: list[tuple[str, str]] = [
             ADD COLUMN ttl_from     timestamptz;
         """,
     ),
+    (
+        # a run segment's attempts (overseer.fencing): the newest claim holds the segment,
+        # and an attempt it replaced writes nothing more
+        "segment_fences",
+        """
+        CREATE TABLE segment_fences (
+            run_id     text NOT NULL,
+            segment    text NOT NULL,
+            holder     text NOT NULL,
+            attempt    integer NOT NULL,
+            claimed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (run_id, segment)
+        );
+        """,
+    ),
 ]
 
 
