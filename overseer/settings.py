@@ -136,7 +136,7 @@ class Settings(BaseSettings):
     nodes only once it ends; a killed worker's try goes on after the workflow task's 10 s
     time-out, from its checkpoints. A superstep longer than this goes on as the
     heartbeating activity and runs again there. 0 turns it off."""
-    segment_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    segment_heartbeat_seconds: float = Field(default=6.0, gt=0)
     """``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``: heartbeat time-out of a run segment's activity
     (it heartbeats three times per time-out while its nodes run): a killed worker's segment
     goes on on another worker after about this long."""

@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from overseer.node_options import NodeOptions, node_options, placed_nodes
     from overseer.registry import get_registry
 
-SEGMENT_HEARTBEAT_SECONDS = 10.0
+SEGMENT_HEARTBEAT_SECONDS = 6.0
 """A dead worker's segment runs again on another worker after this long; the run option
 ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
 LOCAL_SEGMENT_SECONDS = 5.0

@@ -61,7 +61,7 @@ async def test_worker_killed_during_ocr_resumes_on_a_new_worker(stack: Stack,
 async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
         stack: Stack, dev_server: WorkflowEnvironment, graph: str):
     """``slow`` sets a 2 s heartbeat on its node; ``slow_plain`` sets nothing and relies on
-    the runtime's default heartbeat (10 s), so it too resumes in seconds, not after the
+    the runtime's default heartbeat (6 s), so it too resumes in seconds, not after the
     node's 300 s start-to-close time-out (issue 25)."""
     sub = stack.client("submitter")
     res = sub.post(f"/v1/pipelines/{graph}/runs", json={"input": {"topic": "4"}})
@@ -83,7 +83,7 @@ async def test_worker_killed_mid_node_of_a_user_graph_loses_and_doubles_nothing(
     killed_at = time.monotonic()
     run = wait_for_status(sub, run_id, {"completed", "failed"}, timeout=180)
     assert run["status"] == "completed", run.get("error")
-    # heartbeat time-out (2 s or the 10 s default) + retry + the 4 s node again, with room
+    # heartbeat time-out (2 s or the 6 s default) + retry + the 4 s node again, with room
     # for a loaded machine; without a heartbeat it would take the 300 s start-to-close
     assert time.monotonic() - killed_at < 60
     assert run["result"]["output"]["trail"] == ["first", "slow", "last"]

@@ -332,7 +332,7 @@ async def test_a_stateless_runs_local_try_hands_over_to_the_activity_after_two_s
     tid, run_id = run["thread_id"], run["run_id"]
     handle = dev_server.client.get_workflow_handle(f"settle_then_slow-{run_id}")
     deadline = time.monotonic() + 30
-    while True:  # the activity's first heartbeat comes a third of its 10 s time-out in
+    while True:  # the activity's first heartbeat comes 60% of its 6 s time-out in
         pending = (await handle.describe()).raw_description.pending_activities
         if pending and pending[0].heartbeat_details.payloads:
             break
