@@ -50,7 +50,8 @@ are for:
   (:func:`with_heartbeats`); a stored document's pages through the page cache
   (:func:`load_pages`); errors as Temporal sees them (:func:`temporal_errors`,
   :func:`as_application_error`, :func:`error_dict`); a node's retry policy
-  (:func:`node_retry_policy`);
+  (:func:`node_retry_policy`); the task's idempotency key for a side effect outside the
+  graph, the same on every retry and re-run (:func:`idempotency_key`);
 - **HTTP routes** (:mod:`overseer.web`): the dependencies (``PoolDep``, ``SettingsDep``,
   ``TemporalDep``, ``PrincipalDep``, ``SubmitterDep``, ``ReviewerDep``), the caller
   (:class:`Principal`), bounded uploads (:func:`read_bounded`, :func:`parse_metadata`)
@@ -68,6 +69,7 @@ from activities.document_pages import load_pages
 from activities.errors import as_application_error, error_dict, temporal_errors
 from activities.events import append_from_activity
 from activities.heartbeat import with_heartbeats
+from activities.idempotency import idempotency_key
 from activities.llm import (
     LLMContext,
     allowed_models,
@@ -179,6 +181,7 @@ __all__ = [
     "temporal_errors",
     "append_from_activity",
     "with_heartbeats",
+    "idempotency_key",
     "LLMContext",
     "allowed_models",
     "call_json",
