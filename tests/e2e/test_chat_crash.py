@@ -1,4 +1,4 @@
-"""A chat survives its worker's death: the reply is shown once and whole, live and replayed.
+"""A chat survives its worker's death: each reply shown once and whole, side effects done once.
 
 The ``chatty`` user graph's ``talk`` node streams a reply token by token, then works on for
 2.5 s; the worker is SIGKILLed in that pause, when the client has the whole reply but the
@@ -11,9 +11,13 @@ id, as LangGraph streams one). A client that rebuilds messages as ``add_messages
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import asyncpg
 import pytest
 from langgraph_sdk import get_client
 
@@ -63,3 +67,147 @@ async def test_a_reply_cut_by_a_worker_death_is_taken_back_and_shown_once(stack:
             tid, run_id, stream_mode="messages-tuple", last_event_id=ids[cut - 1])
             if p.event == "messages"]
         assert rebuild_messages(messages[:cut] + rest) == kept, cut
+
+
+async def _writes(pg_url: str, thread_id: str) -> dict[str, int]:
+    """What the runs of ``thread_id`` have written: checkpoints, task writes, stream rows, events."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        runs = "(SELECT workflow_run_id FROM agent_runs WHERE thread_id = $1::uuid)"
+        return {
+            "checkpoints": await conn.fetchval(
+                "SELECT count(*) FROM checkpoints WHERE thread_id = $1", thread_id),
+            "checkpoint_writes": await conn.fetchval(
+                "SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1", thread_id),
+            "stream_rows": await conn.fetchval(
+                f"SELECT count(*) FROM agent_run_tokens WHERE workflow_run_id IN {runs}",
+                thread_id),
+            # a replaced attempt's model calls stay in the usage ledger (llm.called): they
+            # were made, and billed; nothing else of it may be recorded
+            "events": await conn.fetchval(
+                f"SELECT count(*) FROM events WHERE run_id IN {runs} AND type <> 'llm.called'",
+                thread_id),
+        }
+    finally:
+        await conn.close()
+
+
+async def test_a_paused_worker_woken_after_its_replacement_writes_nothing(stack: Stack,
+                                                                          pg_url: str):
+    """SIGSTOP the worker mid-reply (past its segment's heartbeat time-out Temporal runs the
+    segment on a new worker), let the run end there, then SIGCONT the old one: its segment
+    goes on where it stopped and finds itself fenced off (overseer.fencing) before any write."""
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    tid = (await client.threads.create())["thread_id"]
+    parts: list[Any] = []
+    paused: list[Any] = []
+
+    async def watch() -> None:
+        async for part in client.runs.stream(tid, "chatty", input=QUESTION,
+                                             stream_mode="messages-tuple"):
+            parts.append(part)
+            if part.event == "messages" and not paused:
+                await asyncio.sleep(0.3)
+                old = next(w for w in stack.workers if w.poll() is None)
+                old.send_signal(signal.SIGSTOP)
+                paused.append(old)
+                await asyncio.to_thread(stack.start_worker)
+
+    try:
+        await asyncio.wait_for(watch(), timeout=180)
+        assert paused, "no token came before the pause"
+        state = await client.threads.get_state(tid)
+        kept = thread_messages(state["values"])
+        messages = [p.data[0] for p in parts if p.event == "messages"]
+        assert rebuild_messages(messages) == kept
+        before = await _writes(pg_url, tid)
+        assert before["checkpoints"] > 0 and before["stream_rows"] > 0
+        paused[0].send_signal(signal.SIGCONT)
+        await asyncio.sleep(8)  # its loop goes on: the node returns, tokens flush, it heartbeats
+        assert await _writes(pg_url, tid) == before
+        assert (await client.threads.get_state(tid))["values"] == state["values"]
+    finally:
+        for proc in paused:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+
+
+class ChargeStub:
+    """A payment API on localhost that keeps one charge per ``Idempotency-Key``, as Stripe does.
+
+    Attributes:
+        posts: every POST's key, in order (a re-run node POSTs again).
+        first: set at the first POST.
+    """
+
+    def __init__(self) -> None:
+        self.posts: list[str] = []
+        self.first = threading.Event()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stub.posts.append(self.headers.get("Idempotency-Key") or "")
+                stub.first.set()
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/charges"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def charges(self) -> int:
+        """Charges kept: one per distinct key."""
+        return len(set(self.posts))
+
+
+async def test_a_node_killed_right_after_its_charge_charges_once(stack: Stack):
+    """The worker is SIGKILLed right after the node's POST: the re-run node POSTs again with
+    the same idempotency key, and the payment API keeps one charge."""
+    stub = ChargeStub()
+    try:
+        client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+        tid = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(tid, "charge", input={"url": stub.url})
+        assert await asyncio.to_thread(stub.first.wait, 60), "the node never POSTed"
+        await asyncio.to_thread(stack.replace_workers)
+        await asyncio.wait_for(client.runs.join(tid, run["run_id"]), timeout=120)
+        assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
+        assert len(stub.posts) == 2  # the node ran again after the kill …
+        assert stub.charges == 1  # … and the payment API kept one charge
+        state = await client.threads.get_state(tid)
+        assert state["values"]["charged"] == stub.posts[0]
+    finally:
+        stub.server.shutdown()
+
+
+async def test_a_chat_accepted_while_no_worker_runs_is_answered_once_when_one_starts(
+        stack: Stack):
+    """The worker dies before the run's first segment (none runs when it is accepted): the
+    accepted run waits in Temporal, and its client gets the whole reply once a worker starts."""
+    client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
+    tid = (await client.threads.create())["thread_id"]
+    await asyncio.to_thread(stack.kill_workers)
+    parts: list[Any] = []
+    try:
+        async def watch() -> None:
+            async for part in client.runs.stream(tid, "chatty", input=QUESTION,
+                                                 stream_mode="messages-tuple"):
+                parts.append(part)
+
+        watching = asyncio.create_task(watch())
+        await asyncio.sleep(3)
+        assert not watching.done() and not any(p.event == "messages" for p in parts)
+    finally:
+        await asyncio.to_thread(stack.start_worker)
+    await asyncio.wait_for(watching, timeout=120)
+    state = await client.threads.get_state(tid)
+    messages = [p.data[0] for p in parts if p.event == "messages"]
+    assert rebuild_messages(messages) == thread_messages(state["values"])
+    assert [t for _, t, _ in thread_messages(state["values"])] == ["ai", "ai"]

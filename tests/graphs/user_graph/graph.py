@@ -796,3 +796,76 @@ async def newsletter(inp: dict[str, Any]) -> dict[str, Any]:
 def salutation(inp: Any) -> str:
     """An entrypoint whose input and value need not be dicts: it returns the thread's values."""
     return f"dear {inp if isinstance(inp, str) else inp.get('name', 'reader')}"
+
+
+class ChargeState(TypedDict, total=False):
+    url: str
+    charged: str
+
+
+async def _charge(state: ChargeState) -> dict[str, Any]:
+    """POST a charge with the task's idempotency key, then work on 3 s (time to kill the worker)."""
+    import httpx
+
+    from overseer.plugin import idempotency_key
+
+    key = idempotency_key("charge")
+    async with httpx.AsyncClient() as http:
+        res = await http.post(state["url"], json={"amount_cents": 1250},
+                              headers={"Idempotency-Key": key})
+        res.raise_for_status()
+    await asyncio.sleep(3)
+    return {"charged": key}
+
+
+def _charging() -> Any:
+    graph = StateGraph(ChargeState)
+    graph.add_node("charge", _charge)
+    graph.add_edge(START, "charge")
+    graph.add_edge("charge", END)
+    return graph
+
+
+charge = _charging()
+"""A node with a side effect outside the graph: a charge POSTed with ``idempotency_key()``."""
+
+
+class ChatChargeState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    url: str
+
+
+CHAT_CHARGE_REPLY = ("Your order of the blue kettle is confirmed and the payment goes through "
+                     "now, the receipt follows by mail and delivery comes within three days")
+
+
+async def _charge_for_chat(state: ChatChargeState) -> dict[str, Any]:
+    """POST the chat's charge with the task's idempotency key; answer with a whole message."""
+    import httpx
+
+    from overseer.plugin import idempotency_key
+
+    key = idempotency_key("charge")
+    async with httpx.AsyncClient() as http:
+        res = await http.post(state["url"], json={"amount_cents": 1250},
+                              headers={"Idempotency-Key": key})
+        res.raise_for_status()
+    return {"messages": [AIMessage(content=f"charged ({key[:8]})")]}
+
+
+def _chat_charge() -> Any:
+    graph = StateGraph(ChatChargeState)
+    graph.add_node("talk", _replying(CHAT_CHARGE_REPLY, 0.0, think=0.3, gap=0.08))
+    graph.add_node("charge", _charge_for_chat)
+    graph.add_node("sign", lambda state: {"messages": [AIMessage(content="signed")]})
+    graph.add_edge(START, "talk")
+    graph.add_edge("talk", "charge")
+    graph.add_edge("charge", "sign")
+    graph.add_edge("sign", END)
+    return graph
+
+
+chat_charge = _chat_charge()
+"""A chat that streams a reply (~2.3 s: its first token after 0.3 s, then one every 80 ms),
+charges a card through a local payment stub with ``idempotency_key()``, and signs off: the
+chat of ``make reliability``'s chat scenarios."""
