@@ -307,6 +307,11 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
         start, end = int(best["start"]), int(best["end"])
         quote = text[start:end]
         assert quote == best["quote"], "quote must be a verbatim slice of the text"
+        if name == "governing_law":
+            start, end = law_section(text, start, end)
+            quote = text[start:end]
+            best = {**best, "start": start, "end": end, "quote": quote}
+            cands = [best, *(c for c in cands[1:] if not (c["start"] < end and start < c["end"]))]
         page = page_of(pages, start)
         method = best.get("method")
         if method == "classifier":
@@ -344,6 +349,75 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
             **({"method": method, "classifier_score": best.get("classifier_score")} if method else {}),
         })
     return findings
+
+
+_SECTION_MAX_CHARS = 3000
+_BRIDGE = 2
+
+
+def law_section(text: str, start: int, end: int,
+                sents: Sequence[Sentence] | None = None) -> tuple[int, int]:
+    """The governing-law section's run of sentences around ``text[start:end]``.
+
+    A governing-law section often takes several sentences ("If you acquired the software
+    in the United States, Washington state law governs … . The laws of the state where you
+    live govern all other claims … . If you acquired the software in any other country,
+    the laws of that country apply."), and the one that matched a trigger is not always
+    the one that names the place. From the sentences overlapping the span, the run grows
+    both ways over every neighbouring sentence that says which law governs or applies
+    (:func:`.attributes.states_governing_law` or a governing-law trigger), over the other
+    parts of a long sentence already in the run, and over up to two short fragments
+    (fewer than :data:`MIN_QUOTE_WORDS` words: a sub-heading "Outside the United States
+    .", a list letter) when a law sentence follows them; it stops at any other sentence
+    and at about 3,000 characters. Works on offsets into ``text``, so a PDF's text layer
+    ("United States , Washington") is read as it is.
+
+    Returns:
+        ``(start, end)`` of the run (at least the given span), offsets into ``text``.
+    """
+    sents = list(sents) if sents is not None else sentences(text)
+    inside = [i for i, s in enumerate(sents) if s.start < end and start < s.end]
+    if not inside:
+        return start, end
+    lo, hi = inside[0], inside[-1]
+    lo = _grow(text, sents, lo, -1, sents[hi].end)
+    hi = _grow(text, sents, hi, 1, sents[lo].start)
+    return min(start, sents[lo].start), max(end, sents[hi].end)
+
+
+def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, other_end: int) -> int:
+    """The farthest sentence index the run reaches from ``edge`` going ``step`` (±1)."""
+    i = edge + step
+    while 0 <= i < len(sents):
+        sent = sents[i]
+        span_start = min(sent.start, other_end) if step < 0 else other_end
+        span_end = other_end if step < 0 else sent.end
+        if span_end - span_start > _SECTION_MAX_CHARS:
+            break
+        if sent.context_start == sents[edge].context_start or _states_law(text, sent):
+            edge = i
+            i += step
+            continue
+        bridge = i
+        while (0 <= bridge < len(sents) and abs(bridge - i) < _BRIDGE
+               and len(words(text[sents[bridge].start:sents[bridge].end])) < MIN_QUOTE_WORDS):
+            bridge += step
+        if bridge == i or not 0 <= bridge < len(sents) or not _states_law(text, sents[bridge]):
+            break
+        edge = bridge
+        i = bridge + step
+    return edge
+
+
+def _states_law(text: str, sent: Sentence) -> bool:
+    """Whether a sentence says which law governs (a governing-law trigger or a named law)."""
+    if sent.is_heading:
+        return False
+    spec = compiled_specs()["governing_law"]
+    if _excluded(spec, text, sent.start, sent.end):
+        return False
+    return (_first_match(spec.triggers, text, sent.start, sent.start, sent.end) is not None
+            or attrs.states_governing_law(text, sent.start, sent.end))
 
 
 def clause_attributes(name: str, text: str, cands: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
