@@ -203,9 +203,10 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     """
     named = _named_jurisdiction(text, start, end)
     if named is not None:
-        seen: set[str] = set()
-        named["laws"] = [law for law in law_places(text, start, end)
-                         if not (law["name"] in seen or seen.add(law["name"]))]
+        firsts: dict[str, dict[str, Any]] = {}
+        for law in law_places(text, start, end):
+            firsts.setdefault(law["name"], law)
+        named["laws"] = list(firsts.values())
     split = _split_jurisdiction(text, start, end)
     if not split:
         return named

@@ -385,16 +385,19 @@ def law_section(text: str, start: int, end: int,
     return min(start, sents[lo].start), max(end, sents[hi].end)
 
 
-def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, other_end: int) -> int:
-    """The farthest sentence index the run reaches from ``edge`` going ``step`` (±1)."""
+def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, anchor: int) -> int:
+    """The farthest sentence index the run reaches from ``edge`` going ``step`` (±1).
+
+    ``anchor`` is the run's fixed other end (its end going back, its start going forward).
+    """
     i = edge + step
     while 0 <= i < len(sents):
         sent = sents[i]
-        span_start = min(sent.start, other_end) if step < 0 else other_end
-        span_end = other_end if step < 0 else sent.end
-        if span_end - span_start > _SECTION_MAX_CHARS:
+        if (anchor - sent.start if step < 0 else sent.end - anchor) > _SECTION_MAX_CHARS:
             break
-        if sent.context_start == sents[edge].context_start or _states_law(text, sent):
+        earlier = sent if step < 0 else sents[edge]
+        if (sent.context_start == sents[edge].context_start or _continues(text, earlier)
+                or _states_law(text, sents, i)):
             edge = i
             i += step
             continue
@@ -402,22 +405,46 @@ def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, other_end:
         while (0 <= bridge < len(sents) and abs(bridge - i) < _BRIDGE
                and len(words(text[sents[bridge].start:sents[bridge].end])) < MIN_QUOTE_WORDS):
             bridge += step
-        if bridge == i or not 0 <= bridge < len(sents) or not _states_law(text, sents[bridge]):
+        if bridge == i or not 0 <= bridge < len(sents) or not _states_law(text, sents, bridge):
             break
         edge = bridge
         i = bridge + step
     return edge
 
 
-def _states_law(text: str, sent: Sentence) -> bool:
-    """Whether a sentence says which law governs (a governing-law trigger or a named law)."""
+_TERMINATED = re.compile(r"[.!?;:][\"'”’)\]]*\s*$")
+
+
+def _continues(text: str, sent: Sentence) -> bool:
+    """Whether the sentence after ``sent`` is the rest of it (a page or paragraph break mid-sentence).
+
+    True for a sentence of at least :data:`MIN_QUOTE_WORDS` words, not a heading, that does
+    not end in sentence punctuation: on a PDF the text layer's page break (and the next
+    page's running header) falls anywhere.
+    """
+    fragment = text[sent.start:sent.end]
+    return (not sent.is_heading and len(words(fragment)) >= MIN_QUOTE_WORDS
+            and not _TERMINATED.search(fragment))
+
+
+def _states_law(text: str, sents: Sequence[Sentence], i: int) -> bool:
+    """Whether sentence ``i`` says which law governs (a governing-law trigger or a named law).
+
+    A sentence cut by a page break is read with its other half.
+    """
+    sent = sents[i]
     if sent.is_heading:
         return False
+    start, end = sent.start, sent.end
+    if i > 0 and _continues(text, sents[i - 1]):
+        start = sents[i - 1].start
+    if i + 1 < len(sents) and _continues(text, sent):
+        end = sents[i + 1].end
     spec = compiled_specs()["governing_law"]
-    if _excluded(spec, text, sent.start, sent.end):
+    if _excluded(spec, text, start, end):
         return False
-    return (_first_match(spec.triggers, text, sent.start, sent.start, sent.end) is not None
-            or attrs.states_governing_law(text, sent.start, sent.end))
+    return (_first_match(spec.triggers, text, start, start, end) is not None
+            or attrs.states_governing_law(text, start, end))
 
 
 def clause_attributes(name: str, text: str, cands: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

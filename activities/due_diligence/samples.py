@@ -9,6 +9,7 @@ end-user and developer agreements (governing law, liability caps, indemnities, â
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,7 @@ def typeset_pdf(text: str, *, title: str | None = None, font_size: float = 10.0,
         The PDF's bytes (US Letter).
     """
     import io
+    from functools import partial
 
     from reportlab.lib.pagesizes import LETTER
     from reportlab.pdfbase.pdfmetrics import stringWidth
@@ -212,7 +214,7 @@ def typeset_pdf(text: str, *, title: str | None = None, font_size: float = 10.0,
                 used += need
                 continue
             room = right - left - used - (space if line else 0.0)
-            head = _hyphen_head(word, room, lambda w: measure(w, font)) if hyphenate else None
+            head = _hyphen_head(word, room, partial(measure, font=font)) if hyphenate else None
             if head is not None:
                 line.append(head + "-")
                 queue.insert(0, word[len(head):])
@@ -229,7 +231,7 @@ def typeset_pdf(text: str, *, title: str | None = None, font_size: float = 10.0,
     return buffer.getvalue()
 
 
-def _hyphen_head(word: str, room: float, measure: Any) -> str | None:
+def _hyphen_head(word: str, room: float, measure: Callable[[str], float]) -> str | None:
     """The longest start of ``word`` (3+ letters, leaving 3+) that fits ``room`` with a hyphen.
 
     Breaks only inside a run of letters, after a vowel followed by a consonant (a rough
