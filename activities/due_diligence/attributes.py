@@ -278,6 +278,15 @@ def law_places(text: str, start: int, end: int) -> list[dict[str, Any]]:
             for (s, e), name in sorted(hits.items())]
 
 
+def names_place(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` names a known place or the U.S.A.
+
+    A place of :data:`US_STATES`, :data:`COUNTRIES` or :data:`PROVINCES`, capitalised as
+    written ("Japan", not "JAPAN").
+    """
+    return bool(_PLACE_ANY.search(text, start, end) or _USA.search(text, start, end))
+
+
 def states_governing_law(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` says which law governs or applies, named or not.
 

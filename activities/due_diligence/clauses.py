@@ -366,10 +366,12 @@ def law_section(text: str, start: int, end: int,
     the one that names the place. From the sentences overlapping the span, the run grows
     both ways over every neighbouring sentence that says which law governs or applies
     (:func:`.attributes.states_governing_law` or a governing-law trigger), over the other
-    parts of a long sentence already in the run, and over up to two short fragments
+    parts of a long sentence already in the run that name a place ("… in force in: (a) the
+    State of California, if …; or (b) Japan, if …"), and over up to two short fragments
     (fewer than :data:`MIN_QUOTE_WORDS` words: a sub-heading "Outside the United States
-    .", a list letter) when a law sentence follows them; it stops at any other sentence
-    and at about 3,000 characters. Works on offsets into ``text``, so a PDF's text layer
+    .", a list letter) when a law sentence follows them, and over the rest of a sentence
+    a page break cut (:func:`_continues`); it stops at any other sentence and at about
+    3,000 characters. Works on offsets into ``text``, so a PDF's text layer
     ("United States , Washington") is read as it is.
 
     Returns:
@@ -395,9 +397,10 @@ def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, anchor: in
         sent = sents[i]
         if (anchor - sent.start if step < 0 else sent.end - anchor) > _SECTION_MAX_CHARS:
             break
-        earlier = sent if step < 0 else sents[edge]
-        if (sent.context_start == sents[edge].context_start or _continues(text, earlier)
-                or _states_law(text, sents, i)):
+        earlier, later = (sent, sents[edge]) if step < 0 else (sents[edge], sent)
+        same_sentence = (sent.context_start == sents[edge].context_start
+                         and attrs.names_place(text, sent.start, sent.end))
+        if same_sentence or _continues(text, earlier, later) or _states_law(text, sents, i):
             edge = i
             i += step
             continue
@@ -415,16 +418,18 @@ def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, anchor: in
 _TERMINATED = re.compile(r"[.!?;:][\"'”’)\]]*\s*$")
 
 
-def _continues(text: str, sent: Sentence) -> bool:
-    """Whether the sentence after ``sent`` is the rest of it (a page or paragraph break mid-sentence).
+def _continues(text: str, sent: Sentence, after: Sentence) -> bool:
+    """Whether ``after``, the next sentence, is the rest of ``sent`` cut by a page break.
 
-    True for a sentence of at least :data:`MIN_QUOTE_WORDS` words, not a heading, that does
-    not end in sentence punctuation: on a PDF the text layer's page break (and the next
-    page's running header) falls anywhere.
+    True when ``after`` starts a new paragraph (pages are joined by a blank line) and
+    ``sent`` has at least :data:`MIN_QUOTE_WORDS` words, is not a heading and does not end
+    in sentence punctuation: on a PDF the page break (and the next page's running header)
+    falls anywhere. Unterminated lines inside one paragraph (list items, a source-code
+    comment's lines) are not continuations.
     """
     fragment = text[sent.start:sent.end]
-    return (not sent.is_heading and len(words(fragment)) >= MIN_QUOTE_WORDS
-            and not _TERMINATED.search(fragment))
+    return (after.paragraph != sent.paragraph and not sent.is_heading
+            and len(words(fragment)) >= MIN_QUOTE_WORDS and not _TERMINATED.search(fragment))
 
 
 def _states_law(text: str, sents: Sequence[Sentence], i: int) -> bool:
@@ -436,9 +441,9 @@ def _states_law(text: str, sents: Sequence[Sentence], i: int) -> bool:
     if sent.is_heading:
         return False
     start, end = sent.start, sent.end
-    if i > 0 and _continues(text, sents[i - 1]):
+    if i > 0 and _continues(text, sents[i - 1], sent):
         start = sents[i - 1].start
-    if i + 1 < len(sents) and _continues(text, sent):
+    if i + 1 < len(sents) and _continues(text, sent, sents[i + 1]):
         end = sents[i + 1].end
     spec = compiled_specs()["governing_law"]
     if _excluded(spec, text, start, end):

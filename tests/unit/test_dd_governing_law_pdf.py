@@ -311,3 +311,16 @@ def test_an_abbreviation_with_a_space_before_its_full_stop_ends_no_sentence() ->
         "United States .",
         "If you acquired it here, Texas law applies.",
     ]
+
+
+def test_the_lines_of_one_long_comment_sentence_do_not_join_the_section() -> None:
+    """autodesk-3d-sft-3.0 is a source comment (" * " lines) read as one long sentence: the
+    section takes the governing-law line and the line naming the U.S.A., not the liability
+    lines before it or the severability lines after it."""
+    text = license_text("autodesk-3d-sft-3.0")
+    finding = _governing_law(ingest_text(text))
+    assert text[finding["start"] : finding["end"]] == finding["quote"]
+    assert "governed by the laws of the State of California" in finding["quote"]
+    assert "conflicts of law rules" in finding["quote"]
+    assert "LIABLE TO YOU" not in finding["quote"] and "void and unenforceable" not in finding["quote"]
+    assert finding["attributes"]["jurisdiction"]["name"] == "California"
