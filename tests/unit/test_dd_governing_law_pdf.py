@@ -33,6 +33,7 @@ import yaml
 
 from activities.due_diligence.clauses import extract_clauses
 from activities.due_diligence.ingest import ingest_bytes, ingest_text
+from activities.due_diligence.report import render_report
 from activities.due_diligence.text import sentences
 
 pytest.importorskip("licensedcode")
@@ -324,3 +325,15 @@ def test_the_lines_of_one_long_comment_sentence_do_not_join_the_section() -> Non
     assert "conflicts of law rules" in finding["quote"]
     assert "LIABLE TO YOU" not in finding["quote"] and "void and unenforceable" not in finding["quote"]
     assert finding["attributes"]["jurisdiction"]["name"] == "California"
+
+
+def test_the_report_names_every_law_of_the_section() -> None:
+    """report.md's attribute line names the choice and the other laws the section names."""
+    section = (
+        "7. Governing Law.\nThis Agreement will be governed by the laws of the State of "
+        "California if you are in the Americas, and by Japanese law if you are in Asia.\n"
+    )
+    ingestion = ingest_text(_LEAD + section)
+    result = extract_clauses(ingestion)
+    report = render_report({"ingestion": ingestion, "clauses": result})
+    assert "jurisdiction: California (the section also names the law of Japan)" in report
