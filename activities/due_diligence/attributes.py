@@ -82,6 +82,11 @@ _UNNAMED_LAW = re.compile(
     r"(?:where|in\s+which)\s+you\s+(?:live|reside|are\s+located)\b|"
     r"\b(?:the\s+)?laws?\s+of\s+that\s+(?:country|state|jurisdiction)\b|\bits\s+laws\b|"
     r"\blocal\s+laws?\b", re.IGNORECASE)
+_GOVERNS = re.compile(
+    r"\b(?:govern(?:s|ed|ing)?|appl(?:y|ies|ied)|control(?:s|led)?|construed|interpreted|"
+    r"enforced|subject\s+to)\b", re.IGNORECASE)
+_NOT_A_CHOICE = re.compile(r"\bexport\b|\b(?:privacy|copyright|data\s+protection)\s+laws?\b",
+                           re.IGNORECASE)
 STATE_CODES = {
     "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California",
     "CO": "Colorado", "CT": "Connecticut", "DE": "Delaware", "FL": "Florida", "GA": "Georgia",
@@ -188,11 +193,20 @@ def jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
 
     Returns:
         ``{"name": "California" | None, "country": "US" | None, "text", "start", "end"}``
-        plus, for a split, ``"split": [{"condition", "where", "laws": [{"name", "text",
-        "start", "end"}]}]``; None when the window names no law at all. ``name`` is the
-        first named place (a split's first condition's, usually the licensor's home).
+        plus ``"laws": [{"name", "text", "start", "end"}]``, every place the window names
+        a law of (first mention of each, in text order: "(a) the State of California …
+        (b) Japan … when Japanese law applies"), when it names one; and, for a split,
+        ``"split": [{"condition", "where", "laws": [{"name", "text", "start", "end"}]}]``.
+        None when the window names no law at all. ``name`` is the first named place (a
+        split's first condition's, usually the licensor's home; a state before the United
+        States).
     """
     named = _named_jurisdiction(text, start, end)
+    if named is not None:
+        firsts: dict[str, dict[str, Any]] = {}
+        for law in law_places(text, start, end):
+            firsts.setdefault(law["name"], law)
+        named["laws"] = list(firsts.values())
     split = _split_jurisdiction(text, start, end)
     if not split:
         return named
@@ -231,31 +245,60 @@ def _split_jurisdiction(text: str, start: int, end: int) -> list[dict[str, Any]]
 
 def _named_jurisdiction(text: str, start: int, end: int) -> dict[str, Any] | None:
     """The first place a law is named for in ``text[start:end]`` (see :func:`jurisdiction`)."""
-    window = text[start:end]
-    hits: list[tuple[int, int, str]] = []
-    for m in _LAWS_OF.finditer(window):
-        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
-    for m in _LAWS_OF_CONJUNCT.finditer(window):
-        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
-    for m in _LAWS_THE_STATE.finditer(window):
-        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
-    for m in _GOVERNED_BY.finditer(window):
-        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
-    for m in _ADJ_LAW.finditer(window):
-        hits.append((m.start("adj"), m.end("adj"), ADJECTIVE_LAW[m.group("adj")]))
-    for m in _PLACE_LAW.finditer(window):
-        hits.append((m.start("place"), m.end("place"), _canonical_place(m.group("place"))))
-    for m in _STATE_CODE.finditer(window):
-        if m.group("code") in STATE_CODES:
-            hits.append((m.start("code"), m.end("code"), STATE_CODES[m.group("code")]))
+    hits = law_places(text, start, end)
     if not hits:
         return None
     # "laws of the State of California and the United States" → the state is the choice.
-    hits.sort(key=lambda h: (h[2] in ("United States",), h[0]))
-    first = hits[0]
-    name = first[2]
+    first = min(hits, key=lambda h: (h["name"] == "United States", h["start"]))
+    name = first["name"]
     country = "US" if name in US_STATES or name == "United States" else None
-    return {"name": name, "country": country, **span(text, start + first[0], start + first[1])}
+    return {"name": name, "country": country, **span(text, first["start"], first["end"])}
+
+
+def law_places(text: str, start: int, end: int) -> list[dict[str, Any]]:
+    """Every place ``text[start:end]`` names a law of, in text order.
+
+    "laws of the State of X", "X law", "governed by X", "English law", "laws of the State
+    of WA" … each occurrence once; ``name`` is the canonical place.
+
+    Returns:
+        ``[{"name", "text", "start", "end"}]`` (the span is the place's words).
+    """
+    window = text[start:end]
+    hits: dict[tuple[int, int], str] = {}
+    for rx in (_LAWS_OF, _LAWS_OF_CONJUNCT, _LAWS_THE_STATE, _GOVERNED_BY, _PLACE_LAW):
+        for m in rx.finditer(window):
+            hits.setdefault((m.start("place"), m.end("place")), _canonical_place(m.group("place")))
+    for m in _ADJ_LAW.finditer(window):
+        hits.setdefault((m.start("adj"), m.end("adj")), ADJECTIVE_LAW[m.group("adj")])
+    for m in _STATE_CODE.finditer(window):
+        if m.group("code") in STATE_CODES:
+            hits.setdefault((m.start("code"), m.end("code")), STATE_CODES[m.group("code")])
+    return [{"name": name, **span(text, start + s, start + e)}
+            for (s, e), name in sorted(hits.items())]
+
+
+def names_place(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` names a known place or the U.S.A.
+
+    A place of :data:`US_STATES`, :data:`COUNTRIES` or :data:`PROVINCES`, capitalised as
+    written ("Japan", not "JAPAN").
+    """
+    return bool(_PLACE_ANY.search(text, start, end) or _USA.search(text, start, end))
+
+
+def states_governing_law(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` says which law governs or applies, named or not.
+
+    A law of a place ("Washington state law governs …", "governed by the laws of the State
+    of Texas") or a law without its place ("its laws apply", "the laws of the state where
+    you live govern …") next to a verb of governing or applying; export, privacy and
+    copyright laws are never a choice of law.
+    """
+    window = text[start:end]
+    if not _GOVERNS.search(window) or _NOT_A_CHOICE.search(window):
+        return False
+    return bool(law_places(text, start, end)) or bool(_UNNAMED_LAW.search(window))
 
 
 def money_amounts(text: str, start: int, end: int) -> list[dict[str, Any]]:

@@ -307,6 +307,11 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
         start, end = int(best["start"]), int(best["end"])
         quote = text[start:end]
         assert quote == best["quote"], "quote must be a verbatim slice of the text"
+        if name == "governing_law":
+            start, end = law_section(text, start, end)
+            quote = text[start:end]
+            best = {**best, "start": start, "end": end, "quote": quote}
+            cands = [best, *(c for c in cands[1:] if not (c["start"] < end and start < c["end"]))]
         page = page_of(pages, start)
         method = best.get("method")
         if method == "classifier":
@@ -344,6 +349,107 @@ def score_findings(ingestion: Mapping[str, Any], merged: Mapping[str, Sequence[M
             **({"method": method, "classifier_score": best.get("classifier_score")} if method else {}),
         })
     return findings
+
+
+_SECTION_MAX_CHARS = 3000
+_BRIDGE = 2
+
+
+def law_section(text: str, start: int, end: int,
+                sents: Sequence[Sentence] | None = None) -> tuple[int, int]:
+    """The governing-law section's run of sentences around ``text[start:end]``.
+
+    A governing-law section often takes several sentences ("If you acquired the software
+    in the United States, Washington state law governs … . The laws of the state where you
+    live govern all other claims … . If you acquired the software in any other country,
+    the laws of that country apply."), and the one that matched a trigger is not always
+    the one that names the place. From the sentences overlapping the span, the run grows
+    both ways over every neighbouring sentence that says which law governs or applies
+    (:func:`.attributes.states_governing_law` or a governing-law trigger), over the other
+    parts of a long sentence already in the run that name a place ("… in force in: (a) the
+    State of California, if …; or (b) Japan, if …"), and over up to two short fragments
+    (fewer than :data:`MIN_QUOTE_WORDS` words: a sub-heading "Outside the United States
+    .", a list letter) when a law sentence follows them, and over the rest of a sentence
+    a page break cut (:func:`_continues`); it stops at any other sentence and at about
+    3,000 characters. Works on offsets into ``text``, so a PDF's text layer
+    ("United States , Washington") is read as it is.
+
+    Returns:
+        ``(start, end)`` of the run (at least the given span), offsets into ``text``.
+    """
+    sents = list(sents) if sents is not None else sentences(text)
+    inside = [i for i, s in enumerate(sents) if s.start < end and start < s.end]
+    if not inside:
+        return start, end
+    lo, hi = inside[0], inside[-1]
+    lo = _grow(text, sents, lo, -1, sents[hi].end)
+    hi = _grow(text, sents, hi, 1, sents[lo].start)
+    return min(start, sents[lo].start), max(end, sents[hi].end)
+
+
+def _grow(text: str, sents: Sequence[Sentence], edge: int, step: int, anchor: int) -> int:
+    """The farthest sentence index the run reaches from ``edge`` going ``step`` (±1).
+
+    ``anchor`` is the run's fixed other end (its end going back, its start going forward).
+    """
+    i = edge + step
+    while 0 <= i < len(sents):
+        sent = sents[i]
+        if (anchor - sent.start if step < 0 else sent.end - anchor) > _SECTION_MAX_CHARS:
+            break
+        earlier, later = (sent, sents[edge]) if step < 0 else (sents[edge], sent)
+        same_sentence = (sent.context_start == sents[edge].context_start
+                         and attrs.names_place(text, sent.start, sent.end))
+        if same_sentence or _continues(text, earlier, later) or _states_law(text, sents, i):
+            edge = i
+            i += step
+            continue
+        bridge = i
+        while (0 <= bridge < len(sents) and abs(bridge - i) < _BRIDGE
+               and len(words(text[sents[bridge].start:sents[bridge].end])) < MIN_QUOTE_WORDS):
+            bridge += step
+        if bridge == i or not 0 <= bridge < len(sents) or not _states_law(text, sents, bridge):
+            break
+        edge = bridge
+        i = bridge + step
+    return edge
+
+
+_TERMINATED = re.compile(r"[.!?;:][\"'”’)\]]*\s*$")
+
+
+def _continues(text: str, sent: Sentence, after: Sentence) -> bool:
+    """Whether ``after``, the next sentence, is the rest of ``sent`` cut by a page break.
+
+    True when ``after`` starts a new paragraph (pages are joined by a blank line) and
+    ``sent`` has at least :data:`MIN_QUOTE_WORDS` words, is not a heading and does not end
+    in sentence punctuation: on a PDF the page break (and the next page's running header)
+    falls anywhere. Unterminated lines inside one paragraph (list items, a source-code
+    comment's lines) are not continuations.
+    """
+    fragment = text[sent.start:sent.end]
+    return (after.paragraph != sent.paragraph and not sent.is_heading
+            and len(words(fragment)) >= MIN_QUOTE_WORDS and not _TERMINATED.search(fragment))
+
+
+def _states_law(text: str, sents: Sequence[Sentence], i: int) -> bool:
+    """Whether sentence ``i`` says which law governs (a governing-law trigger or a named law).
+
+    A sentence cut by a page break is read with its other half.
+    """
+    sent = sents[i]
+    if sent.is_heading:
+        return False
+    start, end = sent.start, sent.end
+    if i > 0 and _continues(text, sents[i - 1], sent):
+        start = sents[i - 1].start
+    if i + 1 < len(sents) and _continues(text, sent, sents[i + 1]):
+        end = sents[i + 1].end
+    spec = compiled_specs()["governing_law"]
+    if _excluded(spec, text, start, end):
+        return False
+    return (_first_match(spec.triggers, text, start, start, end) is not None
+            or attrs.states_governing_law(text, start, end))
 
 
 def clause_attributes(name: str, text: str, cands: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -128,6 +128,8 @@ def _attributes(attrs: Mapping[str, Any]) -> str:
         if isinstance(value, dict) and value.get("split"):
             value = _split(value)
         elif isinstance(value, dict):
-            value = value.get("name") or value.get("text")
+            name = value.get("name") or value.get("text")
+            others = [law["name"] for law in value.get("laws", []) if law["name"] != name]
+            value = f"{name} (the section also names the law of {', '.join(others)})" if others else name
         parts.append(f"{key.replace('_', ' ')}: {value}")
     return "; ".join(parts)

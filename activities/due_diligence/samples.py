@@ -9,6 +9,7 @@ end-user and developer agreements (governing law, liability caps, indemnities, �
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -100,3 +101,149 @@ def rasterise_page(pdf: bytes, page: int = 1, *, dpi: int = 300) -> bytes:
     out = io.BytesIO()
     image.save(out, format="PNG", dpi=(dpi, dpi))
     return out.getvalue()
+
+
+_TRAILING_PUNCTUATION = ",.;:)]!?\"'”’"
+
+
+def typeset_pdf(text: str, *, title: str | None = None, font_size: float = 10.0,
+                punctuation_gap: float = 2.0, hyphenate: bool = True,
+                running_header: bool = True) -> bytes:
+    """Typesets plain text the way word processors' PDFs come out, for extraction tests.
+
+    Unlike :func:`render_pdf` (one text run per line), every word is placed on its own
+    (reportlab canvas), which is what PDFium's text layer then has to reassemble:
+
+    * lines are justified (the space between words varies);
+    * trailing punctuation (``, . ; : )`` …) is placed ``punctuation_gap`` points after
+      its word, so the text layer reads "United States , Washington" — PDFium inserts a
+      space for a gap of about 1.5 pt or more;
+    * with ``hyphenate``, a long word that does not fit is broken over the line end with
+      a hyphen ("Wash-" / "ington");
+    * with ``running_header``, every page starts with the title and ends with
+      "Page N", which the text layer interleaves with the body.
+
+    Blank lines separate paragraphs; a one-line paragraph of at most ten words is set
+    in bold, as a heading. Single newlines are re-flowed.
+
+    Args:
+        text: the agreement.
+        title: the running header's text ("Agreement" when None).
+        font_size: body size in points.
+        punctuation_gap: extra space before trailing punctuation, in points (0 = none).
+        hyphenate: break long words over line ends.
+        running_header: print the header and page number on every page.
+
+    Returns:
+        The PDF's bytes (US Letter).
+    """
+    import io
+    from functools import partial
+
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+    from reportlab.pdfgen import canvas
+
+    width, height = LETTER
+    left, right, top, bottom = 72.0, width - 72.0, height - 72.0, 72.0
+    leading = font_size * 1.3
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=LETTER)
+    pdf.setTitle(title or "agreement")
+    state = {"page": 1, "y": top}
+
+    def measure(word: str, font: str) -> float:
+        return stringWidth(word, font, font_size)
+
+    def start_page() -> None:
+        if running_header:
+            pdf.setFont("Helvetica", font_size - 2)
+            pdf.drawString(left, height - 48, title or "Agreement")
+            pdf.drawRightString(right, 40, f"Page {state['page']}")
+        state["y"] = top
+
+    def new_page() -> None:
+        pdf.showPage()
+        state["page"] += 1
+        start_page()
+
+    def draw_word(x: float, y: float, word: str, font: str) -> None:
+        core = word.rstrip(_TRAILING_PUNCTUATION)
+        tail = word[len(core):]
+        if not core or not tail or punctuation_gap <= 0:
+            pdf.drawString(x, y, word)
+            return
+        pdf.drawString(x, y, core)
+        pdf.drawString(x + measure(core, font) + punctuation_gap, y, tail)
+
+    def word_width(word: str, font: str) -> float:
+        core = word.rstrip(_TRAILING_PUNCTUATION)
+        gap = punctuation_gap if core and core != word else 0.0
+        return measure(word, font) + gap
+
+    def set_line(line: list[str], font: str, justify: bool) -> None:
+        if state["y"] < bottom:
+            new_page()
+        pdf.setFont(font, font_size)
+        natural = sum(word_width(w, font) for w in line)
+        space = measure(" ", font)
+        if justify and len(line) > 1:
+            space = max(space, (right - left - natural) / (len(line) - 1))
+        x = left
+        for word in line:
+            draw_word(x, state["y"], word, font)
+            x += word_width(word, font) + space
+        state["y"] -= leading
+
+    start_page()
+    for block in text.split("\n\n"):
+        tokens = block.split()
+        if not tokens:
+            continue
+        font = "Helvetica-Bold" if len(tokens) <= 10 and len(" ".join(tokens)) < 80 \
+            and not block.strip().endswith((".", ";", ",")) else "Helvetica"
+        space = measure(" ", font)
+        line: list[str] = []
+        used = 0.0
+        queue = list(tokens)
+        while queue:
+            word = queue.pop(0)
+            need = word_width(word, font) + (space if line else 0.0)
+            if used + need <= right - left:
+                line.append(word)
+                used += need
+                continue
+            room = right - left - used - (space if line else 0.0)
+            head = _hyphen_head(word, room, partial(measure, font=font)) if hyphenate else None
+            if head is not None:
+                line.append(head + "-")
+                queue.insert(0, word[len(head):])
+            elif not line:
+                line.append(word)
+            else:
+                queue.insert(0, word)
+            set_line(line, font, justify=True)
+            line, used = [], 0.0
+        if line:
+            set_line(line, font, justify=False)
+        state["y"] -= leading * 0.5
+    pdf.save()
+    return buffer.getvalue()
+
+
+def _hyphen_head(word: str, room: float, measure: Callable[[str], float]) -> str | None:
+    """The longest start of ``word`` (3+ letters, leaving 3+) that fits ``room`` with a hyphen.
+
+    Breaks only inside a run of letters, after a vowel followed by a consonant (a rough
+    syllable boundary), never in a word of fewer than 7 letters.
+    """
+    if len(word) < 7 or not word[:3].isalpha():
+        return None
+    vowels = "aeiouyAEIOUY"
+    for cut in range(len(word) - 3, 2, -1):
+        head = word[:cut]
+        if not (head[-1].isalpha() and word[cut].isalpha()):
+            continue
+        if head[-1] in vowels and word[cut] not in vowels and measure(head + "-") <= room:
+            return head
+    return None

@@ -217,10 +217,15 @@ def is_abbreviation(text: str, dot: int) -> bool:
     """Whether the full stop at ``dot`` ends an abbreviation or an initial, not a sentence.
 
     ``U.S.``, ``e.g.``, ``Inc.``, ``Ltd.`` … (the list above) and single capital initials.
+    A PDF's text layer may put a space before the full stop ("the U.S . Export
+    Administration Regulations"): the word before that one space counts.
     """
     if text[dot] != ".":
         return False
     begin = dot
+    if begin > 1 and text[begin - 1] in " \t" and (text[begin - 2].isalpha() or text[begin - 2] == "."):
+        begin -= 1
+        dot -= 1
     while begin > 0 and (text[begin - 1].isalpha() or text[begin - 1] == "."):
         begin -= 1
     token = text[begin:dot].lower()
