@@ -8,9 +8,9 @@ group existing code ids. Calls go through :func:`activities.llm.call_json`: one
 ``llm.called`` ledger event per attempt, token usage returned per call. A transient failure
 (429, 5xx, time-out) is raised to the node, which lets Temporal retry the step with backoff
 (a 429's Retry-After honoured) while *this call* has failed fewer than ``llm_max_attempts``
-times in a row (:func:`transient_failures_in_a_row`, from the ledger: the coders of one
-step share its activity's attempts, so the activity's attempt number is no count of a
-coder's failures), and then uses its rules.
+times in a row (:func:`activities.llm.model_call_retryable`, from the ledger: the coders
+of one step share its activity's attempts, so the activity's attempt number is no count of
+a coder's failures), and then uses its rules.
 
 A reply that is not a JSON object (a small model answering in prose, JSON cut off midway)
 or whose JSON holds nothing usable (no code citing a listed sentence id, no theme over a
@@ -51,8 +51,6 @@ THEME_INSTRUCTIONS = (
 DRY_RUN_MODEL = "dry-run"
 """``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio).
 DRY_RUN answers ``{}``; the nodes replace it with mock output, so it is never "unusable"."""
-TRANSIENT_CODES = frozenset({"llm_rate_limited", "llm_unavailable"})
-"""Error codes of the model failures a retry can cure (429; 5xx, time-out, lost connection)."""
 
 REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
          "in the format asked for above, and nothing else.")
@@ -322,33 +320,6 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
             "cost_usd": result.cost_usd or 0.0, "price_known": result.cost_usd is not None,
             "strategy": result.strategy, "outcome": "ok"}
     return result, call, failed
-
-
-async def transient_failures_in_a_row(run_id: str, node: str) -> int:
-    """How many of ``node``'s latest model calls in the run's ledger failed transiently, in a row.
-
-    Counts back from the newest ``llm.called`` event of ``node`` until one that is not a
-    429, 5xx or time-out (a reply, even an unusable one, starts a new call: a re-ask is a
-    new prompt). The ledger survives the activity's retries, so this is the number of
-    attempts the current call has had, whichever attempt of the step it is.
-
-    Raises:
-        asyncpg.PostgresError, OSError: the event log could not be read.
-    """
-    import uuid
-
-    from overseer.plugin import LLM_CALLED, get_runtime
-
-    rows = await get_runtime().pool.fetch(
-        """SELECT data->>'error_code' AS code FROM events
-           WHERE run_id = $1 AND type = $2 AND data->>'node' = $3
-           ORDER BY seq DESC LIMIT 50""", uuid.UUID(run_id), LLM_CALLED, node)
-    count = 0
-    for row in rows:
-        if row["code"] not in TRANSIENT_CODES:
-            break
-        count += 1
-    return count
 
 
 def failed_calls(err: BaseException) -> list[dict[str, Any]]:

@@ -47,7 +47,6 @@ from activities.thematic_analysis.llm_steps import (
     model_coder,
     model_enabled,
     model_theme_coder,
-    transient_failures_in_a_row,
 )
 from activities.thematic_analysis.options import ThematicOptions, run_options
 from overseer.plugin import (
@@ -554,30 +553,20 @@ async def _model_gave_up(err: LLMCallError, options: ThematicOptions, payload: d
     Permanent failures (:data:`UNUSABLE_MODEL`): True. A transient one (429, 5xx, time-out):
     raises :class:`_RetryStep` so Temporal retries the step (its backoff, a 429's
     Retry-After) while this call has failed fewer than ``llm_max_attempts`` times in a row
-    (:func:`transient_failures_in_a_row`) and the step's activity has attempts left; True
-    once it has had them (and outside a worker, where nothing retries). Any other model
-    error: False (the caller re-raises it).
+    and the step's activity has attempts left (:func:`~activities.llm.model_call_retryable`);
+    True once it has had them (and outside a worker, where nothing retries). Any other
+    model error (the budget): False, the caller re-raises it.
     """
+    from overseer.plugin import model_call_retryable
+
     if isinstance(err, UNUSABLE_MODEL):
         return True
     if not err.retryable:
         return False
-    from temporalio import activity
-
-    if not activity.in_activity():
-        return True
-    info = activity.info()
-    limit = int(getattr(info.retry_policy, "maximum_attempts", 0) or 0)
-    if limit and info.attempt >= limit:
-        return True  # raising on the policy's last attempt would fail the run
-    try:
-        failures = await transient_failures_in_a_row(str(payload.get("run_id") or ""), node)
-    except Exception as read_err:  # noqa: BLE001 - no ledger to count from: let Temporal retry
-        raise _RetryStep(_as_failure(err)) from read_err
-    if failures < options.llm_max_attempts:
+    if await model_call_retryable(err, run_id=str(payload.get("run_id") or ""), node=node,
+                                  max_attempts=options.llm_max_attempts):
         log.warning("model call failed transiently; retrying the step", extra={
-            **_log_fields(payload), "stage": node, "error_code": err.code,
-            "failures_in_a_row": failures})
+            **_log_fields(payload), "stage": node, "error_code": err.code})
         raise _RetryStep(_as_failure(err)) from err
     return True
 
