@@ -236,8 +236,9 @@ def verdict(offline: Summary, faulty: Summary) -> list[str]:
     problems = []
     if faulty["status"] not in ("completed", WAITING):
         problems.append(f"status {faulty['status']}")
-    if faulty["status"] == WAITING and not faulty.get("reason_codes"):
-        problems.append("waits for a person without a reason")
+    if faulty["status"] == WAITING and offline["status"] != WAITING and \
+            not faulty.get("reason_codes"):
+        problems.append("waits for a person without a reason")  # (not its standing review)
     if faulty["status"] == "completed" and "rules" not in str(faulty.get("strategy")):
         problems.append(f"strategy {faulty.get('strategy')!r}, not rules, from a model that "
                         "never answered usably")
