@@ -55,6 +55,7 @@ from overseer.plugin import (
     LLMRefusedError,
     LLMResponseError,
     OverseerError,
+    model_call_retryable,
 )
 
 log = logging.getLogger("overseer.thematic_analysis")
@@ -557,8 +558,6 @@ async def _model_gave_up(err: LLMCallError, options: ThematicOptions, payload: d
     True once it has had them (and outside a worker, where nothing retries). Any other
     model error (the budget): False, the caller re-raises it.
     """
-    from overseer.plugin import model_call_retryable
-
     if isinstance(err, UNUSABLE_MODEL):
         return True
     if not err.retryable:
@@ -594,7 +593,7 @@ def _fell_back(err: OverseerError, *, stage: str, node: str, identity: Identity,
     """A ``fallbacks`` entry for a model step that ran its rules strategy instead; logged."""
     entry = {"stage": stage, "node": node, "identity_id": identity.id, "strategy": "rules",
              **_error_dict(err)}
-    log.warning("model reply unusable; the step used the rules", extra={
+    log.warning("model failed; the step used the rules", extra={
         **fields, "stage": node, "error_code": entry["code"]})
     return entry
 
