@@ -111,8 +111,8 @@ def model_section(result: dict[str, Any] | None) -> list[str]:
     ]
     for row in result["runs"]:
         off, bad = row["offline"], row["misbehaving"]
-        why = ", ".join(f"`{c}`" for c in [*bad.get("fallbacks", []),
-                                            *bad.get("reason_codes", [])]) or "—"
+        why = ", ".join(f"`{c}`" for c in dict.fromkeys([*bad.get("fallbacks", []),
+                                                          *bad.get("reason_codes", [])])) or "—"
         lines.append(
             f"| {row['case']} | {_result(off)} | {_result(bad)} | "
             f"{bad.get('strategy') or '—'} | {why} | {bad.get('model_calls', 0)} "
@@ -122,9 +122,10 @@ def model_section(result: dict[str, Any] | None) -> list[str]:
     lines += [
         "",
         f"The endpoint answered {result['requests']} requests ({served}); both passes took "
-        f"{result['wall_seconds']} s. Model calls are the run's `llm.called` ledger (a user "
-        "graph's, by the runtime's meter, counts a call once whatever its client retried); "
-        "document intake's clean form needs no model. Every run passed: "
+        f"{result['wall_seconds']} s. Model calls are the run's `llm.called` ledger, failed "
+        "ones those the endpoint or the client failed (a reply the step could not use counts "
+        "as answered; a user graph's calls are metered by the runtime, once per call whatever "
+        "its client retried); document intake's clean form needs no model. Every run passed: "
         f"{'yes' if result['ok'] else 'NO'}.",
         "",
     ]
