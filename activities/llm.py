@@ -8,8 +8,11 @@
 - **Retries** (seed 002 R5.6): calls run inside activities, so Temporal retries them. A
   429 (honouring Retry-After), a 5xx, a time-out or a lost connection is transient; any
   other 4xx, a refusal, a reply that is not the JSON asked for or one the client cannot read
-  (a ``ValueError`` while parsing it) is permanent (issue 28 item 5: the steps that handle
-  it re-ask once with what was wrong, then use their offline strategy).
+  (a ``ValueError`` while parsing it) is permanent (the steps that handle it re-ask once
+  with what was wrong, then use their offline strategy). How often a transient failure is
+  retried is counted per call from the ledger (:func:`model_call_retryable`), not by the
+  activity's attempt number: a step's attempts are shared by every call it makes (parallel
+  coders, a re-ask), so a step would otherwise give up on a call that failed once.
 - **Ledger** (seed 002 R8): every attempt appends one ``llm.called`` event with model,
   tokens, latency and cost, keyed by run, node, step, call and attempt, so retries show
   but the same attempt never counts twice.
@@ -338,6 +341,70 @@ def _check_budget(messages: Sequence[BaseMessage], model: str, ctx: LLMContext,
                      "estimate_usd": est_cost, "estimate_tokens": est_in + est_out,
                      "node": ctx.node, "model": model},
         )
+
+
+TRANSIENT_CODES = frozenset({LLMRateLimitedError.code, LLMUnavailableError.code})
+"""Error codes of the model failures another attempt can cure (429; 5xx, time-out, lost
+connection)."""
+
+
+async def transient_failures_in_a_row(run_id: str, node: str) -> int:
+    """How many of ``node``'s latest model calls in the run's ledger failed transiently, in a row.
+
+    Counts back from the newest ``llm.called`` event of ``node`` to the first that is not a
+    transient failure (:data:`TRANSIENT_CODES`): a reply, even an unusable one, ends the
+    count (a re-ask is a new prompt, a new call). The ledger outlives the activity's
+    attempts, so this is how many attempts the current call has had, whichever attempt of
+    the step is running.
+
+    Raises:
+        asyncpg.PostgresError, OSError: the event log could not be read.
+    """
+    from activities.runtime import get_runtime
+
+    rows = await get_runtime().pool.fetch(
+        """SELECT data->>'error_code' AS code FROM events
+           WHERE run_id = $1 AND type = $2 AND data->>'node' = $3
+           ORDER BY seq DESC LIMIT 50""", uuid.UUID(run_id), LLM_CALLED, node)
+    count = 0
+    for row in rows:
+        if row["code"] not in TRANSIENT_CODES:
+            break
+        count += 1
+    return count
+
+
+async def model_call_retryable(err: BaseException, *, run_id: str, node: str,
+                               max_attempts: int = 3) -> bool:
+    """Whether a step should let Temporal retry its failed model call (True) or give up (False).
+
+    True only for a transient :class:`LLMCallError` (429, 5xx, time-out, lost connection)
+    inside an activity, when the call has failed fewer than ``max_attempts`` times in a row
+    (:func:`transient_failures_in_a_row`, ``node`` as its ``llm.called`` events name it) and
+    the activity has an attempt left (raising on the retry policy's last attempt would fail
+    the step for good; a local activity's single try hands over to a scheduled activity,
+    so it always has). When the ledger cannot be read the step is retried (Temporal's
+    attempts still bound it). False means: use the offline strategy, the error's code as
+    the reason.
+
+    Args:
+        err: what the call raised.
+        run_id: the run (UUID string).
+        node: the node name in the call's ``llm.called`` events.
+        max_attempts: attempts per call (seed 002 R5.6: 3).
+    """
+    if not (isinstance(err, LLMCallError) and err.retryable and activity.in_activity()):
+        return False
+    info = activity.info()
+    limit = int(getattr(info.retry_policy, "maximum_attempts", 0) or 0)
+    if not info.is_local and limit and info.attempt >= limit:
+        return False
+    try:
+        return await transient_failures_in_a_row(run_id, node) < max_attempts
+    except Exception:  # noqa: BLE001 - no ledger to count from: Temporal's attempts bound it
+        log.warning("llm ledger unreadable; retrying the step", extra={"run_id": run_id,
+                                                                        "node": node})
+        return True
 
 
 def classify_error(err: BaseException) -> LLMCallError:

@@ -45,6 +45,7 @@ are for:
   pool and settings (:func:`get_runtime`); the LLM layer (:func:`chat_model`,
   :func:`select_model`, :func:`allowed_models`, :func:`llm_enabled`, :func:`call_json` with
   :class:`LLMContext` and :func:`extraction_messages`, :func:`classify_error`,
+  :func:`model_call_retryable` (retry a transient failure, or use the offline strategy),
   :func:`price_usd`, :func:`reply_usage`), which meters every call against the run's
   budget; events from a node (:func:`append_from_activity`); heartbeats while a long step runs
   (:func:`with_heartbeats`); a stored document's pages through the page cache
@@ -78,6 +79,7 @@ from activities.llm import (
     classify_error,
     extraction_messages,
     llm_enabled,
+    model_call_retryable,
     price_usd,
     reply_usage,
     select_model,
@@ -189,6 +191,7 @@ __all__ = [
     "classify_error",
     "extraction_messages",
     "llm_enabled",
+    "model_call_retryable",
     "price_usd",
     "select_model",
     "node_retry_policy",

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from temporalio import activity
 
 from activities.document_intake.extract_candidates import MAX_SNIPPET_CHARS, Evidence
 from activities.document_intake.schema import FieldSchema
@@ -32,10 +31,12 @@ from overseer.plugin import (
     call_json,
     extraction_messages,
     get_runtime,
+    model_call_retryable,
 )
 
 LLM_MAX_ATTEMPTS = 3
-"""Attempts of an LLM-calling node (its Temporal retry policy says the same)."""
+"""Attempts of one model call on a transient failure, counted from the ledger (the node's
+activity allows more, for database outages)."""
 
 VERIFIED_QUOTE_SCORE = 0.9
 UNVERIFIED_SCORE = 0.5
@@ -105,8 +106,9 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
     Raises:
         BudgetStop: the call would pass the run's LLM budget (nothing was sent); the run
             stops for a reviewer, and this node runs again under the raised budget.
-        LLMRateLimitedError, LLMUnavailableError: transient, before the last attempt
-            (Temporal retries the node activity with backoff, honouring Retry-After).
+        LLMRateLimitedError, LLMUnavailableError: transient, while the call has had fewer
+            than :data:`LLM_MAX_ATTEMPTS` attempts (Temporal retries the node activity with
+            backoff, honouring Retry-After; :func:`activities.llm.model_call_retryable`).
     """
     text = "\n\n".join(p.text for p in pages)
     ctx = llm_context(state, node, step)
@@ -123,8 +125,11 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
                 return LLMExtraction(failure=err.code)
             messages = [*messages, HumanMessage(REASK.format(error=err.message))]
         except LLMCallError as err:
-            attempt = activity.info().attempt if activity.in_activity() else LLM_MAX_ATTEMPTS
-            if err.retryable and attempt < LLM_MAX_ATTEMPTS:
+            # a 429/5xx/time-out: Temporal retries the node while this call has failed fewer
+            # than LLM_MAX_ATTEMPTS times in a row (from the ledger: a re-ask's 429 or a
+            # database outage does not spend the first call's attempts)
+            if await model_call_retryable(err, run_id=ctx.run_id, node=ctx.node,
+                                          max_attempts=LLM_MAX_ATTEMPTS):
                 raise
             return LLMExtraction(failure=err.code)
     out = LLMExtraction(strategy=result.strategy)

@@ -131,7 +131,7 @@ async def _model_report(state: PricingState, model_name: str, facts: str, sink: 
     """
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from activities.pricing.reporter import REASK, invented_numbers
+    from activities.pricing.reporter import REASK, summary_problem
     from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError
 
     history: list[Any] = []
@@ -150,12 +150,9 @@ async def _model_report(state: PricingState, model_name: str, facts: str, sink: 
             if not answered:
                 return None, None
             text = "".join(parts)
-            invented = invented_numbers(text, facts)
-            if text.strip() and not invented:
+            problem = summary_problem(text, facts)
+            if problem is None:
                 return text, None
-            problem = ({"code": "llm_invented_numbers", "message": "it states numbers that are "
-                        f"not in the facts ({', '.join(invented[:5])})"} if invented else
-                       {"code": "llm_empty_reply", "message": "the summary was empty"})
             answer = [AIMessage(text)] if text.strip() else []
         history = [*history, *answer, HumanMessage(REASK.format(error=problem["message"]))]
     log.warning("model summary unusable; template report used",

@@ -4,8 +4,9 @@ Offline it fills a fixed template from the workers' structured outputs (``strate
 with a model configured the model rewrites the same facts in prose, streaming tokens
 (``strategy: llm:<model>``). The model is given only the template's facts and told not to
 invent numbers, and :func:`invented_numbers` checks that it did not; the template is also
-the fallback when the model's summary is unusable (issue 28 item 5: empty, unreadable,
-refused, or stating a number the facts do not, after one re-ask naming what was wrong).
+the fallback when the model's summary is unusable (:func:`summary_problem`: empty,
+unreadable, refused, JSON instead of prose, stating none of the facts, or stating a number
+the facts do not, after one re-ask naming what was wrong).
 """
 
 from __future__ import annotations
@@ -118,6 +119,42 @@ def invented_numbers(report: str, facts: str) -> list[str]:
                 written not in out:
             out.append(written)
     return out
+
+
+_ITEM_ID = re.compile(r"\b[A-Za-z]+\d+[\w-]*")
+"""An item id of the facts (``TB001-online``, ``ASTR4``): letters then digits."""
+_WORD = re.compile(r"[A-Za-z]{5,}")
+"""A word long enough to carry meaning (``prices``, ``hierarchy``; not ``the``, ``fine``)."""
+
+
+def summary_problem(report: str, facts: str) -> dict[str, str] | None:
+    """What makes the model's ``report`` unusable as a summary of ``facts`` (None: usable).
+
+    Unusable: empty (``llm_empty_reply``); JSON where plain text was asked (a reply of
+    another format, or one cut off midway: ``llm_not_a_summary``); about none of the facts
+    — not one of their numbers, item ids or words of five letters or more, as a chatty
+    "looks fine to me" is (``llm_not_a_summary``); or stating a number the facts do not
+    (``llm_invented_numbers``, :func:`invented_numbers`).
+
+    Returns:
+        ``{"code", "message"}`` naming the problem (the re-ask shows the message), or None.
+    """
+    text = report.strip()
+    if not text:
+        return {"code": "llm_empty_reply", "message": "the summary was empty"}
+    if text.startswith(("{", "[")):
+        return {"code": "llm_not_a_summary",
+                "message": "it is JSON (or the start of it), not a plain-text summary"}
+    invented = invented_numbers(text, facts)
+    if invented:
+        return {"code": "llm_invented_numbers", "message": "it states numbers that are not "
+                f"in the facts ({', '.join(invented[:5])})"}
+    terms = {m.group(0).lower() for m in (*_ITEM_ID.finditer(facts), *_WORD.finditer(facts))}
+    said = {m.group(0).lower() for m in (*_ITEM_ID.finditer(text), *_WORD.finditer(text))}
+    if terms and not (said & terms or _numbers(_LIST_MARKER.sub("", text))):
+        return {"code": "llm_not_a_summary", "message": "it is about none of the facts (not "
+                "one of their numbers, item ids or words)"}
+    return None
 
 
 def _numbers(text: str) -> list[str]:

@@ -22,6 +22,16 @@ from temporalio import activity
 from overseer.plugin import LLMContext, LLMResponseError, Settings, call_json, llm_enabled
 
 NODE = "resume_drafting_agent"
+MODEL_ATTEMPTS = 4
+"""Attempts of one drafting call on a transient failure (429, 5xx, time-out): the first
+try and three retries (seed 002 R5.6's "retry up to 3 times"), Temporal's backoff (or a
+429's Retry-After) in between; then the rules draft, never a failed run."""
+DRY_RUN_MODEL = "dry-run"
+"""``activities.llm.DRY_RUN_MODEL``: DRY_RUN answers ``{}`` end to end, which is not "unusable"."""
+RESUME_SECTIONS = frozenset({"basics", "work", "education", "skills", "projects", "volunteer",
+                             "awards", "certificates", "publications", "languages",
+                             "interests", "references"})
+"""The JSON Resume sections: a draft holding none of them is no resume (the wrong shape)."""
 
 
 REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
@@ -62,12 +72,14 @@ async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: 
                            directives: list[dict[str, Any]]) -> ModelDraft:
     """Ask the model for a tailored JSON Resume.
 
-    A reply that is not a JSON object is asked for once more, with what was wrong (as
-    structured-output libraries re-ask); both calls are in the ``llm.called`` ledger
-    (issue 28 item 5).
+    A reply that is not a JSON object, or whose object holds no JSON Resume section
+    (:data:`RESUME_SECTIONS`, at the top or under ``resume``), is asked for once more, with
+    what was wrong (as structured-output libraries re-ask); both calls are in the
+    ``llm.called`` ledger.
 
     Raises:
-        LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the node.
+        LLMRateLimitedError, LLMUnavailableError: transient; the node decides whether
+            Temporal retries it (:func:`activities.llm.model_call_retryable`).
         LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step (the
             node then drafts with the rules).
     """
@@ -87,15 +99,19 @@ async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: 
                 messages, task="drafting", ctx=ctx, settings=current,
                 record=None if in_activity else _discard,
                 spend=None if in_activity else {"cost_usd": 0.0, "tokens": 0.0})
-            break
+            resume = result.data.get("resume", result.data)
+            if result.model == DRY_RUN_MODEL or (
+                    isinstance(resume, dict) and RESUME_SECTIONS & set(resume)):
+                break
+            raise LLMResponseError(
+                "the model's reply is not usable (it holds no JSON Resume: none of "
+                f"{', '.join(sorted(RESUME_SECTIONS))})", details={"reason": "schema"})
         except LLMResponseError as err:
             if reask:
                 raise
             messages = [*messages, HumanMessage(REASK.format(error=err.message))]
-    resume = result.data.get("resume", result.data)
-    if not isinstance(resume, dict):
-        resume = {}
-    return ModelDraft(resume=resume, strategy=result.strategy)
+    return ModelDraft(resume=resume if isinstance(resume, dict) else {},
+                      strategy=result.strategy)
 
 
 def drafting_messages(base: dict[str, Any], job: dict[str, Any],

@@ -259,20 +259,32 @@ async def finalization_agent(state: ResumeState) -> dict[str, Any]:
 
 async def _model_draft(state: ResumeState, base: dict[str, Any], job: dict[str, Any],
                        directives: list[dict[str, Any]], revision: int) -> dict[str, Any]:
-    from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError
+    from overseer.plugin import (
+        LLMCallError,
+        LLMClientError,
+        LLMRefusedError,
+        LLMResponseError,
+        model_call_retryable,
+    )
 
     try:
         result = await llm_drafting.draft_with_model(state, base, job, directives)
-    except (LLMResponseError, LLMRefusedError, LLMClientError) as err:
-        # the model could not give a usable draft (prose after a re-ask, a refusal, a
-        # request it rejects): the evidence-only rules draft this pipeline has offline
+    except LLMCallError as err:
+        # the model could not give a usable draft (prose or the wrong shape after a re-ask,
+        # a refusal, a request it rejects, or a 429/5xx/time-out after the call's attempts):
+        # the evidence-only rules draft this pipeline has offline
+        if not isinstance(err, LLMResponseError | LLMRefusedError | LLMClientError) and (
+                not err.retryable or await model_call_retryable(
+                    err, run_id=str(state.get("run_id") or ""), node=llm_drafting.NODE,
+                    max_attempts=llm_drafting.MODEL_ATTEMPTS)):
+            raise  # the budget; or Temporal retries the call
         log.warning("model draft unusable; rules draft used",
                     extra={"run_id": state.get("run_id"), "code": err.code})
         return {"current_draft": _rules_draft(base, job, state), "draft_sections_pending": [],
                 "draft_complete": True, "honesty_violations": [], "strategy": "rules",
                 "change_log": [{"revision": revision, "section": "resume",
                                 "action": "drafted_by_rules",
-                                "detail": f"the model's draft was unusable ({err.code}); "
+                                "detail": f"the model gave no usable draft ({err.code}); "
                                           "rules draft used"}]}
     draft = result.resume
     violations = [{"kind": "schema", "value": e, "where": "resume"} for e in schema_errors(draft)]

@@ -15,10 +15,11 @@ stretch. Only ``coder`` and ``theme_coder`` carry node options (``{"overseer": {
 one activity of its own with their time-out, heartbeat and attempts (the N coders run
 together in it); the other nodes, the ``codebook_review`` interrupt and ``finish`` (it
 reads the clock: inside an activity) run inside segments. The step allows
-:data:`~activities.thematic_analysis.options.MAX_MODEL_ATTEMPTS` attempts and a coder stops
-at the run's ``llm_max_attempts`` (default 3; seed R5.6: model retries with backoff are
-Temporal's), so the option never outgrows the retry policy and a coder never fails the run;
-a retry runs only the coders that have not finished (LangGraph keeps the others' writes).
+:data:`~activities.thematic_analysis.options.MAX_MODEL_ATTEMPTS` attempts and each coder's
+model call stops at the run's ``llm_max_attempts`` (default 3, counted per call from the
+ledger; seed R5.6: model retries with backoff are Temporal's), then that coder uses its
+rules, so the option never outgrows the retry policy and a coder never fails the run; a
+retry runs only the coders that have not finished (LangGraph keeps the others' writes).
 Routers are sync and pure.
 Build a fresh graph per registration.
 """

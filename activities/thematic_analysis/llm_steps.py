@@ -5,19 +5,26 @@ window's sentences, each with its quote id; every quote id the model cites is ch
 exist in the window's data, unknown ids are dropped (and counted), and a code left without
 quotes is dropped. A theme coder sees the codebook (ids, labels, definitions) and may only
 group existing code ids. Calls go through :func:`activities.llm.call_json`: one
-``llm.called`` ledger event per attempt, transient failures re-raised before the last
-attempt so Temporal retries them with backoff (3 attempts), token usage returned per call.
+``llm.called`` ledger event per attempt, token usage returned per call. A transient failure
+(429, 5xx, time-out) is raised to the node, which lets Temporal retry the step with backoff
+(a 429's Retry-After honoured) while *this call* has failed fewer than ``llm_max_attempts``
+times in a row (:func:`activities.llm.model_call_retryable`, from the ledger: the coders
+of one step share its activity's attempts, so the activity's attempt number is no count of
+a coder's failures), and then uses its rules.
 
-A reply that is not a JSON object (a small model answering in prose) is asked for once
-more, with the parse error (as structured-output libraries re-ask); a second unusable reply
-raises, and the node codes that step with the rules instead (issue 28 item 5).
+A reply that is not a JSON object (a small model answering in prose, JSON cut off midway)
+or whose JSON holds nothing usable (no code citing a listed sentence id, no theme over a
+listed code id: the wrong shape, or only invented ids) is asked for once more, with what
+was wrong (as structured-output libraries re-ask); a second unusable reply raises
+:class:`~overseer.errors.LLMResponseError`, and the node codes that step with the rules
+instead.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +48,10 @@ THEME_INSTRUCTIONS = (
     '"code_ids": ["<ids of codes listed below>"]}]}. Use only code ids listed below. Give at '
     "most {max_themes} themes."
 )
+DRY_RUN_MODEL = "dry-run"
+"""``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio).
+DRY_RUN answers ``{}``; the nodes replace it with mock output, so it is never "unusable"."""
+
 REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
          "in the format asked for above, and nothing else.")
 """The one re-ask after a reply that is not a JSON object (the parse error is named)."""
@@ -122,30 +133,65 @@ async def model_coder(identity: Identity, corpus: Corpus, options: ThematicOptio
                       run_id: str, node: str) -> ModelOutput:
     """Codes from the model for one identity; cited quote ids verified against the window.
 
-    A reply that is not a JSON object is asked for once more with the parse error.
+    A reply that is not a JSON object, or gives no code citing a sentence id of the window,
+    is asked for once more with what was wrong.
 
     Raises:
-        LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the node
-            (the node decides when to stop).
+        LLMRateLimitedError, LLMUnavailableError: transient; the node decides whether
+            Temporal retries the step (:func:`transient_failures_in_a_row`).
         LLMResponseError: the re-ask's reply was unusable too; LLMRefusedError,
             LLMClientError: refused. Permanent: the node codes with the rules instead.
             The spent tokens of every unusable reply are on the error (:func:`failed_calls`).
         BudgetExceededError: the call would pass the run's budget.
     """
     ids = sample_sentences(corpus, options.llm_sentences)
+
+    def check(result: Any) -> str | None:
+        if result.model == DRY_RUN_MODEL or not ids or coder_items(result, corpus, options,
+                                                                   identity)[0]:
+            return None
+        return ('it gives no code citing a sentence id listed (expected {"codes": [{"label", '
+                '"definition", "quote_ids"}]})')
+
     result, call, failed = await _call(coder_messages(identity, corpus, ids, options), options,
-                                       run_id=run_id, node=node, identity=identity)
-    out = ModelOutput(call=call, failed_calls=failed)
+                                       run_id=run_id, node=node, identity=identity, check=check)
+    items, dropped = coder_items(result, corpus, options, identity)
+    out = ModelOutput(items=items, call=call, failed_calls=failed, dropped_quote_ids=dropped)
+    if out.dropped_quote_ids:
+        log.warning("coder cited quotes that are not in the data", extra={
+            "analysis_id": run_id, "identity_id": identity.id,
+            "dropped_quote_ids": out.dropped_quote_ids})
+    return out
+
+
+def coder_items(result: Any, corpus: Corpus, options: ThematicOptions, identity: Identity
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The usable codes of a coder's reply and how many cited ids were not in the window.
+
+    Args:
+        result: the :class:`~activities.llm.LLMResult` (``data``: ``{"codes": [...]}``).
+        corpus: the window (the ids a code may cite).
+        options: ``max_quotes_per_code``.
+        identity: the coder's identity (recorded on each code).
+
+    Returns:
+        ``(codes, dropped)``: codes ``{label, definition, terms, quote_ids, count,
+        identity_id, strategy}`` with at least one quote id of the window each.
+    """
+    items: list[dict[str, Any]] = []
+    dropped = 0
     raw_codes = result.data.get("codes")
     for raw in raw_codes if isinstance(raw_codes, list) else []:
         if not isinstance(raw, dict) or not str(raw.get("label") or "").strip():
             continue
-        cited = [str(q) for q in raw.get("quote_ids") or [] if isinstance(q, str | int)]
+        quote_ids = raw.get("quote_ids")
+        cited = [str(q) for q in quote_ids if isinstance(q, str | int)] \
+            if isinstance(quote_ids, list) else []
         valid = list(dict.fromkeys(q for q in cited if q in corpus.text))
-        out.dropped_quote_ids += len(cited) - len([q for q in cited if q in corpus.text])
+        dropped += len(cited) - len([q for q in cited if q in corpus.text])
         if not valid:
             continue
-        out.items.append({
+        items.append({
             "label": str(raw["label"]).strip()[:120],
             "definition": str(raw.get("definition") or "").strip()[:500],
             "terms": [],
@@ -154,43 +200,72 @@ async def model_coder(identity: Identity, corpus: Corpus, options: ThematicOptio
             "identity_id": identity.id,
             "strategy": result.strategy,
         })
-    if out.dropped_quote_ids:
-        log.warning("coder cited quotes that are not in the data", extra={
-            "analysis_id": run_id, "identity_id": identity.id,
-            "dropped_quote_ids": out.dropped_quote_ids})
-    return out
+    return items, dropped
 
 
 async def model_theme_coder(identity: Identity, codebook: Sequence[Mapping[str, Any]],
                             options: ThematicOptions, *, run_id: str, node: str) -> ModelOutput:
     """Theme proposals from the model for one identity; unknown code ids dropped.
 
+    A reply that is not a JSON object, or proposes no theme over a code id of the codebook
+    (an empty list, the wrong shape, only invented ids), is asked for once more.
+
     Raises:
         LLMCallError, BudgetExceededError: as :func:`model_coder` (the node proposes themes
             with the rules after a permanent one).
     """
-    result, call, failed = await _call(theme_messages(identity, codebook, options), options,
-                                       run_id=run_id, node=node, identity=identity)
     known = {str(c["code_id"]) for c in codebook}
-    out = ModelOutput(call=call, failed_calls=failed)
+
+    def check(result: Any) -> str | None:
+        if result.model == DRY_RUN_MODEL or not known or theme_items(result, known, identity)[0]:
+            return None
+        return ('it proposes no theme over a code id listed (expected {"themes": [{"name", '
+                '"description", "code_ids"}]})')
+
+    result, call, failed = await _call(theme_messages(identity, codebook, options), options,
+                                       run_id=run_id, node=node, identity=identity, check=check)
+    items, dropped = theme_items(result, known, identity)
+    return ModelOutput(items=items, call=call, failed_calls=failed, dropped_quote_ids=dropped)
+
+
+def theme_items(result: Any, known: set[str], identity: Identity
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The usable theme proposals of a theme coder's reply and how many code ids were unknown.
+
+    Args:
+        result: the :class:`~activities.llm.LLMResult` (``data``: ``{"themes": [...]}``).
+        known: the codebook's code ids.
+        identity: the theme coder's identity (recorded on each proposal).
+
+    Returns:
+        ``(proposals, dropped)``: ``{name, description, code_ids, identity_id, strategy}``
+        with at least one known code id each.
+    """
+    items: list[dict[str, Any]] = []
+    dropped = 0
     raw_themes = result.data.get("themes")
     for raw in raw_themes if isinstance(raw_themes, list) else []:
         if not isinstance(raw, dict):
             continue
-        cited = [str(c) for c in raw.get("code_ids") or []]
+        code_ids = raw.get("code_ids")
+        cited = [str(c) for c in code_ids] if isinstance(code_ids, list) else []
         valid = sorted({c for c in cited if c in known})
-        out.dropped_quote_ids += len(cited) - len([c for c in cited if c in known])
+        dropped += len(cited) - len([c for c in cited if c in known])
         if valid:
-            out.items.append({"name": str(raw.get("name") or "").strip()[:120],
-                              "description": str(raw.get("description") or "").strip()[:500],
-                              "code_ids": valid, "identity_id": identity.id,
-                              "strategy": result.strategy})
-    return out
+            items.append({"name": str(raw.get("name") or "").strip()[:120],
+                          "description": str(raw.get("description") or "").strip()[:500],
+                          "code_ids": valid, "identity_id": identity.id,
+                          "strategy": result.strategy})
+    return items, dropped
 
 
 async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id: str, node: str,
-                identity: Identity) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
-    """One model step: the call, and one re-ask when the reply is not a JSON object.
+                identity: Identity, check: Callable[[Any], str | None] | None = None
+                ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """One model step: the call, and one re-ask when the reply is unusable.
+
+    Unusable: not a JSON object (:func:`activities.llm.parse_reply`), or ``check(result)``
+    names what is wrong with the JSON (None: usable).
 
     Returns:
         ``(result, call, failed)``: the usable reply, its ``llm_calls`` entry, and the
@@ -222,11 +297,17 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
         try:
             result = await call_json(messages, task="extraction", ctx=ctx, settings=settings(),
                                      record=record_and_keep, spend=spend)
-            break
+            problem = check(result) if check is not None else None
+            if problem is None:
+                break
+            raise LLMResponseError(f"the model's reply is not usable ({problem})",
+                                   details={"reason": "schema"})
         except Exception as err:
             if recorded:  # the ledger has this call: so does llm_calls (R8.1)
-                failed.append(_usage_entry(recorded[-1], node=node, identity=identity,
-                                           outcome="error"))
+                entry = _usage_entry(recorded[-1], node=node, identity=identity, outcome="error")
+                if isinstance(err, LLMResponseError) and not entry.get("error_code"):
+                    entry["error_code"] = err.code  # answered, but not with what was asked
+                failed.append(entry)
             if reask or not isinstance(err, LLMResponseError):
                 err.llm_calls = list(failed)  # type: ignore[attr-defined]
                 raise

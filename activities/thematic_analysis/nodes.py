@@ -6,11 +6,14 @@ fan-out an activity of its own with the coders' attempts), ``code_aggregator``,
 ``codebook_review`` is in graph.py. The graph runs as segments (see graph.py).
 
 Error policy (seed R5): a coder or theme coder never fails the run — its error is caught
-and recorded in ``errors`` (after the last attempt when a model call is transient, so
-Temporal's backoff applies first). A model that answers but not usably (prose after the
-re-ask, a refusal, a request it rejects) costs nothing either: that step runs the rules
-coder (or rules theme coder) instead, recorded in ``fallbacks`` and as ``strategy: rules``
-(issue 28 item 5). ``load_dataset``, the aggregators and the reviewer
+and recorded in ``errors``. A model that misbehaves costs nothing either: a reply that is
+not usable after the re-ask (prose, JSON cut off, JSON with nothing usable), a refusal, a
+request it rejects, or a transient failure (429, 5xx, time-out) that outlasted its call's
+``llm_max_attempts`` attempts (Temporal retried the step with backoff in between, a 429's
+Retry-After honoured; counted per call from the ledger, not by the step's attempt, which
+the coders of a step share) makes that step run the rules coder (or rules theme coder)
+instead, recorded in ``fallbacks`` and as ``strategy: rules`` with the reason's code. Only
+a budget refusal or a bug is an error. ``load_dataset``, the aggregators and the reviewer
 raise, which fails the run, after logging ``status=failed`` and trying to record a failed
 checkpoint. Logs carry the seed's fields (analysis_id, account_id, tenant_id, stage,
 duration_ms, timestamp) and never interaction text (R10.5).
@@ -37,6 +40,7 @@ from activities.thematic_analysis import coding, themes
 from activities.thematic_analysis.dataset import load_corpus, parse_window_metadata
 from activities.thematic_analysis.identities import Identity, load_identities
 from activities.thematic_analysis.llm_steps import (
+    DRY_RUN_MODEL,
     ModelOutput,
     estimate_cost_usd,
     failed_calls,
@@ -45,7 +49,14 @@ from activities.thematic_analysis.llm_steps import (
     model_theme_coder,
 )
 from activities.thematic_analysis.options import ThematicOptions, run_options
-from overseer.plugin import LLMClientError, LLMRefusedError, LLMResponseError, OverseerError
+from overseer.plugin import (
+    LLMCallError,
+    LLMClientError,
+    LLMRefusedError,
+    LLMResponseError,
+    OverseerError,
+    model_call_retryable,
+)
 
 log = logging.getLogger("overseer.thematic_analysis")
 
@@ -55,12 +66,19 @@ CHECKPOINT_RECORDED = "checkpoint.recorded"
 COST_OVERRUN_RATIO = 1.2
 """Seed R8.3: warn when the actual LLM cost exceeds the estimate by more than 20 %."""
 
-DRY_RUN_MODEL = "dry-run"
-"""``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio)."""
-
 UNUSABLE_MODEL = (LLMResponseError, LLMRefusedError, LLMClientError)
 """Permanent model failures a step answers with its rules strategy: the reply was not the JSON
-asked for even after the re-ask, the model refused, or the endpoint rejected the request."""
+asked for even after the re-ask, the model refused, or the endpoint rejected the request.
+A transient one (429, 5xx, time-out) joins them once its call has had its attempts
+(:func:`_model_gave_up`)."""
+
+
+class _RetryStep(Exception):  # noqa: N818 - a signal, not an error
+    """Raised past a coder's own error handling: Temporal retries the step with ``failure``."""
+
+    def __init__(self, failure: Exception) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
 
 STATE_WARNING_BYTES = 10 * 1024 * 1024
 """Seed R2.3: warn when the serialised state passes 10 MB."""
@@ -171,7 +189,9 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
                 out = await model_coder(identity, corpus, options,
                                         run_id=payload.get("run_id", ""),
                                         node=f"coder:{identity.id}")
-            except UNUSABLE_MODEL as err:
+            except LLMCallError as err:
+                if not await _model_gave_up(err, options, payload, f"coder:{identity.id}"):
+                    raise
                 codes = await off_loop(coding.rules_coder, identity, corpus, options)
                 fallback = _fell_back(err, stage="coding", node="coder", identity=identity,
                                       fields=fields)
@@ -193,6 +213,8 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
             result = {"identity_id": identity.id, "codes": codes, "strategy": "rules",
                       "dropped_quote_ids": 0}
         update["coder_results"] = [result]
+    except _RetryStep as retry:
+        raise retry.failure from retry.__cause__
     except Exception as err:
         _reraise_if_retrying(err, options)
         update["errors"] = [_tolerated(err, stage="coding", node="coder", identity=identity,
@@ -238,7 +260,10 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
                 out = await model_theme_coder(identity, codebook, options,
                                               run_id=payload.get("run_id", ""),
                                               node=f"theme_coder:{identity.id}")
-            except UNUSABLE_MODEL as err:
+            except LLMCallError as err:
+                if not await _model_gave_up(err, options, payload,
+                                            f"theme_coder:{identity.id}"):
+                    raise
                 corpus = await load_corpus(payload["dataset"])
                 update["theme_proposals"] = await off_loop(
                     themes.rules_theme_coder, identity, codebook, corpus, options)
@@ -257,6 +282,8 @@ async def theme_coder(payload: dict[str, Any]) -> dict[str, Any]:
             corpus = await load_corpus(payload["dataset"])
             update["theme_proposals"] = await off_loop(themes.rules_theme_coder, identity,
                                                        codebook, corpus, options)
+    except _RetryStep as retry:
+        raise retry.failure from retry.__cause__
     except Exception as err:
         _reraise_if_retrying(err, options)
         update["errors"] = [_tolerated(err, stage="themes", node="theme_coder",
@@ -520,6 +547,29 @@ def _reraise_if_retrying(err: Exception, options: ThematicOptions) -> None:
         raise _as_failure(err)
 
 
+async def _model_gave_up(err: LLMCallError, options: ThematicOptions, payload: dict[str, Any],
+                         node: str) -> bool:
+    """Whether a model step falls back to its rules after ``err`` (True), or is retried.
+
+    Permanent failures (:data:`UNUSABLE_MODEL`): True. A transient one (429, 5xx, time-out):
+    raises :class:`_RetryStep` so Temporal retries the step (its backoff, a 429's
+    Retry-After) while this call has failed fewer than ``llm_max_attempts`` times in a row
+    and the step's activity has attempts left (:func:`~activities.llm.model_call_retryable`);
+    True once it has had them (and outside a worker, where nothing retries). Any other
+    model error (the budget): False, the caller re-raises it.
+    """
+    if isinstance(err, UNUSABLE_MODEL):
+        return True
+    if not err.retryable:
+        return False
+    if await model_call_retryable(err, run_id=str(payload.get("run_id") or ""), node=node,
+                                  max_attempts=options.llm_max_attempts):
+        log.warning("model call failed transiently; retrying the step", extra={
+            **_log_fields(payload), "stage": node, "error_code": err.code})
+        raise _RetryStep(_as_failure(err)) from err
+    return True
+
+
 def last_attempt(options: ThematicOptions, retry_policy: Any) -> int:
     """The attempt after which a coder or theme coder records its failure instead of raising.
 
@@ -543,7 +593,7 @@ def _fell_back(err: OverseerError, *, stage: str, node: str, identity: Identity,
     """A ``fallbacks`` entry for a model step that ran its rules strategy instead; logged."""
     entry = {"stage": stage, "node": node, "identity_id": identity.id, "strategy": "rules",
              **_error_dict(err)}
-    log.warning("model reply unusable; the step used the rules", extra={
+    log.warning("model failed; the step used the rules", extra={
         **fields, "stage": node, "error_code": entry["code"]})
     return entry
 

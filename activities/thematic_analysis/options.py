@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MAX_MODEL_ATTEMPTS = 10
 """Upper bound of ``llm_max_attempts``; the coder and theme-coder activities allow this many
-attempts and the node itself stops retrying at the run's ``llm_max_attempts``."""
+attempts and each model call stops retrying at the run's ``llm_max_attempts``."""
 
 
 class ThematicOptions(BaseModel):
@@ -26,8 +26,9 @@ class ThematicOptions(BaseModel):
             codes in review (``side`` into ``side effects``).
         lens_weight: how strongly an identity's lens re-weights key phrases (0 = ignore).
         llm_sentences: sentences shown to a model coder (evenly sampled from the window).
-        llm_max_attempts: attempts of a model-calling node (Temporal retries with backoff; seed
-            002 R5.6); after the last one a coder or theme coder records its error.
+        llm_max_attempts: attempts of one model call on a transient failure (Temporal retries
+            the step with backoff; seed 002 R5.6), counted per call from the ledger; after the
+            last one that coder or theme coder uses its rules.
         cost_estimate_usd: the run's expected LLM cost; actual > 120 % logs a warning (R8.3).
             None: estimated from the prompt sizes at load time.
         llm_budget_usd: hard LLM cost budget of the run (None = unlimited).

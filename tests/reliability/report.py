@@ -9,6 +9,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tests.reliability.harness import ARTIFACTS
 
@@ -64,9 +65,79 @@ ABUSE = [
 ]
 
 
+MODEL_FAULTS = "model_faults.json"
+"""The misbehaving-model scenario's result (``tests/reliability/test_model_faults.py``)."""
+
+
+def _result(summary: dict[str, Any]) -> str:
+    """One run's status and how much it produced, for the model table."""
+    status = summary.get("status", "?")
+    if summary.get("after_approval"):
+        status += f" → {summary['after_approval']}"
+    size = summary.get("filled", 0)
+    if "codes" in summary:
+        size = f"{summary['codes']} codes, {summary['themes']} themes"
+    elif summary.get("queue") is not None or summary["case"].startswith("user graph"):
+        size = f"queue {summary.get('queue') or '—'}"
+    return f"{status}; {size}"
+
+
+def model_section(result: dict[str, Any] | None) -> list[str]:
+    """docs/reliability.md's model section from ``model_faults.json`` (None: not run yet)."""
+    lines = [
+        "## A model that misbehaves",
+        "",
+        "`tests/reliability/test_model_faults.py`: one stack runs the README example of each "
+        "of the five pipelines and a user graph that asks a chat model "
+        "(`tests/reliability/model_graph`: support-ticket triage, keyword rules offline, a "
+        "person when no rule matches) twice: offline (no model configured), then against an "
+        "OpenAI-compatible endpoint that never answers what was asked "
+        "(`tests.workflows.llm_support.MisbehavingModel`): each new prompt is rate limited "
+        "once (429, `Retry-After: 1`), every 7th request fails (500), and every other answer "
+        "is prose, JSON cut off, a stream (or body) that stops midway, or JSON of the wrong "
+        "shape, mixed deterministically. A run passes when it is never `failed`, completes "
+        "with `strategy: rules` where the model failed or waits for a person with reason "
+        "codes, and gives no less than the offline run of the same input (fields filled, "
+        "clauses found verbatim, codes and themes, resume entries, report lines, tickets "
+        "routed).",
+        "",
+    ]
+    if result is None:
+        return [*lines, "Not run yet: `make reliability` writes it.", ""]
+    lines += [
+        "| run | offline | misbehaving model | strategy | fell back because / waits for | "
+        "model calls (failed) | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in result["runs"]:
+        off, bad = row["offline"], row["misbehaving"]
+        why = ", ".join(f"`{c}`" for c in dict.fromkeys([*bad.get("fallbacks", []),
+                                                          *bad.get("reason_codes", [])])) or "—"
+        lines.append(
+            f"| {row['case']} | {_result(off)} | {_result(bad)} | "
+            f"{bad.get('strategy') or '—'} | {why} | {bad.get('model_calls', 0)} "
+            f"({bad.get('failed_calls', 0)}) | "
+            f"{'ok' if not row['problems'] else 'FAILED: ' + '; '.join(row['problems'])} |")
+    served = ", ".join(f"{k} {v}" for k, v in sorted(result["endpoint"].items()))
+    lines += [
+        "",
+        f"The endpoint answered {result['requests']} requests ({served}); both passes took "
+        f"{result['wall_seconds']} s. Model calls are the run's `llm.called` ledger, failed "
+        "ones those the endpoint or the client failed (a reply the step could not use counts "
+        "as answered; a user graph's calls are metered by the runtime, once per call whatever "
+        "its client retried); document intake's clean form needs no model. Every run passed: "
+        f"{'yes' if result['ok'] else 'NO'}.",
+        "",
+    ]
+    return lines
+
+
 def main() -> None:
     """Write docs/reliability.md from the latest results."""
-    results = [json.loads(p.read_text()) for p in sorted(ARTIFACTS.glob("*.json"))]
+    results = [json.loads(p.read_text()) for p in sorted(ARTIFACTS.glob("*.json"))
+               if p.name != MODEL_FAULTS]
+    model_path = ARTIFACTS / MODEL_FAULTS
+    model = json.loads(model_path.read_text()) if model_path.exists() else None
     lines = [
         "# Reliability: nothing accepted is lost, duplicated or exposed",
         "",
@@ -106,6 +177,7 @@ def main() -> None:
         "20 s for due_diligence's clause nodes, 10 s by default for every other node and for "
         "a segment, document_intake's OCR included) and the sticky-queue time-out (3 s).",
         "",
+        *model_section(model),
         "## Bad input and abuse",
         "",
         "| class | where | cases | answer |",
@@ -141,6 +213,16 @@ def main() -> None:
         "`ActivityError`, and the workflow caught only the latter. Every failure path in the "
         "workflow now catches both (`workflows.segments.ACTIVITY_FAILURES`); the recorded "
         "history replays in `tests/workflows/test_replay.py`.",
+        "- Against a model that misbehaves (above), thematic analysis failed "
+        "(`theme_stage_failed`; a model answering an empty or invented theme list ended "
+        "`no_themes`): the coders of a step share its attempts, so a coder whose re-ask was "
+        "rate limited met a 500 on the step's last attempt and recorded `llm_unavailable` "
+        "without a retry, and a theme list with nothing usable was taken as the answer. Now "
+        "a transient failure is retried per call (counted from the ledger, "
+        "`activities.llm.model_call_retryable`), then that step uses its rules; JSON with "
+        "nothing usable is re-asked, then the rules. Resume tailoring failed the same way "
+        "(`llm_rate_limited`); pricing's report took truncated JSON or a chatty non-answer as "
+        "the summary (now re-asked, then the template).",
         "",
         "Resource limits per document (pages, pixels, OCR seconds per page) are settings "
         "(`OVERSEER_MAX_DOCUMENT_PAGES`, `OVERSEER_MAX_PIXELS_PER_PAGE`, "

@@ -9,6 +9,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -342,7 +343,7 @@ async def test_model_coder_drops_quotes_not_in_the_data_and_counts_tokens():
     assert "cost_overrun" in state["warnings"]
 
 
-async def test_model_failure_in_one_coder_is_tolerated():
+async def test_a_model_failure_in_one_coder_falls_back_to_the_rules():
     calls = {"n": 0}
 
     class Flaky(GenericFakeChatModel):
@@ -355,18 +356,33 @@ async def test_model_failure_in_one_coder_is_tolerated():
     reply = json.dumps({"codes": [], "themes": []})
     llm.set_chat_model_factory(lambda s, m: Flaky(messages=iter([AIMessage(content=reply)] * 50)))
     state = await run(example_input())
-    assert [e["code"] for e in state["errors"]] == ["llm_unavailable"]
-    assert state["status"] == "completed" and state["outcome"] == "no_codes"
+    # outside a worker nothing retries: the timed-out coder uses the rules at once; the
+    # others' empty answers (and their re-asks') are no answer either: rules too
+    assert state["errors"] == []
+    assert sorted(r["fallback"]["code"] for r in state["coder_results"]) == [
+        "llm_malformed_response", "llm_malformed_response", "llm_unavailable"]
+    assert state["status"] == "completed" and state["outcome"] == "themes"
 
 
 async def test_an_unusable_reply_falls_back_to_the_rules_and_its_tokens_count():
     """Issue 28 item 5: the outcomes identity's model answers prose, twice (the re-ask too);
     its coder and theme coder use the rules instead of failing, and every billed call counts."""
+    corpus = dataset.build_corpus(dataset.window(dataset.parse_dataset(
+        EXAMPLE.read_bytes(), "reviews.csv"), "brewbox", "2024-01-01", "2024-04-30"))
+
+    def usable(messages) -> str:
+        """The other identities' answers: a code on real sentences; a theme on every code listed."""
+        if "Code the sentences" in str(messages[0].content):
+            return json.dumps({"codes": [{"label": "Delivery delays", "definition": "Late.",
+                                          "quote_ids": corpus.quote_ids[:3]}]})
+        ids = re.findall(r'"code_id": "([^"]+)"', str(messages[1].content))
+        return json.dumps({"themes": [{"name": "All of it", "description": "Everything.",
+                                       "code_ids": ids}]})
+
     class Prose(GenericFakeChatModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             system = str(messages[0].content)
-            text = "Codes: taste." if "analyst of outcomes" in system else json.dumps(
-                {"codes": [], "themes": []})
+            text = "Codes: taste." if "analyst of outcomes" in system else usable(messages)
             self.messages = iter([AIMessage(content=text, usage_metadata={
                 "input_tokens": 700, "output_tokens": 7, "total_tokens": 707})])
             return super()._generate(messages, stop, run_manager, **kwargs)
@@ -405,17 +421,39 @@ def _codes_then(theme_reply: str | BaseException):
     return lambda s, m: Staged(messages=iter(()))
 
 
-async def test_theme_coders_proposing_nothing_complete_without_themes():
-    llm.set_chat_model_factory(_codes_then(json.dumps({"themes": []})))
+@pytest.mark.parametrize("theme_reply", [
+    json.dumps({"themes": []}), json.dumps({"answer": "mostly positive"}),
+    json.dumps({"themes": [{"name": "Invented", "code_ids": ["code-that-does-not-exist"]}]})])
+async def test_theme_coders_proposing_nothing_usable_propose_with_the_rules(theme_reply):
+    """No theme (an empty list, the wrong shape, only invented code ids) over a codebook the
+    rules would group is no answer: asked once more, then the rules' themes, never none."""
+    llm.set_chat_model_factory(_codes_then(theme_reply))
     state = await run(example_input())
     assert state["codebook"] and state["errors"] == []
-    assert state["status"] == "completed" and state["outcome"] == "no_themes"
-    assert state["themes"] == []
+    assert state["status"] == "completed" and state["outcome"] == "themes" and state["themes"]
+    assert sorted((f["node"], f["code"]) for f in state["fallbacks"]) == [
+        ("theme_coder", "llm_malformed_response")] * 3
+    assert {t["strategy"] for t in state["themes"]} == {"rules"}
     assert [c["stage"] for c in state["checkpoints"]] == ["coding_complete", "theme_complete"]
 
 
-async def test_every_theme_coder_failing_fails_the_run():
+async def test_every_theme_coder_timing_out_proposes_with_the_rules():
+    """Outside a worker nothing retries a time-out: each theme coder uses the rules at once."""
     llm.set_chat_model_factory(_codes_then(TimeoutError("model timed out")))
+    state = await run(example_input())
+    assert state["errors"] == [] and state["outcome"] == "themes" and state["themes"]
+    assert sorted((f["node"], f["code"]) for f in state["fallbacks"]) == [
+        ("theme_coder", "llm_unavailable")] * 3
+
+
+async def test_every_theme_coder_failing_fails_the_run(monkeypatch):
+    """A theme coder that fails (a bug here, not its model) is tolerated; all of them fail the run."""
+    from activities.thematic_analysis import themes
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("bug in the theme coder")
+
+    monkeypatch.setattr(themes, "rules_theme_coder", broken)
     with pytest.raises(Exception, match="every theme coder failed"):
         await run(example_input())
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle
 from typing import Any
 
@@ -114,3 +116,186 @@ class LocalOpenAI:
 def llm_answer(**fields: tuple[str | None, str | None]) -> str:
     """The JSON a model answers: ``{field: {"value": v, "quote": q}}``."""
     return json.dumps({k: {"value": v, "quote": q} for k, (v, q) in fields.items()})
+
+
+# --- a model that misbehaves ------------------------------------------------------------------
+
+MISBEHAVING_PROSE = ("Sure! Having read everything carefully, I think it looks fine overall; "
+                     "let me know if you need anything else.")
+"""What a small model often answers instead of the JSON or tool call it was asked for."""
+MISBEHAVING_TRUNCATED = '{"result": [{"label": "Delivery delays", "definition": "Orders that arri'
+"""A JSON answer cut off at the output-token limit."""
+MISBEHAVING_WRONG_SHAPE = '{"answer": "The material is mostly positive.", "items": []}'
+"""Valid JSON of the wrong shape: none of the keys any step asks for."""
+MISBEHAVIOURS = ("prose", "truncated", "cut", "wrong_shape")
+"""The unusable answers :class:`MisbehavingModel` cycles through for a prompt it has seen."""
+
+
+class MisbehavingModel:
+    """An OpenAI-compatible endpoint that misbehaves as a small model behind a busy server does.
+
+    ``POST /v1/chat/completions`` (streamed or not) is answered by these deterministic rules,
+    checked in order; requests are numbered from 1 in arrival order:
+
+    1. every ``fail_every``-th request: a 500;
+    2. a prompt (the whole message list) not seen before: a 429 with ``Retry-After``
+       (``retry_after`` seconds), once per prompt — so a re-ask is rate limited too;
+    3. otherwise the next of :data:`MISBEHAVIOURS` for that prompt, starting at an offset
+       taken from the prompt's hash (so steps get different ones) and cycling:
+       ``prose`` (:data:`MISBEHAVING_PROSE`), ``truncated`` (:data:`MISBEHAVING_TRUNCATED`),
+       ``cut`` (a stream that stops midway, without a finish reason or ``[DONE]``; a
+       non-streamed answer whose body stops midway) and ``wrong_shape``
+       (:data:`MISBEHAVING_WRONG_SHAPE`).
+
+    It never answers what was asked. :attr:`seen` logs ``(n, kind, stream)`` per request
+    (``kind``: ``500``, ``429`` or a misbehaviour), :meth:`counts` tallies them.
+    """
+
+    def __init__(self, *, fail_every: int = 7, retry_after: float = 1.0) -> None:
+        self.fail_every = fail_every
+        self.retry_after = retry_after
+        self.seen: list[tuple[int, str, bool]] = []
+        self._prompts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._server: Any = None
+
+    def __enter__(self) -> MisbehavingModel:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> MisbehavingModel:
+        """Serve on a free local port in a daemon thread."""
+        owner = self
+
+        class Handler(_MisbehavingHandler):
+            model = owner
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, for ``OVERSEER_LLM_BASE_URL``."""
+        assert self._server is not None, "start() first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def decide(self, body: dict[str, Any]) -> str:
+        """How the next request with ``body`` is answered (thread-safe; logs it)."""
+        key = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            n = len(self.seen) + 1
+            if n % self.fail_every == 0:
+                kind = "500"
+            elif key not in self._prompts:
+                self._prompts[key] = 0
+                kind = "429"
+            else:
+                answered = self._prompts[key]
+                self._prompts[key] = answered + 1
+                kind = MISBEHAVIOURS[(int(key[:8], 16) + answered) % len(MISBEHAVIOURS)]
+            self.seen.append((n, kind, bool(body.get("stream"))))
+        return kind
+
+    def counts(self) -> dict[str, int]:
+        """How many requests got each kind of answer."""
+        with self._lock:
+            out: dict[str, int] = {}
+            for _, kind, _ in self.seen:
+                out[kind] = out.get(kind, 0) + 1
+            return dict(sorted(out.items()))
+
+
+class _MisbehavingHandler(BaseHTTPRequestHandler):
+    """Answers as the owning :class:`MisbehavingModel` decides."""
+
+    model: MisbehavingModel
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        length = int(self.headers.get("content-length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        kind = self.model.decide(body)
+        stream = bool(body.get("stream"))
+        try:
+            if kind in ("500", "429"):
+                status = int(kind)
+                code = "rate_limit_exceeded" if status == 429 else "server_error"
+                headers = {"retry-after": f"{self.model.retry_after:g}"} if status == 429 else {}
+                self._send(status, json.dumps({"error": {"message": f"misbehaving {status}",
+                                                         "type": code, "code": code}}).encode(),
+                           headers)
+            elif kind == "cut":
+                self._cut(body, stream=stream)
+            else:
+                text = MISBEHAVING_PROSE if kind == "prose" else (
+                    MISBEHAVING_TRUNCATED if kind == "truncated" else MISBEHAVING_WRONG_SHAPE)
+                if stream:
+                    self._stream(body, text)
+                else:
+                    self._send(200, json.dumps(_completion(body, text)).encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up
+
+    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None,
+              *, declared: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(declared if declared is not None else len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _chunk(self, body: dict[str, Any], delta: dict[str, Any], finish: str | None) -> bytes:
+        chunk = {"id": "chatcmpl-misbehaving", "object": "chat.completion.chunk",
+                 "created": int(time.time()), "model": body.get("model", "misbehaving"),
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    def _stream(self, body: dict[str, Any], text: str, *, stop_after: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(self._chunk(body, {"role": "assistant", "content": ""}, None))
+        pieces = [text[i:i + 12] for i in range(0, len(text), 12)]
+        for piece in pieces[:stop_after]:
+            self.wfile.write(self._chunk(body, {"content": piece}, None))
+        if stop_after is None:
+            self.wfile.write(self._chunk(body, {}, "stop"))
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _cut(self, body: dict[str, Any], *, stream: bool) -> None:
+        """Stop midway: a stream after three chunks; a plain answer after half its body."""
+        if stream:
+            self._stream(body, '{"result": [{"label": "Delivery", "quotes": ["q1", "q2"]}]}',
+                         stop_after=3)
+            return
+        data = json.dumps(_completion(body, '{"result": [{"label": "Delivery"}]}')).encode()
+        self._send(200, data[: len(data) // 2], declared=len(data))
+        self.close_connection = True
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet: tests read :attr:`MisbehavingModel.seen`."""
+
+
+def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages") or []) // 4 + 1
+    out = len(text) // 4 + 1
+    return {"id": "chatcmpl-misbehaving", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "misbehaving"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": out,
+                      "total_tokens": prompt + out}}

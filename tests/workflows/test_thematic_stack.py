@@ -316,17 +316,21 @@ async def test_empty_window_completes_without_a_coding_or_theme_stage(
             await events(db, run_id, "checkpoint.recorded")] == [("coding_complete", 0)]
 
 
-async def test_theme_coders_proposing_nothing_complete_the_run_without_themes(
+async def test_theme_coders_proposing_nothing_propose_with_the_rules(
         dev_server, worker, db, task_queue):
+    """An empty theme list over a codebook the rules would group is no answer: asked once
+    more, then each theme coder proposes with the rules; the run never ends without themes."""
     codes = model_reply()
 
     def answer(system: str) -> str:
         return codes if CODER_PROMPT in system else json.dumps({"themes": []})
 
     run_id, result = await run_answered(db, dev_server.client, task_queue, answer)
-    assert result["status"] == "completed" and result["outcome"] == "no_themes"
+    assert result["status"] == "completed" and result["outcome"] == "themes"
     out = result["output"]
-    assert out["codebook"] and out["themes"] == [] and out["errors"] == []
+    assert out["codebook"] and out["themes"] and out["errors"] == []
+    assert sorted((f["node"], f["code"]) for f in out["fallbacks"]) == [
+        ("theme_coder", "llm_malformed_response")] * len(IDENTITY_IDS)
     assert [(c["data"]["stage"], c["data"]["status"]) for c in
             await events(db, run_id, "checkpoint.recorded")] == [
         ("coding_complete", "in_progress"), ("theme_complete", "completed")]
