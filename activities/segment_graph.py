@@ -42,6 +42,8 @@ async def checkpointer(database_url: str | None = None) -> Any:
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
+            from overseer.graph_store import serialised_setup
+
             settings = get_runtime().settings if database_url is None else None
             url = database_url or str(settings.database_url if settings else "")
             size = settings.worker_max_concurrent_activities if settings else 4
@@ -50,32 +52,42 @@ async def checkpointer(database_url: str | None = None) -> Any:
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
             await pool.open(wait=True)
             saver = _fenced(AsyncPostgresSaver)(pool)  # dict rows, as it expects
-            await saver.setup()
+            await serialised_setup(pool, saver.setup)  # a worker starting beside another
             _saver = saver
     return _saver
 
 
 def _fenced(saver_class: type) -> type:
-    """``AsyncPostgresSaver`` whose checkpoints and writes go in only while this attempt holds its segment.
+    """``AsyncPostgresSaver`` writing for a segment attempt only while it holds its segment.
+
+    And only after what its live stream holds is written.
 
     Outside a segment (the API's reads and edits of a thread) it is LangGraph's saver as is.
-    A segment's attempt checks its fence (:func:`overseer.fencing.check_current`, one
-    indexed read) before each checkpoint and each task's writes.
+    Before each checkpoint and each task's writes a segment's attempt writes its buffered
+    live items (:meth:`overseer.token_stream.TokenWriter.settle`: a message is never in a
+    checkpoint whose tokens a client could not get) and checks its fence
+    (:func:`overseer.fencing.check_current`, one indexed read).
 
     Raises (from ``aput`` / ``aput_writes``):
         overseer.fencing.StaleAttempt: a newer attempt holds the segment.
+        asyncpg.PostgresError, OSError: a live stream write failed (the database is away).
     """
     from overseer.fencing import check_current, current
+    from overseer.token_stream import current_writers
+
+    async def ready() -> None:
+        for writer in current_writers.get():  # the stream is whole up to this checkpoint
+            await writer.settle()
+        if current.get() is not None:
+            await check_current(get_runtime().pool)
 
     class FencedPostgresSaver(saver_class):  # type: ignore[misc]
         async def aput(self, *args: Any, **kwargs: Any) -> Any:
-            if current.get() is not None:
-                await check_current(get_runtime().pool)
+            await ready()
             return await super().aput(*args, **kwargs)
 
         async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
-            if current.get() is not None:
-                await check_current(get_runtime().pool)
+            await ready()
             return await super().aput_writes(*args, **kwargs)
 
     return FencedPostgresSaver

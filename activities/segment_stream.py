@@ -42,7 +42,7 @@ class OwnStream:
     """
 
     def __init__(self, stream: Any, writer: TokenWriter) -> None:
-        self._stream, self._writer = stream, writer
+        self._stream, self.writer = stream, writer
         self.modes: tuple[str, ...] = tuple(stream.stream_modes)
 
     @classmethod
@@ -65,7 +65,7 @@ class OwnStream:
     async def chunk(self, mode: str, chunk: Any) -> None:
         """Buffer the protocol's events for one top-level LangGraph chunk."""
         for event in self._stream.chunk(mode, chunk):
-            await self._writer.add(own_item(event))
+            await self.writer.add(own_item(event))
 
     async def close(self) -> None:
         """Write what is buffered (before the segment reports).
@@ -73,7 +73,7 @@ class OwnStream:
         Raises:
             asyncpg.PostgresError, OSError: a write failed (Temporal retries the segment).
         """
-        await self._writer.close()
+        await self.writer.close()
 
 
 async def chunks_and_events(events: AsyncIterator[dict[str, Any]],

@@ -80,6 +80,7 @@ from overseer.fencing import Fence
 from overseer.graph_codec import decode, encode, to_jsonable
 from overseer.token_stream import (
     TokenWriter,
+    current_writers,
     custom_item,
     message_ids,
     retractions,
@@ -361,6 +362,7 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
     # tokens and custom writes go live through Postgres (overseer.token_stream)
     tokens = TokenWriter(get_runtime().pool, call.run_id, call.stream_base, fence) \
         if call.stream else None
+    current_writers.set(tuple(w for w in (tokens, own.writer if own else None) if w))
     if tokens is not None and live and (info.attempt > 1 or (local and recovering)):
         await _retract(app, config, call, tokens)  # before the node that died streams again
     breakpoints = _breakpoints(call, placed(call.pipeline))

@@ -78,9 +78,32 @@ async def graph_store(settings: Settings | None = None) -> Any:
             pool, index=index,  # type: ignore[arg-type]  # dict rows, as it expects
             ttl={"refresh_on_read": True,
                  "sweep_interval_minutes": max(1, int(settings.store_ttl_sweep_minutes))})
-        await store.setup()
+        await serialised_setup(pool, store.setup)
         _stores[id(loop)] = store
         return store
+
+
+SETUP_LOCK = 727275
+"""The advisory lock LangGraph's table set-ups take turns on (:func:`serialised_setup`)."""
+
+
+async def serialised_setup(pool: Any, setup: Any) -> None:
+    """Run a LangGraph ``setup()`` (its store's, its checkpointer's) one process at a time.
+
+    Two workers (or a worker and the API) starting together on a new database would both
+    create LangGraph's tables and types and one would fail (a unique violation on
+    ``pg_type``, or on its migrations table): they take turns on an advisory lock held on a
+    connection of ``pool`` (a psycopg pool in autocommit), and the second finds the tables made.
+
+    Raises:
+        psycopg.Error: the database is unavailable, or the set-up failed for another reason.
+    """
+    async with pool.connection() as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        try:
+            await setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
 
 def searchable(store: Any) -> bool:

@@ -39,6 +39,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -185,7 +186,14 @@ class TokenWriter:
         It is written within ``within`` seconds (with every item buffered before it), but
         not sooner than :data:`WRITE_INTERVAL_SECONDS` after the last write, or at once when
         :data:`FLUSH_ITEMS` are buffered.
+
+        Raises:
+            asyncpg.PostgresError, OSError: an earlier write failed: what it held never
+                reached a reader, so the segment must fail (and run again from its last
+                checkpoint) rather than go on with a hole in its stream.
         """
+        if self._failed is not None:  # the stream has a hole: the segment stops here
+            raise self._failed
         self._buffer.append(item)
         if len(self._buffer) >= FLUSH_ITEMS:
             await self.flush()
@@ -208,6 +216,22 @@ class TokenWriter:
             await self.flush()
         except (asyncpg.PostgresError, OSError) as err:  # raised again by close()
             self._failed = err
+
+    async def settle(self) -> None:
+        """Write what is buffered now and raise a write that failed: before a checkpoint.
+
+        LangGraph's checkpointer calls it (through :data:`current_writers`) before each
+        checkpoint and each task's writes, so a checkpoint never holds a message whose
+        tokens did not reach the stream: when a write failed (the database went away), the
+        checkpoint is not written either, and the segment runs that node again.
+
+        Raises:
+            asyncpg.PostgresError, OSError: this write, or an earlier one, failed.
+        """
+        if self._failed is not None:
+            raise self._failed
+        if self._buffer:
+            await self.flush()
 
     async def close(self) -> None:
         """Write what is left; raise a write that failed in the background.
@@ -245,6 +269,12 @@ class TokenWriter:
                 raise StaleAttempt(f"run {self.run}: a newer attempt streams this segment")
             self._prev = int(last)
             self.written += len(items)
+
+
+current_writers: ContextVar[tuple[TokenWriter, ...]] = ContextVar("overseer_token_writers",
+                                                                   default=())
+"""The live stream writers of the segment attempt running in this context (set by the segment
+activity; LangGraph's checkpointer settles them before each write: :meth:`TokenWriter.settle`)."""
 
 
 NOTIFY_MAX_BYTES = 7900
