@@ -31,6 +31,11 @@ with workflow.unsafe.imports_passed_through():
 SEGMENT_HEARTBEAT_SECONDS = 6.0
 """A dead worker's segment runs again on another worker after this long; the run option
 ``segment_heartbeat_seconds`` (``OVERSEER_SEGMENT_HEARTBEAT_SECONDS``) changes it."""
+SEGMENT_ATTEMPTS = 10
+"""Attempts of a segment for errors that may pass (a bug fails the run at once): with a 1 s
+first back-off doubling up to 30 s, the tenth starts ~2.5 min after the first, so a database
+or network outage that long costs a run nothing (as the nodes' own policy:
+:func:`activities.retry.node_retry_policy`)."""
 LOCAL_SEGMENT_SECONDS = 5.0
 """How long a segment a pipeline calls short for its input (``Pipeline.run.local_segments``) may
 run as a local activity before it goes on as a heartbeating activity."""
@@ -141,7 +146,8 @@ class SegmentRunner:
             heartbeat_timeout=timedelta(seconds=call.heartbeat_seconds),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                     maximum_interval=timedelta(seconds=30), maximum_attempts=5,
+                                     maximum_interval=timedelta(seconds=30),
+                                     maximum_attempts=SEGMENT_ATTEMPTS,
                                      non_retryable_error_types=[NODE_ERROR,
                                                                 "invalid_durability"]),
             summary=f"segment: {label}")
