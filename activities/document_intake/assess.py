@@ -60,7 +60,8 @@ def assess_record(
             A ``person_name`` value read by OCR that holds a known OCR confusion
             (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
             letter, …; issue 28: or an "n" between vowels, ``possible_lost_tilde``), and
-            an e-mail value with a digit-like letter next to a digit
+            an e-mail value with a digit-like letter next to a digit that the record's
+            person names do not explain, or a plus sign that may have been read "t"
             (``email_ocr_confusions``), counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
             ``ocr_confusion_<field>`` unless its words were read at
             ``clean_word_confidence`` (:data:`~confidence.CLEAN_WORD_CONFIDENCE`) or
@@ -205,9 +206,11 @@ def _confused_names(
     """OCR'd fields whose reading holds a known confusion, read below clean.
 
     Person names: ``name_ocr_confusions`` or ``possible_lost_tilde``; e-mail addresses:
-    ``email_ocr_confusions`` (issue 28 item 3).
+    ``email_ocr_confusions``, given the record's person names as read.
     """
     clean = float(options.get("clean_word_confidence", CLEAN_WORD_CONFIDENCE))
+    names = [value for key, value in record.items() if isinstance(value, str)
+             and schema.has_field(key) and schema.field(key).kind == "person_name"]
     out = []
     for name, confidence in field_confidences.items():
         value = record.get(name)
@@ -215,7 +218,7 @@ def _confused_names(
             continue
         kind = schema.field(name).kind
         if ((kind == "person_name" and (name_ocr_confusions(value) or possible_lost_tilde(value)))
-                or (kind == "email" and email_ocr_confusions(value))):
+                or (kind == "email" and email_ocr_confusions(value, names))):
             out.append(name)
     return sorted(out)
 
