@@ -79,6 +79,11 @@ def assess_record(
             ``low_confidence_<field>`` reason (raw word confidence below
             ``min_field_ocr_confidence``) still reads the raw number: it tells a reviewer
             Tesseract was unsure.
+        options (cont.): ``thresholds.complete_confidence`` (0.9 by default): a record that
+            misses nothing but scores under it gets a reason for each part of its confidence
+            that holds it there and no other reason names (``below_complete_<field>``,
+            ``below_complete_page``; ``below_complete_confidence`` when no part can be
+            named), so a record sent to a person always carries at least one reason code.
         reread_agrees: fields whose value a second reading at a higher dpi read the same
             (``node_run_pipeline.confirm_calibrated_fields``): their calibrated confidence counts, and
             their ``low_confidence_<field>`` reason no longer sets ``needs_review``.
@@ -125,6 +130,9 @@ def assess_record(
     weak = sorted(name for name, value in present.items() if value < floor)
     reasons.update(f"low_confidence_{name}" for name in weak)
     reasons.update(f"ocr_confusion_{name}" for name in confused)
+    if not missing and confidence < _complete_confidence(options):
+        reasons.update(_held_below(gated, confused, ocr_confidence_avg, exact_text, completeness,
+                                   _complete_confidence(options), reasons))
     return {
         "confidence": round(confidence, 4),
         "missing_fields": list(missing),
@@ -143,6 +151,44 @@ def assess_record(
                        for name in sorted(present)},
         },
     }
+
+
+BELOW_COMPLETE = "below_complete_confidence"
+"""Reason of a record that misses nothing yet scores under the completing threshold, when no
+single part of its confidence can be named (``below_complete_<field>``, ``below_complete_page``
+name the parts that hold it there)."""
+
+
+def _complete_confidence(options: Mapping[str, Any]) -> float:
+    """The run's threshold to complete (``options.thresholds.complete_confidence``, 0.9)."""
+    return float((options.get("thresholds") or {}).get("complete_confidence", 0.9))
+
+
+def _held_below(per_field: Mapping[str, float], confused: Collection[str],
+                page: float | None, exact_text: bool, completeness: float, complete_at: float,
+                reasons: Collection[str]) -> list[str]:
+    """Reason codes for the parts of the confidence that keep a complete record under ``complete_at``.
+
+    A field whose own part (its gated confidence, a confusion's cap) would keep the record
+    under the threshold gets ``below_complete_<field>`` unless a reason names it already
+    (``low_confidence_<field>``, ``ocr_confusion_<field>``); the page's mean OCR confidence
+    gets ``below_complete_page``. When neither names a part (an unknown OCR confidence, a
+    configured exact-text score), :data:`BELOW_COMPLETE`. So a record that waits for a
+    person always says why.
+    """
+    def holds(part: float) -> bool:
+        return calculate_confidence(part, completeness, exact_text=False) < complete_at
+
+    out = [f"below_complete_{name}" for name, value in sorted(per_field.items())
+           if not exact_text and holds(min(value, CONFUSED_FIELD_CONFIDENCE)
+                                       if name in confused else value)
+           and f"low_confidence_{name}" not in reasons
+           and f"ocr_confusion_{name}" not in reasons]
+    if not exact_text and page is not None and holds(page) and "low_ocr_confidence" not in reasons:
+        out.append("below_complete_page")
+    named = any(code.startswith(("below_complete_", "low_confidence_", "ocr_confusion_"))
+                or code == "low_ocr_confidence" for code in [*reasons, *out])
+    return out if named else [BELOW_COMPLETE]
 
 
 def fields_to_confirm(assessment: Mapping[str, Any], complete_confidence: float) -> list[str]:

@@ -12,11 +12,14 @@ route to ``complete`` carries at least one reason code.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from activities.document_intake.assess import assess_record
+from activities.document_intake.assess import BELOW_COMPLETE, assess_record
 from activities.document_intake.confidence import email_ocr_confusions, field_ocr_confidences
 from activities.document_intake.extract import extract_fields
+from activities.document_intake.graph import approval_payload
 from activities.document_intake.routing import RoutingThresholds, route_after_pipeline
 from activities.document_intake.schema import load_field_schema
 from overseer.documents import PageText, Word
@@ -233,3 +236,66 @@ def test_a_name_repeated_in_a_split_email_keeps_the_confidence_of_its_own_line()
     # Without a snippet every run counts, the lowest wins (the conservative side).
     bare = {name: {"page_number": 1} for name in values}
     assert field_ocr_confidences([page], values, bare)["student_name"] == 0.0
+
+
+# --- a record that waits always says why ------------------------------------------------------
+
+
+def test_a_clean_record_held_under_the_threshold_by_no_flagged_part_names_what_holds_it():
+    # "15_two_column_dejavu_sans_tiff_g4_tilt" before calibration: every field at or over
+    # the 0.80 floor, the e-mail at 0.81, so 0.886 and not one reason code.
+    reading = {**BELOW_TIFF, "field_confidences": {**BELOW_TIFF["field_confidences"], "email": 0.81}}
+    assessment, route = _route(reading, calibration=None)
+    assert route == "escalate" and assessment["confidence"] == pytest.approx(0.886)
+    assert assessment["review_reason_codes"] == ["below_complete_email"]
+    assert not assessment["needs_review"]  # the route is unchanged: straight to a person
+
+
+def test_an_unknown_ocr_confidence_under_the_threshold_says_so():
+    assessment = assess_record(
+        BELOW_TIFF["record"],
+        SCHEMA,
+        ocr_confidence_avg=None,
+        exact_text=False,
+        options=OPTIONS,
+        field_confidences={},
+    )
+    assert assessment["confidence"] < 0.9
+    assert assessment["review_reason_codes"] == [BELOW_COMPLETE]
+
+
+_GRID = list(
+    itertools.product(
+        (None, 0.5, 0.76, 0.82, 0.85, 0.95),  # page OCR confidence
+        (0.0, 0.45, 0.6, 0.79, 0.81, 0.83, 0.9),  # e-mail word confidence
+        (0.8, 0.82, 0.96),  # grade word confidence
+        (True, False),  # calibration on
+        ((), ("email",), ("email", "grade")),  # confirmed by a re-read
+        (None, "grade"),  # a required field left blank
+    )
+)
+
+
+def test_every_record_not_completed_carries_a_reason():
+    # Every combination of page confidence, weak fields, calibration, re-read agreement and
+    # a blank required field: none may leave the run without a reason code.
+    waiting = 0
+    for page, email, grade, calibrated, agrees, blank in _GRID:
+        record = dict(BELOW_TIFF["record"])
+        if blank:
+            record[blank] = None
+        reading = {
+            "record": record,
+            "page": page,
+            "field_confidences": {**BELOW_TIFF["field_confidences"], "email": email, "grade": grade},
+        }
+        kwargs = {} if calibrated else {"calibration": None}
+        assessment, route = _route(reading, reread_agrees=agrees, **kwargs)
+        if route == "complete":
+            continue
+        waiting += 1
+        case = (page, email, grade, calibrated, agrees, blank, route)
+        assert assessment["review_reason_codes"], case
+        payload = approval_payload({**assessment, "record": record, "last_route": route})
+        assert payload["review_reason_codes"], case
+    assert 0 < waiting < len(_GRID)  # both outcomes were exercised
