@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from activities.document_intake.calibration import SCAN_CALIBRATION, ScanCalibration
+from activities.document_intake.calibration import ALL_KINDS, SCAN_CALIBRATION, ScanCalibration
 from activities.document_intake.confidence import (
     CLEAN_WORD_CONFIDENCE,
     calculate_confidence,
@@ -60,7 +60,8 @@ def assess_record(
             A ``person_name`` value read by OCR that holds a known OCR confusion
             (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
             letter, …; issue 28: or an "n" between vowels, ``possible_lost_tilde``), and
-            an e-mail value with a digit-like letter next to a digit
+            an e-mail value with a digit-like letter next to a digit that the record's
+            person names do not explain, or a plus sign that may have been read "t"
             (``email_ocr_confusions``), counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
             ``ocr_confusion_<field>`` unless its words were read at
             ``clean_word_confidence`` (:data:`~confidence.CLEAN_WORD_CONFIDENCE`) or
@@ -78,6 +79,11 @@ def assess_record(
             ``low_confidence_<field>`` reason (raw word confidence below
             ``min_field_ocr_confidence``) still reads the raw number: it tells a reviewer
             Tesseract was unsure.
+        options (cont.): ``thresholds.complete_confidence`` (0.9 by default): a record that
+            misses nothing but scores under it gets a reason for each part of its confidence
+            that holds it there and no other reason names (``below_complete_<field>``,
+            ``below_complete_page``; ``below_complete_confidence`` when no part can be
+            named), so a record sent to a person always carries at least one reason code.
         reread_agrees: fields whose value a second reading at a higher dpi read the same
             (``node_run_pipeline.confirm_calibrated_fields``): their calibrated confidence counts, and
             their ``low_confidence_<field>`` reason no longer sets ``needs_review``.
@@ -96,8 +102,10 @@ def assess_record(
     confused = sorted({*_confused_names(record, schema, present, options),
                        *_case_confusions(record, schema, present)})
     calibrated = {name: _calibrate(calibration, schema, name, raw) for name, raw in present.items()}
+    confirmable = {name: _once_confirmed(calibration, schema, name, value, confused)
+                   for name, value in calibrated.items()}
     confirmed = sorted(name for name in reread_agrees if name in present)
-    gated = {name: value if name in confirmed else min(value, present[name])
+    gated = {name: confirmable[name] if name in confirmed else min(value, present[name])
              for name, value in calibrated.items()}
     completeness = field_completeness(record, schema)
 
@@ -124,6 +132,9 @@ def assess_record(
     weak = sorted(name for name, value in present.items() if value < floor)
     reasons.update(f"low_confidence_{name}" for name in weak)
     reasons.update(f"ocr_confusion_{name}" for name in confused)
+    if not missing and confidence < _complete_confidence(options):
+        reasons.update(_held_below(gated, confused, ocr_confidence_avg, exact_text, completeness,
+                                   _complete_confidence(options), reasons))
     return {
         "confidence": round(confidence, 4),
         "missing_fields": list(missing),
@@ -136,12 +147,50 @@ def assess_record(
         "scan_calibration": None if not present else {
             "version": calibration.version if calibration is not None else None,
             "raw_confidence": round(score(present), 4),
-            "calibrated_confidence": round(score(calibrated), 4),
+            "calibrated_confidence": round(score(confirmable), 4),
             "reread_agrees": confirmed,
             "fields": {name: {"raw": present[name], "calibrated": calibrated[name]}
                        for name in sorted(present)},
         },
     }
+
+
+BELOW_COMPLETE = "below_complete_confidence"
+"""Reason of a record that misses nothing yet scores under the completing threshold, when no
+single part of its confidence can be named (``below_complete_<field>``, ``below_complete_page``
+name the parts that hold it there)."""
+
+
+def _complete_confidence(options: Mapping[str, Any]) -> float:
+    """The run's threshold to complete (``options.thresholds.complete_confidence``, 0.9)."""
+    return float((options.get("thresholds") or {}).get("complete_confidence", 0.9))
+
+
+def _held_below(per_field: Mapping[str, float], confused: Collection[str],
+                page: float | None, exact_text: bool, completeness: float, complete_at: float,
+                reasons: Collection[str]) -> list[str]:
+    """Reason codes for the parts of the confidence that keep a complete record under ``complete_at``.
+
+    A field whose own part (its gated confidence, a confusion's cap) would keep the record
+    under the threshold gets ``below_complete_<field>`` unless a reason names it already
+    (``low_confidence_<field>``, ``ocr_confusion_<field>``); the page's mean OCR confidence
+    gets ``below_complete_page``. When neither names a part (an unknown OCR confidence, a
+    configured exact-text score), :data:`BELOW_COMPLETE`. So a record that waits for a
+    person always says why.
+    """
+    def holds(part: float) -> bool:
+        return calculate_confidence(part, completeness, exact_text=False) < complete_at
+
+    out = [f"below_complete_{name}" for name, value in sorted(per_field.items())
+           if not exact_text and holds(min(value, CONFUSED_FIELD_CONFIDENCE)
+                                       if name in confused else value)
+           and f"low_confidence_{name}" not in reasons
+           and f"ocr_confusion_{name}" not in reasons]
+    if not exact_text and page is not None and holds(page) and "low_ocr_confidence" not in reasons:
+        out.append("below_complete_page")
+    named = any(code.startswith(("below_complete_", "low_confidence_", "ocr_confusion_"))
+                or code == "low_ocr_confidence" for code in [*reasons, *out])
+    return out if named else [BELOW_COMPLETE]
 
 
 def fields_to_confirm(assessment: Mapping[str, Any], complete_confidence: float) -> list[str]:
@@ -172,6 +221,24 @@ def fields_to_confirm(assessment: Mapping[str, Any], complete_confidence: float)
         if name not in confirmed and calculate_confidence(
             min(value["raw"], value["calibrated"]), 1.0, exact_text=False) < complete_confidence
     )
+
+
+def _once_confirmed(calibration: ScanCalibration | None, schema: FieldSchema, name: str,
+                    calibrated: float, confused: Collection[str]) -> float:
+    """What a field counts once a second reading confirmed it.
+
+    Its calibrated confidence; for an e-mail address that no rule doubts
+    (``email_ocr_confusions``), at least the e-mail curve's highest step. Tesseract scores
+    some right addresses near 0 (typed in a monospace or narrow face, or split at a dot),
+    where the curve claims 0.637; on the clean-scan sets and the corpus's scans
+    (docs/accuracy.md) the 400 dpi re-read agreed with all 11 right addresses no rule
+    doubts read below 0.52 and disagreed with the one wrong ("ava.jjohnson").
+    """
+    if (calibration is None or name in confused or not schema.has_field(name)
+            or schema.field(name).kind != "email"):
+        return calibrated
+    curve = calibration.curves.get("email", calibration.curves[ALL_KINDS])
+    return max(calibrated, curve.y[-1])
 
 
 def _calibrate(calibration: ScanCalibration | None, schema: FieldSchema, name: str,
@@ -205,9 +272,11 @@ def _confused_names(
     """OCR'd fields whose reading holds a known confusion, read below clean.
 
     Person names: ``name_ocr_confusions`` or ``possible_lost_tilde``; e-mail addresses:
-    ``email_ocr_confusions`` (issue 28 item 3).
+    ``email_ocr_confusions``, given the record's person names as read.
     """
     clean = float(options.get("clean_word_confidence", CLEAN_WORD_CONFIDENCE))
+    names = [value for key, value in record.items() if isinstance(value, str)
+             and schema.has_field(key) and schema.field(key).kind == "person_name"]
     out = []
     for name, confidence in field_confidences.items():
         value = record.get(name)
@@ -215,7 +284,7 @@ def _confused_names(
             continue
         kind = schema.field(name).kind
         if ((kind == "person_name" and (name_ocr_confusions(value) or possible_lost_tilde(value)))
-                or (kind == "email" and email_ocr_confusions(value))):
+                or (kind == "email" and email_ocr_confusions(value, names))):
             out.append(name)
     return sorted(out)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -141,9 +142,11 @@ def field_ocr_confidences(
     consecutive recognised words whose letters and digits spell the value (case-folded, so
     a phone "(312) 555-0134" stored as "312-555-0134" or an e-mail address read as two
     words and joined are found too); if the value is spelt at several places on the page,
-    the lowest of them. Issue 28: each token used to be looked up anywhere on the page at
-    its best confidence, so a father's "Munoz" read at 0.35 took the student's "Munoz" at
-    0.92, and rebuilt phone and e-mail values had no confidence at all. When no run of
+    the lowest of those on the field's own line (the words of its evidence ``snippet``),
+    else the lowest of them all. So a father's "Munoz" read at 0.35 does not take the
+    student's "Munoz" read at 0.92, nor the student's name the confidence of the e-mail
+    address that repeats it ("elijah. coleman. 2018@…", three words read at 0.0), and
+    phone and e-mail values read as several words get one. When no run of
     words spells the value, every token of the value is looked up among the page's words
     (case-insensitive, punctuation trimmed, best occurrence) and the field gets the lowest
     confidence of the tokens found. Fields read from exact text, or whose words are found
@@ -153,7 +156,8 @@ def field_ocr_confidences(
         pages: objects with ``page_number``, ``source`` and ``words`` (``text``,
             ``confidence`` 0..1), as ``documents.PageText``.
         values: field name → extracted value.
-        evidence: field name → ``{"page_number": int, ...}``.
+        evidence: field name → ``{"page_number": int, "snippet": str, ...}`` (the snippet is
+            optional: without it every run counts).
 
     Returns:
         ``{field: confidence 0..1}``.
@@ -161,12 +165,14 @@ def field_ocr_confidences(
     by_page = {getattr(p, "page_number", 0): p for p in pages}
     result: dict[str, float] = {}
     for name, value in values.items():
-        page_number = (evidence.get(name) or {}).get("page_number")
+        found_at = evidence.get(name) or {}
+        page_number = found_at.get("page_number")
         page = by_page.get(page_number) if isinstance(page_number, int) else None
         if value is None or page is None or getattr(page, "source", "") != "ocr":
             continue
         words = list(getattr(page, "words", ()))
-        spelt = _run_confidence(words, value)
+        snippet = found_at.get("snippet")
+        spelt = _run_confidence(words, value, snippet if isinstance(snippet, str) else None)
         if spelt is not None:
             result[name] = round(spelt, 4)
             continue
@@ -183,17 +189,18 @@ def field_ocr_confidences(
 _MAX_RUN_WORDS = 8
 
 
-def _run_confidence(words: list[Any], value: str) -> float | None:
+def _run_confidence(words: list[Any], value: str, line: str | None = None) -> float | None:
     """Lowest word confidence of the consecutive words whose letters and digits spell ``value``.
 
     Compares letters and digits only, case-folded. With several such runs, the lowest of
-    their confidences; None when no run of up to :data:`_MAX_RUN_WORDS` words spells it.
+    the confidences of those whose every word stands in ``line`` (the value's own line),
+    else of all; None when no run of up to :data:`_MAX_RUN_WORDS` words spells it.
     """
     target = _skeleton(value)
     if not target:
         return None
     keys = [_skeleton(str(w.text)) for w in words]
-    lowest_run: float | None = None
+    runs: list[tuple[float, bool]] = []
     for start, key in enumerate(keys):
         if not key or not target.startswith(key):
             continue
@@ -202,11 +209,14 @@ def _run_confidence(words: list[Any], value: str) -> float | None:
             spelt += keys[offset]
             lowest = min(lowest, float(words[offset].confidence))
             if spelt == target:
-                lowest_run = lowest if lowest_run is None else min(lowest_run, lowest)
+                on_line = line is not None and all(
+                    str(w.text) in line for w in words[start:offset + 1])
+                runs.append((lowest, on_line))
                 break
             if not target.startswith(spelt):
                 break
-    return lowest_run
+    own = [lowest for lowest, on_line in runs if on_line]
+    return min(own or [lowest for lowest, _ in runs], default=None)
 
 
 def _skeleton(text: str) -> str:
@@ -265,6 +275,7 @@ def name_ocr_confusions(value: str) -> list[str]:
 
 _LOST_TILDE = re.compile(rf"(?<=[{_VOWELS}])n(?=[{_VOWELS}])")
 _EMAIL_DIGIT_CONFUSION = re.compile(r"(?<=\d)[lIioOsSzZ]|[lIioOsSzZ](?=\d)")
+_TLD_CONFUSION = re.compile(r"rn|cl|vv|ii|\d", re.IGNORECASE)
 
 
 def possible_lost_tilde(value: str) -> bool:
@@ -285,21 +296,85 @@ def possible_lost_tilde(value: str) -> bool:
     return _LOST_TILDE.search(value.casefold()) is not None
 
 
-def email_ocr_confusions(value: str) -> bool:
-    """Whether an e-mail reading has a letter Tesseract mistakes for a digit next to a digit.
+def email_ocr_confusions(value: str, names: Iterable[str] = ()) -> bool:
+    """Whether an e-mail reading holds a character Tesseract is known to misread there.
 
-    On the labelled scans "jamalrobinson16" was read "jamalrobinson1l6" and "meibaker21"
-    "meibaker2l": in the digits people add to an address, "1" and "l"/"I"/"i", "0" and
-    "o"/"O", "5" and "s"/"S", "2" and "z"/"Z" look alike, and validation cannot tell. A
-    match only means the reading must be clean (``CLEAN_WORD_CONFIDENCE``) to be trusted.
+    Two confusions, both seen on clean 300 dpi scans and neither caught by validation:
+
+    * *a letter for a digit*: in the digits people add to an address, "1" and "l"/"I"/"i",
+      "0" and "o"/"O", "5" and "s"/"S", "2" and "z"/"Z" look alike ("jamalrobinson16" read
+      "jamalrobinson1l6", "meibaker21" "meibaker2l", "tyronerivera14" "tyroneriveral4").
+      A confusable letter after a digit always counts. One before a digit, at the end of a
+      run of letters, does not when the form's own names spell that run (``names``:
+      "aishareyes77" on the form of Aisha Reyes, "nkowalski8" on Nadia Kowalski's): the
+      letter is then the end of a name, not a digit;
+    * *a plus sign read as "t"*: Tesseract reads the "+" of a sub-address as "t" (or "t+"),
+      at the confidence of the letters around it ("josiahgarcia+ifi" read
+      "josiahgarciatifi" at 0.89). A "t" straight after a run of the form's names that the
+      names do not go on to spell ("ellis" + "tessay", "hill" + "t") counts.
+
+    In the domain, a confusable letter next to a digit always counts ("naperville2o3"), and
+    so does a top-level domain holding a glyph pair Tesseract reads for one letter (rn/m,
+    cl/d, vv/w, ii/u: ".corn" for ".com", ".eclu" for ".edu"), or a digit.
+
+    A match only means the reading must be clean (``CLEAN_WORD_CONFIDENCE``) to be trusted.
 
     Args:
         value: an e-mail value as read.
+        names: the form's person names as read (any case; accents, hyphens and
+            apostrophes are ignored); none gives the letter-for-digit rule alone, strict.
 
     Returns:
-        True when one of ``l I i o O s S z Z`` stands next to a digit.
+        True when either confusion may be present.
     """
-    return _EMAIL_DIGIT_CONFUSION.search(value) is not None
+    local, _, domain = value.partition("@")
+    if _EMAIL_DIGIT_CONFUSION.search(domain) or _TLD_CONFUSION.search(domain.rpartition(".")[2]):
+        return True
+    words = _name_words(names)
+    for match in _EMAIL_DIGIT_CONFUSION.finditer(local):
+        at = match.start()
+        if at > 0 and local[at - 1].isdigit():
+            return True
+        run = re.search(r"[^\W\d_]+$", local[:at + 1])
+        if run is None or not _spelt_by_names(run.group(0).casefold(), words, initial=True):
+            return True
+    return bool(words) and any(
+        _plus_read_as_t(run.group(0).casefold(), words)
+        for run in re.finditer(r"[^\W\d_]+", local))
+
+
+def _name_words(names: Iterable[str]) -> frozenset[str]:
+    """Lower-case ASCII words of two or more letters in ``names`` (hyphens split, "'" dropped)."""
+    out: set[str] = set()
+    for name in names:
+        folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+        out.update(w for w in re.split(r"[^a-z]+", folded.casefold().replace("'", ""))
+                   if len(w) >= 2)
+    return frozenset(out)
+
+
+def _spelt_by_names(run: str, words: frozenset[str], *, initial: bool) -> bool:
+    """Whether ``run`` is one or more of ``words`` end to end (after one initial, if allowed)."""
+    if not run:
+        return False
+    reach = [False] * (len(run) + 1)
+    reach[0] = True
+    if initial and any(w[0] == run[0] for w in words):
+        reach[1] = True
+    for start in range(len(run)):
+        if reach[start]:
+            for word in words:
+                if run.startswith(word, start):
+                    reach[start + len(word)] = True
+    return reach[len(run)] and run not in {w[0] for w in words}
+
+
+def _plus_read_as_t(run: str, words: frozenset[str]) -> bool:
+    """Whether ``run`` is the form's names, then a "t" the names do not account for."""
+    if _spelt_by_names(run, words, initial=True):
+        return False
+    return any(run[cut] == "t" and _spelt_by_names(run[:cut], words, initial=True)
+               for cut in range(2, len(run)))
 
 
 def case_ocr_confusion(value: str) -> bool:
