@@ -93,17 +93,32 @@ async def serialised_setup(pool: Any, setup: Any) -> None:
     Two workers (or a worker and the API) starting together on a new database would both
     create LangGraph's tables and types and one would fail (a unique violation on
     ``pg_type``, or on its migrations table): they take turns on an advisory lock held on a
-    connection of ``pool`` (a psycopg pool in autocommit), and the second finds the tables made.
+    connection of ``pool`` (a psycopg pool in autocommit), and the second finds the tables
+    made. A process paused while it holds the lock (SIGSTOP, a frozen VM) keeps it: after
+    :data:`SETUP_WAIT_SECONDS` the others set up without it (at worst one of them fails
+    once, as without the lock, and its caller retries).
 
     Raises:
         psycopg.Error: the database is unavailable, or the set-up failed for another reason.
     """
     async with pool.connection() as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        deadline = asyncio.get_running_loop().time() + SETUP_WAIT_SECONDS
+        while True:
+            got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                            (SETUP_LOCK,))).fetchone()
+            held = bool(got and next(iter(got.values()) if isinstance(got, dict) else got[0]))
+            if held or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.1)
         try:
             await setup()
         finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+            if held:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+
+
+SETUP_WAIT_SECONDS = 30.0
+"""How long :func:`serialised_setup` waits for another process's set-up to end."""
 
 
 def searchable(store: Any) -> bool:

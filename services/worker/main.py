@@ -29,9 +29,11 @@ from activities import runtime
 from activities.crons import delete_thread_after_run, expire_thread, fire_cron
 from activities.events import record_events
 from activities.notify import notify_webhook
+from activities.segment_graph import checkpointer
 from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing
+from overseer.graph_store import graph_store
 from overseer.node_options import node_options
 from overseer.registry import get_registry
 from overseer.settings import Settings, get_settings
@@ -178,6 +180,10 @@ async def serve(settings: Settings | None = None) -> None:
     temporal_runtime = setup_worker_telemetry(settings)
     pool = await create_pool(settings.database_url, max_size=settings.database_pool_max_size)
     runtime.configure(pool, settings)
+    # LangGraph's checkpointer and store, their tables made before the first task: a worker
+    # paused or killed while it makes them has taken no work yet
+    await checkpointer()
+    await graph_store(settings)
     client = await connect_client(settings, temporal_runtime)
     worker = build_worker(client, task_queue=settings.task_queue, settings=settings)
     stop = asyncio.Event()
