@@ -76,9 +76,10 @@ def _fenced(saver_class: type) -> type:
     from overseer.token_stream import current_writers
 
     async def ready() -> None:
+        fenced = False
         for writer in current_writers.get():  # the stream is whole up to this checkpoint
-            await writer.settle()
-        if current.get() is not None:
+            fenced = await writer.settle() or fenced
+        if not fenced and current.get() is not None:  # a write checked it already
             await check_current(get_runtime().pool)
 
     class FencedPostgresSaver(saver_class):  # type: ignore[misc]

@@ -217,7 +217,7 @@ class TokenWriter:
         except (asyncpg.PostgresError, OSError) as err:  # raised again by close()
             self._failed = err
 
-    async def settle(self) -> None:
+    async def settle(self) -> bool:
         """Write what is buffered now and raise a write that failed: before a checkpoint.
 
         LangGraph's checkpointer calls it (through :data:`current_writers`) before each
@@ -225,13 +225,20 @@ class TokenWriter:
         tokens did not reach the stream: when a write failed (the database went away), the
         checkpoint is not written either, and the segment runs that node again.
 
+        Returns:
+            Whether it wrote (a write checks the fence in its own statement: the caller
+            need not check it again).
+
         Raises:
             asyncpg.PostgresError, OSError: this write, or an earlier one, failed.
+            StaleAttempt: a newer attempt holds the segment.
         """
         if self._failed is not None:
             raise self._failed
-        if self._buffer:
-            await self.flush()
+        if not self._buffer:
+            return False
+        await self.flush()
+        return self.fence is not None
 
     async def close(self) -> None:
         """Write what is left; raise a write that failed in the background.
