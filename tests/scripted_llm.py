@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 PROSE = "Sure! Here is my analysis: the contract looks fine."
 """What a small local model often answers instead of the JSON or tool call it was asked for."""
@@ -122,7 +122,40 @@ def system_text(body: Mapping[str, Any]) -> str:
                      if m.get("role") in ("system", "developer"))
 
 
-class ScriptedLLM:
+class LocalServer:
+    """A local HTTP endpoint on a free port, served from a daemon thread.
+
+    A subclass names its request handler (:meth:`handler`); :meth:`start`, :meth:`stop` and
+    :attr:`base_url` (``http://127.0.0.1:<port>/v1``, for ``OVERSEER_LLM_BASE_URL``) are here.
+    """
+
+    _server: ThreadingHTTPServer | None = None
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class (bound to this endpoint)."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Serve on a free local port, in a daemon thread."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, for ``OVERSEER_LLM_BASE_URL``."""
+        assert self._server is not None, "start() first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+
+class ScriptedLLM(LocalServer):
     """The endpoint: start it, point ``OVERSEER_LLM_BASE_URL`` at :attr:`base_url`, read :attr:`seen`.
 
     Args:
@@ -139,33 +172,17 @@ class ScriptedLLM:
         self.defaults = dict(defaults or {})
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> ScriptedLLM:
-        """Serve on a free local port, in a daemon thread."""
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler, answering from this endpoint's scripts."""
         owner = self
 
         class Handler(_Handler):
             llm = owner
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, for ``OVERSEER_LLM_BASE_URL``."""
-        assert self._server is not None, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return Handler
 
     # -- script ----------------------------------------------------------------------------
 

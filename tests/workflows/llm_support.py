@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from itertools import cycle
 from typing import Any
 
@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage
 
 from activities import llm, runtime
 from overseer.settings import Settings
+from tests.scripted_llm import LocalServer
 
 
 @contextlib.contextmanager
@@ -131,7 +132,7 @@ MISBEHAVIOURS = ("prose", "truncated", "cut", "wrong_shape")
 """The unusable answers :class:`MisbehavingModel` cycles through for a prompt it has seen."""
 
 
-class MisbehavingModel:
+class MisbehavingModel(LocalServer):
     """An OpenAI-compatible endpoint that misbehaves as a small model behind a busy server does.
 
     ``POST /v1/chat/completions`` (streamed or not) is answered by these deterministic rules,
@@ -157,7 +158,6 @@ class MisbehavingModel:
         self.seen: list[tuple[int, str, bool]] = []
         self._prompts: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server: Any = None
 
     def __enter__(self) -> MisbehavingModel:
         return self.start()
@@ -165,29 +165,14 @@ class MisbehavingModel:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> MisbehavingModel:
-        """Serve on a free local port in a daemon thread."""
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler, answering by this endpoint's rules."""
         owner = self
 
         class Handler(_MisbehavingHandler):
             model = owner
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, for ``OVERSEER_LLM_BASE_URL``."""
-        assert self._server is not None, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return Handler
 
     def decide(self, body: dict[str, Any]) -> str:
         """How the next request with ``body`` is answered (thread-safe; logs it)."""
