@@ -15,7 +15,7 @@ test: setup ## set up, then run the whole suite (exit code 5 — no tests collec
 	@set -o pipefail; $(BIN)/python -m pytest -m "not reliability" $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-reliability: setup ## fault scenarios under load (~20 min), then docs/reliability.md from the results
+reliability: setup ## fault scenarios under load (~30 min), then docs/reliability.md from the results
 	@set -o pipefail; $(BIN)/python -m pytest -m reliability tests/reliability -v $(PYTEST_ARGS); rc=$$?; \
 	$(BIN)/python -m tests.reliability.report; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

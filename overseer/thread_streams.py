@@ -370,7 +370,10 @@ class StreamDeriver:
         As the Agent Server sends them: ``messages`` ``[message, metadata]`` for
         ``messages-tuple``; for ``messages``, ``messages/metadata`` the first time a message
         id is seen, then ``messages/partial`` with the message so far (chunks of one id
-        added up, as a whole message) or ``messages/complete`` for a whole message.
+        added up, as a whole message) or ``messages/complete`` for a whole message. A
+        ``RemoveMessage`` (``type: remove``: a retried segment takes back what its dead
+        attempt streamed, :func:`overseer.token_stream.retractions`) goes out as a whole
+        message does, as LangGraph streams a node's ``RemoveMessage``.
         """
         if isinstance(data, dict) and "item" in data:  # a chunk of the segment's loop
             return self.feed(base, str(data["item"]), data.get("data"))
