@@ -12,6 +12,8 @@ segment, a checkpoint or a task's writes go in only while the segment's attempt 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from activities.runtime import get_runtime
@@ -24,6 +26,8 @@ SEGMENT_KEY = "overseer_segment"
 those of the run's earlier segments."""
 
 
+IDLE_TX_MS = 10_000
+"""A checkpointer connection idle this long inside a transaction is closed by Postgres (ms)."""
 _saver: Any = None
 _saver_lock = asyncio.Lock()
 _compiled: dict[str, Any] = {}
@@ -49,7 +53,11 @@ async def checkpointer(database_url: str | None = None) -> Any:
             size = settings.worker_max_concurrent_activities if settings else 4
             pool = AsyncConnectionPool(
                 url, min_size=1, max_size=max(4, size), open=False,
-                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                        # a worker paused inside a checkpoint write holds its fence row's
+                        # share lock: the server ends that transaction, and a newer
+                        # attempt's claim goes on
+                        "options": f"-c idle_in_transaction_session_timeout={IDLE_TX_MS}"})
             await pool.open(wait=True)
             saver = _fenced(AsyncPostgresSaver)(pool)  # dict rows, as it expects
             await serialised_setup(pool, saver.setup)  # a worker starting beside another
@@ -65,22 +73,23 @@ def _fenced(saver_class: type) -> type:
     Outside a segment (the API's reads and edits of a thread) it is LangGraph's saver as is.
     Before each checkpoint and each task's writes a segment's attempt writes its buffered
     live items (:meth:`overseer.token_stream.TokenWriter.settle`: a message is never in a
-    checkpoint whose tokens a client could not get) and checks its fence
-    (:func:`overseer.fencing.check_current`, one indexed read).
+    checkpoint whose tokens a client could not get); the write itself runs in one
+    transaction that first takes a share lock on the attempt's fence row
+    (:data:`overseer.fencing.FENCE_HELD`) and goes on only while the attempt holds it.
 
     Raises (from ``aput`` / ``aput_writes``):
         overseer.fencing.StaleAttempt: a newer attempt holds the segment.
         asyncpg.PostgresError, OSError: a live stream write failed (the database is away).
     """
-    from overseer.fencing import check_current, current
+    from langgraph.checkpoint.postgres import _ainternal
+    from psycopg.rows import dict_row
+
+    from overseer.fencing import FENCE_HELD, StaleAttempt, current
     from overseer.token_stream import current_writers
 
     async def ready() -> None:
-        fenced = False
         for writer in current_writers.get():  # the stream is whole up to this checkpoint
-            fenced = await writer.settle() or fenced
-        if not fenced and current.get() is not None:  # a write checked it already
-            await check_current(get_runtime().pool)
+            await writer.settle()
 
     class FencedPostgresSaver(saver_class):  # type: ignore[misc]
         async def aput(self, *args: Any, **kwargs: Any) -> Any:
@@ -90,6 +99,24 @@ def _fenced(saver_class: type) -> type:
         async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
             await ready()
             return await super().aput_writes(*args, **kwargs)
+
+        @contextlib.asynccontextmanager
+        async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+            fence = current.get()
+            if fence is None or not pipeline:  # reads, and writes outside a segment
+                async with super()._cursor(pipeline=pipeline) as cur:
+                    yield cur
+                return
+            # a segment's write: in one transaction with a share lock on its fence row, so
+            # it commits before a newer attempt's claim (which waits for it) or not at all
+            async with self.lock, _ainternal.get_connection(self.conn) as conn, \
+                    conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                await cur.execute(FENCE_HELD, (fence.run_id, fence.segment))
+                row = await cur.fetchone()
+                if row is not None and row["holder"] != fence.holder:
+                    raise StaleAttempt(f"segment {fence.segment} of run {fence.run_id} runs "
+                                       "in a newer attempt; its checkpoint is not written")
+                yield cur
 
     return FencedPostgresSaver
 

@@ -314,12 +314,10 @@ async def run_segment(call: SegmentCall) -> SegmentResult:
         **config, "configurable": {**config["configurable"], "checkpoint_id": call.checkpoint_id}}
     nodes = NodeEvents()  # node.completed, written beside the loop
     info = activity.info()
-    # this attempt writes only while it holds the segment (overseer.fencing); one that may
-    # replace an attempt still running somewhere (a retry, a local try, a leg that goes on)
-    # claims it first, so the one it replaces writes nothing more
+    # this attempt writes only while it holds the segment (overseer.fencing): it claims it
+    # first, so an attempt it replaces, still running somewhere, writes nothing more
     fence = Fence(call.run_id, f"{call.segment}.{call.leg}")
-    if info.attempt > 1 or call.go_on or info.is_local:
-        await fence.claim(get_runtime().pool, info.attempt, local=info.is_local)
+    await fence.claim(get_runtime().pool, info.attempt, local=info.is_local)
     fencing.current.set(fence)  # the activity's task has a context of its own
     # a local try is run again from attempt 1 when its worker died (the workflow task timed
     # out and its replay schedules the try anew), so it too looks for this segment's checkpoints

@@ -17,9 +17,14 @@ try is always attempt 1; the one run again after its worker died replays in the 
 so among local tries the latest claim holds (a local try's leg is never shared with the
 heartbeating activity's attempts: the activity goes on in the next leg).
 
-An attempt that cannot have replaced another (a first attempt of a segment that is not a
-local try and does not go on from a leg before) claims nothing: no row, no extra statement;
-it still checks before each write, and is fenced as soon as a retry claims its segment.
+Every attempt claims its segment as it starts (one statement). LangGraph's checkpoints and
+task writes go in one transaction that share-locks the attempt's fence row first
+(:data:`FENCE_HELD`): a newer attempt's claim waits for such a write to commit, and every
+write after the claim is refused, so a write is either before the claim or not at all, even
+for a worker paused between two statements (Postgres ends a transaction left idle 10 s).
+Stream rows check the fence in their own statement; ``node.completed`` events and the run's
+ending check it just before they are written (a write already under way when a claim lands
+goes in: an event keyed like the one the new attempt writes, so one of the two stays).
 
 The current attempt's fence is :data:`current` (a context variable set by the segment
 activity), so LangGraph's checkpointer, called from the loop's own tasks, finds it.
@@ -38,6 +43,12 @@ FENCE_OPEN = ("NOT EXISTS (SELECT 1 FROM segment_fences WHERE run_id = {run} "
               "AND segment = {segment} AND holder <> {holder})")
 """A SQL condition, true while no other attempt holds the segment: format it with the
 statement's placeholders for the run id, the segment and this attempt's holder (all text)."""
+
+
+FENCE_HELD = ("SELECT holder FROM segment_fences WHERE run_id = %s AND segment = %s "
+              "FOR SHARE")
+"""The fence row of ``(run_id, segment)``, share-locked until the reading transaction ends
+(psycopg placeholders): a write in that transaction commits before any newer claim."""
 
 
 class StaleAttempt(Exception):  # noqa: N818 - the field's name for what it is

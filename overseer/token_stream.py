@@ -214,10 +214,10 @@ class TokenWriter:
             await asyncio.wait_for(self._closing.wait(), timeout=delay)
         try:
             await self.flush()
-        except (asyncpg.PostgresError, OSError) as err:  # raised again by close()
+        except (asyncpg.PostgresError, OSError, StaleAttempt) as err:  # raised again by close()
             self._failed = err
 
-    async def settle(self) -> bool:
+    async def settle(self) -> None:
         """Write what is buffered now and raise a write that failed: before a checkpoint.
 
         LangGraph's checkpointer calls it (through :data:`current_writers`) before each
@@ -225,20 +225,14 @@ class TokenWriter:
         tokens did not reach the stream: when a write failed (the database went away), the
         checkpoint is not written either, and the segment runs that node again.
 
-        Returns:
-            Whether it wrote (a write checks the fence in its own statement: the caller
-            need not check it again).
-
         Raises:
             asyncpg.PostgresError, OSError: this write, or an earlier one, failed.
             StaleAttempt: a newer attempt holds the segment.
         """
         if self._failed is not None:
             raise self._failed
-        if not self._buffer:
-            return False
-        await self.flush()
-        return self.fence is not None
+        if self._buffer:
+            await self.flush()
 
     async def close(self) -> None:
         """Write what is left; raise a write that failed in the background.

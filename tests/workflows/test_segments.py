@@ -32,6 +32,7 @@ from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval
 from tests.workflows.test_graph_runtime import start as start_graph_run
 from workflows.segment_run import SegmentRunWorkflow
+from workflows.segments import SEGMENT_ATTEMPTS
 
 SEGMENT_GRAPHS = Path(__file__).parents[1] / "graphs" / "segments" / "langgraph.json"
 
@@ -355,7 +356,7 @@ async def test_a_node_with_options_runs_as_its_own_activity_with_them(dev_server
     scheduled = [e.activity_task_scheduled_event_attributes for e in history.events
                  if e.HasField("activity_task_scheduled_event_attributes")]
     assert [s.activity_type.name for s in scheduled] == ["run_segment", "run_segment"]
-    assert [s.retry_policy.maximum_attempts for s in scheduled] == [5, 3]
+    assert [s.retry_policy.maximum_attempts for s in scheduled] == [SEGMENT_ATTEMPTS, 3]
     summaries = [e.user_metadata.summary.data for e in history.events
                  if e.HasField("activity_task_scheduled_event_attributes")]
     assert b"node sometimes" in summaries[1]
