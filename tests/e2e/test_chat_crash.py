@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import asyncpg
@@ -23,6 +21,7 @@ from langgraph_sdk import get_client
 
 from bench.chat_load import rebuild_messages, thread_messages
 from tests.e2e.conftest import Stack
+from tests.payment_stub import PaymentStub
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -133,58 +132,28 @@ async def test_a_paused_worker_woken_after_its_replacement_writes_nothing(stack:
             proc.wait(10)
 
 
-class ChargeStub:
-    """A payment API on localhost that keeps one charge per ``Idempotency-Key``, as Stripe does.
-
-    Attributes:
-        posts: every POST's key, in order (a re-run node POSTs again).
-        first: set at the first POST.
-    """
-
-    def __init__(self) -> None:
-        self.posts: list[str] = []
-        self.first = threading.Event()
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                stub.posts.append(self.headers.get("Idempotency-Key") or "")
-                stub.first.set()
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/charges"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def charges(self) -> int:
-        """Charges kept: one per distinct key."""
-        return len(set(self.posts))
-
-
 async def test_a_node_killed_right_after_its_charge_charges_once(stack: Stack):
     """The worker is SIGKILLed right after the node's POST: the re-run node POSTs again with
     the same idempotency key, and the payment API keeps one charge."""
-    stub = ChargeStub()
+    stub = await asyncio.to_thread(PaymentStub)
     try:
         client = get_client(url=stack.base_url, api_key=stack.tokens["submitter"])
         tid = (await client.threads.create())["thread_id"]
-        run = await client.runs.create(tid, "charge", input={"url": stub.url})
-        assert await asyncio.to_thread(stub.first.wait, 60), "the node never POSTed"
+        run = await client.runs.create(tid, "charge", input={"url": stub.url_for(0)})
+        deadline = time.monotonic() + 60
+        while not await asyncio.to_thread(stub.posts):
+            assert time.monotonic() < deadline, "the node never POSTed"
+            await asyncio.sleep(0.05)
         await asyncio.to_thread(stack.replace_workers)
         await asyncio.wait_for(client.runs.join(tid, run["run_id"]), timeout=120)
         assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
-        assert len(stub.posts) == 2  # the node ran again after the kill …
-        assert stub.charges == 1  # … and the payment API kept one charge
+        keys = [key for _, key in await asyncio.to_thread(stub.posts)]
+        assert len(keys) == 2  # the node ran again after the kill …
+        assert len(set(keys)) == 1  # … and the payment API kept one charge
         state = await client.threads.get_state(tid)
-        assert state["values"]["charged"] == stub.posts[0]
+        assert state["values"]["charged"] == keys[0]
     finally:
-        stub.server.shutdown()
+        stub.stop()
 
 
 async def test_a_chat_accepted_while_no_worker_runs_is_answered_once_when_one_starts(
