@@ -2,13 +2,11 @@
 
 A worker paused past its segment's heartbeat time-out (a long GC pause, a frozen VM, SIGSTOP)
 still runs its segment when it wakes up, while Temporal has started that segment again
-elsewhere. Temporal refuses the paused attempt's result; what it writes to Postgres itself
-(LangGraph's checkpoints and pending writes, live stream rows, ``node.completed`` events, the
-run's ending) nothing refused, until now. Each attempt that may replace another claims its
-segment (:meth:`Fence.claim`); every write an attempt makes first checks that no other attempt
-holds its segment (:meth:`Fence.check`, or inside the write's own statement:
-:data:`FENCE_OPEN`), and an attempt that finds itself replaced stops with
-:class:`StaleAttempt`.
+elsewhere. Temporal refuses the paused attempt's result, but not what it writes to Postgres
+itself (LangGraph's checkpoints and pending writes, live stream rows, ``node.completed``
+events, the run's ending). So each attempt claims its segment (:meth:`Fence.claim`), every
+write an attempt makes goes in only while no other attempt holds the segment, and an attempt
+that finds itself replaced stops with :class:`StaleAttempt`.
 
 Claims go by Temporal's attempt number, not by who comes last: a paused worker can wake up
 holding an attempt Temporal handed it while it slept and has long since given to another
@@ -17,7 +15,7 @@ try is always attempt 1; the one run again after its worker died replays in the 
 so among local tries the latest claim holds (a local try's leg is never shared with the
 heartbeating activity's attempts: the activity goes on in the next leg).
 
-Every attempt claims its segment as it starts (one statement). LangGraph's checkpoints and
+An attempt claims its segment as it starts (one statement). LangGraph's checkpoints and
 task writes go in one transaction that share-locks the attempt's fence row first
 (:data:`FENCE_HELD`): a newer attempt's claim waits for such a write to commit, and every
 write after the claim is refused, so a write is either before the claim or not at all, even
