@@ -17,14 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from activities.runtime import get_runtime
-
-RUN_ID_KEY = "overseer_run_id"
-"""Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
-SEGMENT_KEY = "overseer_segment"
-"""Checkpoint metadata naming the segment of its run that wrote it (``SegmentCall.segment``:
-0 for the start, one more per resume), so a segment run again tells its own checkpoints from
-those of the run's earlier segments."""
-
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY  # noqa: F401 - the runtime's names too
 
 IDLE_TX_MS = 10_000
 """A checkpointer connection idle this long inside a transaction is closed by Postgres (ms)."""

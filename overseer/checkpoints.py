@@ -66,7 +66,7 @@ async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
     Returns:
         How many checkpoints were deleted.
     """
-    from activities.segment_graph import RUN_ID_KEY
+    from overseer.run_types import RUN_ID_KEY
 
     ids = [r["checkpoint_id"] for r in await conn.fetch(
         "SELECT checkpoint_id FROM checkpoints WHERE thread_id = $1 AND metadata->>$2 = $3",

@@ -70,7 +70,6 @@ from activities.document_pages import load_pages
 from activities.errors import as_application_error, error_dict, temporal_errors
 from activities.events import append_from_activity
 from activities.heartbeat import with_heartbeats
-from activities.idempotency import idempotency_key
 from activities.llm import (
     LLMContext,
     allowed_models,
@@ -102,6 +101,7 @@ from overseer.errors import (
     NotFoundError,
     OverseerError,
 )
+from overseer.idempotency import idempotency_key
 from overseer.pipelines import (
     Api,
     ConsoleView,

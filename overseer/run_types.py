@@ -30,6 +30,13 @@ STREAM_TOPIC = "graph"
 stable across replays, so a reader resumes after the last offset it saw without duplicates."""
 
 
+RUN_ID_KEY = "overseer_run_id"
+"""Checkpoint metadata naming the run that wrote a checkpoint (from the config's ``metadata``)."""
+SEGMENT_KEY = "overseer_segment"
+"""Checkpoint metadata naming the segment of its run that wrote it (``SegmentCall.segment``:
+0 for the start, one more per resume), so a segment run again tells its own checkpoints from
+those of the run's earlier segments."""
+
 @dataclass
 class GraphRunInput:
     """Input of one run of a registered graph.

@@ -25,7 +25,7 @@ import json
 import uuid
 from typing import Any
 
-from activities.segment_graph import RUN_ID_KEY
+from overseer.run_types import RUN_ID_KEY
 
 NAMESPACE = uuid.UUID("5b0f6c52-6d0e-4c36-9a44-1f3f5d8e2a17")
 """The uuid5 namespace of Overseer's idempotency keys."""
