@@ -4,9 +4,10 @@
 (LangGraph's tables, made by its own ``setup()``); :func:`compiled` is a pipeline's graph
 compiled with it and the store, once per process (the worker's segments and the API's view of
 a thread both use it); :func:`placed` names the graph's nodes with options. Each checkpoint
-names the run and the segment that wrote it (:data:`RUN_ID_KEY`, :data:`SEGMENT_KEY`). In a
-segment, a checkpoint or a task's writes go in only while the segment's attempt holds it
-(:mod:`overseer.fencing`: a replaced attempt writes nothing over its replacement's).
+names the run and the segment that wrote it (:data:`overseer.run_types.RUN_ID_KEY`,
+:data:`~overseer.run_types.SEGMENT_KEY`). In a segment, a checkpoint or a task's writes go
+in only while the segment's attempt holds it (:mod:`overseer.fencing`: a replaced attempt
+writes nothing over its replacement's).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from activities.runtime import get_runtime
-from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY  # noqa: F401 - the runtime's names too
 
 IDLE_TX_MS = 10_000
 """A checkpointer connection idle this long inside a transaction is closed by Postgres (ms)."""

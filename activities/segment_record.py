@@ -21,8 +21,8 @@ from temporalio import activity
 
 from activities.graph_nodes import progress_snapshot
 from activities.runtime import get_runtime
-from activities.segment_graph import RUN_ID_KEY
 from overseer.graph_codec import to_jsonable
+from overseer.run_types import RUN_ID_KEY
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
 logger = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ from activities.errors import as_application_error
 from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
 from activities.runtime import get_runtime
 from activities.segment_ending import run_ending, write_ending
-from activities.segment_graph import RUN_ID_KEY, SEGMENT_KEY, compiled, placed
+from activities.segment_graph import compiled, placed
 from activities.segment_guards import BudgetGuard, StepBarrier
 from activities.segment_record import (
     NodeEvents,
@@ -78,6 +78,7 @@ from overseer.catalogue import DURABILITY_MODES
 from overseer.errors import OverseerError
 from overseer.fencing import Fence
 from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
 from overseer.token_stream import (
     TokenWriter,
     current_writers,

@@ -12,9 +12,9 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from activities.segment_graph import RUN_ID_KEY, SEGMENT_KEY
 from activities.segments import SegmentCall, _retry_input
 from overseer.registry import builder_of, load_langgraph_json
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
 
