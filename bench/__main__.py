@@ -28,7 +28,7 @@ from bench import shapes
 from bench.harness import Harness
 from bench.report import table, write_json
 from bench.stats import ScenarioResult
-from overseer.stack import ManagedStack
+from services.local.managed import ManagedStack
 
 ORDER = ("temporal_floor", "round_trips", "pipeline_latency", "graph_latency", "text_throughput",
          "graph_throughput", "workflow_shapes", "agent_server_peer", "chat_load", "waiting_chats",
@@ -142,8 +142,8 @@ def tuning() -> dict[str, object]:
     """The worker and dev-server settings in force (so a JSON file says what it measured)."""
     import inspect
 
-    from overseer import devstack
     from overseer.settings import Settings
+    from services.local import embedded
     from services.worker import main as worker_main
 
     worker = Settings().model_dump(include={
@@ -152,7 +152,7 @@ def tuning() -> dict[str, object]:
         "worker_max_cached_workflows"})
     return {"build_worker": inspect.signature(worker_main.build_worker).parameters.__repr__(),
             "worker_defaults": worker,
-            "dev_server_flags": list(getattr(devstack, "DEV_SERVER_TUNING", ()))}
+            "dev_server_flags": list(getattr(embedded, "DEV_SERVER_TUNING", ()))}
 
 
 def _say(line: str) -> None:

@@ -400,7 +400,7 @@ class LanghostPeer:
     # blocking parts, run in a thread
 
     def _start(self) -> None:
-        from overseer.stack import free_port
+        from services.local.managed import free_port
 
         pg_bin, redis = find_postgres_bin(), find_redis_server()
         missing = missing_packages(pg_bin, redis)
@@ -484,7 +484,7 @@ class LanghostPeer:
                               f"{last_line(self.workdir / 'langhost.log')}")
 
     def _stop(self) -> None:
-        from overseer.devstack import stop_process
+        from services.local.embedded import stop_process
 
         for proc in (self._langhost, self._redis):
             if proc is not None:

@@ -27,10 +27,10 @@ from activities.document_intake.assess import public_snapshot
 from activities.document_intake.batch import split_entries
 from activities.document_intake.pages import limits_from_options
 from activities.document_intake.schema import FieldSchema
-from activities.document_pages import load_pages
-from activities.events import append_from_activity
 from bench.inputs import graph_state
 from overseer.run_types import GraphRunInput
+from overseer.runtime.document_pages import load_pages
+from overseer.runtime.events import append_from_activity
 from overseer.store.events import RUN_COMPLETED, NewEvent
 
 
@@ -56,7 +56,7 @@ async def open_postgres_saver(database_url: str, pool_size: int) -> tuple[Any, A
 class LangGraphBaseline:
     """Plain LangGraph + ``AsyncPostgresSaver`` running document_intake in this process.
 
-    The activity runtime (``activities.runtime.configure``) must be installed in this
+    The activity runtime (``overseer.resources.configure``) must be installed in this
     process: the node functions load pages and write events through it.
 
     Args:

@@ -60,7 +60,7 @@ def use_bench_graphs(io_ms: float) -> str:
     """Register the bench graph for this process and every child it starts; the new ``OVERSEER_GRAPHS``.
 
     Call before the stack starts: workers and the API inherit this process's environment
-    (:func:`overseer.devstack.child_env`). A ``langgraph.json`` the caller already named
+    (:func:`services.local.embedded.child_env`). A ``langgraph.json`` the caller already named
     stays registered.
     """
     from overseer.registry import set_registry

@@ -12,12 +12,12 @@ import asyncpg
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from activities import runtime
 from bench.inputs import Doc, store_run
+from overseer import resources as runtime
 from overseer.run_types import DEFAULT_TASK_QUEUE, PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE, GraphRunInput
 from overseer.settings import Settings
-from overseer.stack import ManagedStack
 from overseer.store.db import create_pool
+from services.local.managed import ManagedStack
 from workflows.segment_run import SegmentRunWorkflow
 
 T = TypeVar("T")

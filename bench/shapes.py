@@ -49,7 +49,7 @@ from bench.baselines import truncate_checkpoints
 from bench.graph_scenarios import PEER_NAME, GraphBenchConfig, PlainGraphPeer, topics
 from bench.harness import Harness, cpu_per_run_ms, run_bounded
 from bench.stats import ScenarioResult, Trial, latency_summary, load_average
-from overseer.devstack import child_env, stop_process
+from services.local.embedded import child_env, stop_process
 
 SHAPES_TASK_QUEUE = "overseer-bench-shapes"
 SHAPES = ("per_run", "per_run_local", "runner", "runner_local")

@@ -41,28 +41,23 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCLUDED_URLS = "/metrics,/healthz,/readyz"
-_FROM_SETTINGS = object()
 # The admin API's decision and the review console's form post (services/api/routes/console/decisions.py).
 _DECISION_PATH = re.compile(
     r"^/(?:v1/admin/approvals|console/items)/(?P<run_id>[^/]+)/decision/?$")
 
 
 def install_api_observability(app: FastAPI, *, pipelines: tuple[str, ...] = (),
-                              metrics_token: str | None | object = _FROM_SETTINGS) -> None:
+                              metrics_token: str | None = None) -> None:
     """Instrument ``app`` and add ``GET /metrics`` (call once, before the app starts).
 
     Args:
         app: the FastAPI app; its lifespan must set ``app.state.pool`` (asyncpg) and
             ``app.state.temporal`` (a Temporal client) for the queue gauges and span links.
         pipelines: pipeline names that always get a queue-gauge series (0 when empty).
-        metrics_token: bearer token ``/metrics`` requires (None = none); by default
-            ``OVERSEER_METRICS_TOKEN`` from the settings.
+        metrics_token: bearer token ``/metrics`` requires (None or empty: none); the API
+            passes ``OVERSEER_METRICS_TOKEN`` from its settings.
     """
-    if metrics_token is _FROM_SETTINGS:
-        from overseer.settings import get_settings
-
-        metrics_token = get_settings().metrics_token
-    token = metrics_token if isinstance(metrics_token, str) and metrics_token else None
+    token = metrics_token or None
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
     from observability.tracing import instrument_asyncpg

@@ -45,7 +45,7 @@ def observe_llm_call(model: str, input_tokens: int, output_tokens: int,
                      outcome: str = "ok", trace_id: str | None = None) -> None:
     """Record one LLM call attempt in ``overseer_llm_*``.
 
-    Calls made through ``activities.llm.call_json`` need no call here: they append an
+    Calls made through ``overseer.runtime.llm.call_json`` need no call here: they append an
     ``llm.called`` ledger event and :func:`observe_events` derives these metrics from the
     newly inserted events (so a retried activity never counts the same attempt twice).
     Call this only for a model call that writes no ``llm.called`` event.

@@ -28,7 +28,7 @@ class BudgetStop(RuntimeError):  # noqa: N818 - a stop, not a failure
         node: the node (or subgraph path) whose call was not made.
         blocked: for a stop before the spend has passed the budget (a pipeline's pre-call
             estimate), ``{spent_usd, spent_tokens, estimate_usd, estimate_tokens, model?}``
-            as :func:`activities.llm.call_json` measured them; None for the runtime's guard.
+            as :func:`overseer.runtime.llm.call_json` measured them; None for the runtime's guard.
     """
 
     def __init__(self, node: str | None, blocked: Mapping[str, Any] | None = None) -> None:

@@ -1,6 +1,6 @@
 """A thread's LangGraph checkpoints as the API reads and copies them (``AsyncPostgresSaver``'s tables).
 
-The segments (:mod:`activities.segments`) write a thread's state, one checkpoint per
+The segments (:mod:`overseer.runtime.segments`) write a thread's state, one checkpoint per
 superstep, with LangGraph's own Postgres checkpointer on Overseer's database. The API reads
 them through the same compiled graph (:func:`segments_app`), copies a thread's rows for
 ``threads.copy`` and a retried run (:func:`copy_checkpoints`), and rewinds a thread to
@@ -20,7 +20,7 @@ async def segments_app(pipeline: str, settings: Settings | None = None) -> Any:
     The API's view of a thread that runs as segments: its state, history and updates are
     LangGraph's own.
     """
-    from activities.segment_graph import compiled
+    from overseer.compiled_graphs import compiled
 
     return await compiled(pipeline, database_url=str((settings or get_settings()).database_url))
 
@@ -60,7 +60,7 @@ async def drop_run_checkpoints(conn: Any, thread_id: str, run_id: str) -> int:
     """Rewind a thread to before a run: delete the checkpoints the run wrote, and their writes.
 
     LangGraph marks each checkpoint with the run that wrote it (metadata
-    :data:`activities.segment_graph.RUN_ID_KEY`), so what is left is the thread as the run
+    :data:`overseer.compiled_graphs.RUN_ID_KEY`), so what is left is the thread as the run
     found it. The run's channel blobs stay (unreferenced: LangGraph's versions never repeat).
 
     Returns:
@@ -90,7 +90,7 @@ def checkpoint_view(thread_id: str, state: Any) -> dict[str, Any]:
     """
     from langgraph.types import StateSnapshot
 
-    from activities.segment_state import snapshot_of
+    from overseer.graph_state import snapshot_of
 
     snap = snapshot_of(state)
     conf = (state.config or {}).get("configurable") or {}

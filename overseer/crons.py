@@ -41,6 +41,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from overseer import access, assistants, run_body, thread_runs, threads
+from overseer.cron_schedules import drop_schedules, schedule_id
 from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.settings import Settings
 
@@ -57,10 +58,6 @@ SORT_COLUMNS = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_a
 FINISH_POLL_SECONDS = 2.0
 """How often :func:`finish` looks whether a stateless cron's run has ended."""
 
-
-def schedule_id(cron_id: Any) -> str:
-    """The Temporal Schedule id of a cron."""
-    return f"cron-{cron_id}"
 
 
 def _json(value: Any) -> Any:
@@ -306,15 +303,6 @@ async def delete_cron(pool: asyncpg.Pool, temporal: Client, cron_id: str,
     await pool.execute("DELETE FROM agent_crons WHERE cron_id = $1", row["cron_id"])
     await drop_schedules(temporal, [row["cron_id"]])
 
-
-async def drop_schedules(temporal: Client, cron_ids: list[Any]) -> None:
-    """Delete the Temporal Schedules of these crons (one already gone is fine)."""
-    for cron_id in cron_ids:
-        try:
-            await temporal.get_schedule_handle(schedule_id(cron_id)).delete()
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
 
 
 async def search_crons(pool: asyncpg.Pool, temporal: Client, body: dict[str, Any],

@@ -3,7 +3,7 @@
 A node whose metadata asks for per-node handling (:data:`NODE_OPTION_KEYS`) leaves the
 run's segment: the segment stops before it and one activity runs its superstep with the
 node's time-out, heartbeat, attempts and summary (:class:`NodeOptions`); the next segment
-goes on (:mod:`workflows.segments`). Without it a node runs inside its segment.
+goes on (:mod:`workflows.segment_calls`). Without it a node runs inside its segment.
 """
 
 from __future__ import annotations

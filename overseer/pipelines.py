@@ -170,7 +170,7 @@ class RunHooks:
             ``Pipeline.worker_parts``) that splits one submission into parts; with more than
             one part the run becomes a parent that starts one child run per part (input
             ``{**input, **part}``) and completes with outcome ``split``. It must heartbeat at
-            least every 3 s while it works (``activities.heartbeat.with_heartbeats``), so a
+            least every 3 s while it works (``overseer.runtime.heartbeat.with_heartbeats``), so a
             dead worker is noticed.
         split_locally: ``(input state) -> bool``: True when this input's split is short (a
             text layer of a few pages), so it runs as a local activity in the run's own

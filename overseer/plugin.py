@@ -29,7 +29,7 @@ are for:
 - **artifacts** (:mod:`overseer.store.artifacts`): :func:`store_artifact`,
   :func:`load_artifact`, and a document's pages read once (:func:`cached_pages`,
   :func:`cache_pages`);
-- **options** (:mod:`overseer.catalogue`): :func:`approval_ladder_options` for a pipeline's
+- **options** (:mod:`overseer.run_options`): :func:`approval_ladder_options` for a pipeline's
   options snapshot, :func:`request_options` (a request's per-run options);
 - **the run service** (:mod:`overseer.runs`, :mod:`overseer.run_decisions`):
   :func:`submit_run` with :class:`Upload` (a ``/v1``-shaped submission), or, for a route
@@ -53,11 +53,11 @@ are for:
   :func:`as_application_error`, :func:`error_dict`); a node's retry policy
   (:func:`node_retry_policy`); the task's idempotency key for a side effect outside the
   graph, the same on every retry and re-run (:func:`idempotency_key`);
-- **HTTP routes** (:mod:`overseer.web`): the dependencies (``PoolDep``, ``SettingsDep``,
+- **HTTP routes** (:mod:`overseer.http_routes`): the dependencies (``PoolDep``, ``SettingsDep``,
   ``TemporalDep``, ``PrincipalDep``, ``SubmitterDep``, ``ReviewerDep``), the caller
   (:class:`Principal`), bounded uploads (:func:`read_bounded`, :func:`parse_metadata`)
   the ``202`` answer (:class:`RunAccepted`) and one SSE message (:func:`sse_frame`, how
-  every stream Overseer serves is framed). The names of :mod:`overseer.web` are
+  every stream Overseer serves is framed). The names of :mod:`overseer.http_routes` are
   imported on first use: a worker loads every pipeline's graph, and with it this module,
   but serves no route, so it does not import FastAPI.
 """
@@ -66,28 +66,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from activities.document_pages import load_pages
-from activities.errors import as_application_error, error_dict, temporal_errors
-from activities.events import append_from_activity
-from activities.heartbeat import with_heartbeats
-from activities.llm import (
-    LLMContext,
-    allowed_models,
-    call_json,
-    chat_model,
-    classify_error,
-    extraction_messages,
-    llm_enabled,
-    model_call_retryable,
-    price_usd,
-    reply_usage,
-    select_model,
-)
-from activities.retry import node_retry_policy
-from activities.runtime import get_runtime
 from overseer.access import Principal
 from overseer.budget import BudgetStop
-from overseer.catalogue import approval_ladder_options, request_options
 from overseer.errors import (
     BudgetExceededError,
     ConflictError,
@@ -114,7 +94,9 @@ from overseer.pipelines import (
     RunStream,
     Store,
 )
+from overseer.resources import get_runtime
 from overseer.run_decisions import decide, send_update
+from overseer.run_options import approval_ladder_options, request_options
 from overseer.runs import (
     RunRef,
     RunRequest,
@@ -125,6 +107,24 @@ from overseer.runs import (
     submit_run,
     visible_run,
 )
+from overseer.runtime.document_pages import load_pages
+from overseer.runtime.errors import as_application_error, error_dict, temporal_errors
+from overseer.runtime.events import append_from_activity
+from overseer.runtime.heartbeat import with_heartbeats
+from overseer.runtime.llm import (
+    LLMContext,
+    allowed_models,
+    call_json,
+    chat_model,
+    classify_error,
+    extraction_messages,
+    llm_enabled,
+    model_call_retryable,
+    price_usd,
+    reply_usage,
+    select_model,
+)
+from overseer.runtime.retry import node_retry_policy
 from overseer.settings import Settings, get_settings
 from overseer.store.artifacts import cache_pages, cached_pages, load_artifact, store_artifact
 from overseer.store.events import (
@@ -140,7 +140,7 @@ from overseer.store.events import (
 from overseer.token_stream import count_own, durable_items, merge_live
 
 if TYPE_CHECKING:
-    from overseer.web import (
+    from overseer.http_routes import (
         PoolDep,
         PrincipalDep,
         ReviewerDep,
@@ -156,20 +156,20 @@ if TYPE_CHECKING:
 _HTTP_NAMES = frozenset({"PoolDep", "PrincipalDep", "ReviewerDep", "RunAccepted", "SettingsDep",
                          "SubmitterDep", "TemporalDep", "parse_metadata", "read_bounded",
                          "sse_frame"})
-"""The names of :mod:`overseer.web`, imported on first use (see the module docstring)."""
+"""The names of :mod:`overseer.http_routes`, imported on first use (see the module docstring)."""
 
 if not TYPE_CHECKING:  # mypy reads the names above; a module __getattr__ would hide typos
 
     def __getattr__(name: str) -> Any:
-        """An HTTP route name (:data:`_HTTP_NAMES`) from :mod:`overseer.web`, imported now.
+        """An HTTP route name (:data:`_HTTP_NAMES`) from :mod:`overseer.http_routes`, imported now.
 
         Raises:
             AttributeError: ``name`` is not a name of this module.
         """
         if name in _HTTP_NAMES:
-            from overseer import web
+            from overseer import http_routes
 
-            return getattr(web, name)
+            return getattr(http_routes, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

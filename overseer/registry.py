@@ -115,7 +115,7 @@ class Registry:
         """True when the pipeline's graph is a Functional API ``@entrypoint`` (no ``StateGraph``).
 
         Such a graph runs as it is (its own compiled ``Pregel``, given the runtime's
-        checkpointer and store: :func:`activities.segment_graph.compiled`); it has no node
+        checkpointer and store: :func:`overseer.compiled_graphs.compiled`); it has no node
         metadata, so none of its tasks runs as an activity of its own.
 
         Raises:
@@ -149,7 +149,7 @@ class Registry:
         ``{"interrupt_before": …, "interrupt_after": …}`` (each ``"*"`` or a list of node
         names) for a graph given compiled (``builder.compile(interrupt_before=[…])``);
         ``{}`` for a builder. A run that names none of its own stops at these, as
-        LangGraph's ``astream`` defaults to them (``activities.segments``).
+        LangGraph's ``astream`` defaults to them (``overseer.runtime.segments``).
 
         Raises:
             NotFoundError: no such pipeline.
@@ -306,7 +306,7 @@ def thread_ttl_of(path: str | Path) -> tuple[float, str] | None:
         RegistryError: unreadable file, or a ``ttl`` that is not such an object.
     """
     from overseer.errors import InvalidRequestError
-    from overseer.thread_ttl import parse_ttl
+    from overseer.ttl_options import parse_ttl
 
     path, config = _read_config(path)
     checkpointer = config.get("checkpointer")

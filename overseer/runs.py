@@ -45,7 +45,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from observability.tracing import current_trace_id, tracer
 from overseer import access
 from overseer.access import Principal
-from overseer.catalogue import approval_ladder_options, request_options
 from overseer.checkpoints import copy_checkpoints, segments_app
 from overseer.errors import (
     ConflictError,
@@ -56,6 +55,7 @@ from overseer.errors import (
 from overseer.graph_codec import encode
 from overseer.pipelines import Pipeline
 from overseer.registry import get_registry
+from overseer.run_options import approval_ladder_options, request_options
 from overseer.settings import Settings
 from overseer.store.artifacts import sha256_hex, store_artifact
 from overseer.store.events import RUN_CANCELLED, RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
@@ -364,7 +364,7 @@ def run_options(settings: Settings, snapshot: dict[str, Any],
     In order, later keys winning: the operator's runtime defaults (``durability``, the
     segments' local try and heartbeat), the pipeline's options ``snapshot`` (its
     ``Pipeline.options()``, or what its own route took), the request's per-run options
-    from its ``metadata`` (:func:`~overseer.catalogue.request_options`: LLM budget and
+    from its ``metadata`` (:func:`~overseer.run_options.request_options`: LLM budget and
     model hint), and the approval ladder (``approval``) from the settings.
 
     Raises:
@@ -384,7 +384,7 @@ def with_run_keys(pipeline: Pipeline, graph_input: dict[str, Any], run_id: str,
 
     The one place they are added, for every starter (``/v1``, an Agent Server run, a
     pipeline's own route): ``run_id``; ``options``, the pipeline's options snapshot with the
-    request's per-run options from its ``metadata`` (:func:`overseer.catalogue.request_options`);
+    request's per-run options from its ``metadata`` (:func:`overseer.run_options.request_options`);
     ``metadata``. A key the input already has, or the graph's input schema does not
     declare (:func:`input_keys`), is left alone.
     """

@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     run alone), as ``segment_local_seconds`` is for every run. The server then has no
     activity task and one workflow task fewer per run (docs/performance.md, round 21). At
     the first superstep boundary after 2 s the segment goes on as the heartbeating activity
-    (``workflows.segments.LOCAL_YIELD_SECONDS``; nothing runs twice). The price, for the
+    (``workflows.segment_calls.LOCAL_YIELD_SECONDS``; nothing runs twice). The price, for the
     try's time: a cancel (and any update or query of the run's workflow) waits for the try's
     end or the workflow task's heartbeat (about 8 s) and the Temporal Web UI names the try's
     nodes only once it ends; a killed worker's try goes on after the workflow task's 10 s

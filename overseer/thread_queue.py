@@ -359,7 +359,7 @@ async def claim_webhooks(db: Any, workflow_run_id: str,
     A run (a start or a resume) with a ``webhook`` whose status is final is claimed with
     ``claim`` (the hand-off's own key: the same on a retried hand-off, so a retry gets the
     same list back and no other hand-off gets it at all). ``db`` is the pool, or the
-    connection of the hand-off's transaction (:func:`activities.events.record_events`).
+    connection of the hand-off's transaction (:func:`overseer.runtime.events.record_events`).
 
     Returns:
         ``[{"url", "payload", "delivery"}]``: the payload is the run as the SDK reads it plus

@@ -21,22 +21,16 @@ The columns live in ``agent_threads`` (``ttl_minutes``, ``ttl_strategy``, ``ttl_
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from typing import Any
 
 import asyncpg
 from temporalio.client import Client
 
-from overseer.errors import InvalidRequestError, NotFoundError
 from overseer.settings import Settings
 
-TTL_STRATEGIES = ("delete", "keep_latest")
-"""What happens to a thread when its ttl is up, as on the Agent Server."""
 TTL_SUBJECT = "overseer:ttl"
 """Who a ttl's deletion is recorded as (a cancelled run's ``run.cancelled`` names it)."""
-MAX_TTL_MINUTES = 100 * 366 * 24 * 60
-"""A century: a longer ttl would overflow a timer's duration (and Postgres' intervals)."""
 MIN_WAIT_SECONDS = 1.0
 """The shortest timer the workflow sets, so a clock skew never makes it spin."""
 
@@ -45,29 +39,6 @@ def workflow_id(thread_id: str) -> str:
     """``thread-ttl-<thread id>``: the one timer workflow of a thread."""
     return f"thread-ttl-{thread_id}"
 
-
-def parse_ttl(ttl: Any) -> tuple[float, str]:
-    """A request's ``ttl``: minutes, or ``{"ttl": minutes, "strategy"?}`` (the SDK sends the latter).
-
-    Returns:
-        ``(minutes, strategy)``; the strategy defaults to ``delete``.
-
-    Raises:
-        InvalidRequestError: not a positive number of minutes up to :data:`MAX_TTL_MINUTES`,
-            or an unknown ``strategy`` (422, ``details.field="ttl"``).
-    """
-    minutes, strategy = (ttl.get("ttl"), ttl.get("strategy") or "delete") \
-        if isinstance(ttl, dict) else (ttl, "delete")
-    if isinstance(minutes, bool) or not isinstance(minutes, int | float) \
-            or not math.isfinite(minutes) or not 0 < minutes <= MAX_TTL_MINUTES:
-        raise InvalidRequestError(f"ttl must be a positive number of minutes (at most "
-                                  f"{MAX_TTL_MINUTES}), or "
-                                  '{"ttl": minutes, "strategy": "delete" | "keep_latest"}',
-                                  details={"field": "ttl"})
-    if strategy not in TTL_STRATEGIES:
-        raise InvalidRequestError(f"ttl strategy must be one of {TTL_STRATEGIES}",
-                                  details={"field": "ttl"})
-    return float(minutes), str(strategy)
 
 
 def new_thread_ttl(own: tuple[float, str] | None) -> tuple[float | None, str | None]:
@@ -137,39 +108,3 @@ def ttl_view(row: asyncpg.Record) -> dict[str, Any] | None:
     since = max(row["updated_at"], row["ttl_from"] or row["updated_at"])
     return {"strategy": row["ttl_strategy"], "ttl_minutes": row["ttl_minutes"],
             "expires_at": (since + timedelta(minutes=row["ttl_minutes"])).isoformat()}
-
-
-async def expire(pool: asyncpg.Pool, temporal: Client, thread_id: str) -> dict[str, Any]:
-    """What a thread's timer does now: sweep the thread if it is due, else say how long to wait.
-
-    Returns:
-        ``{"wait": seconds}`` (at least :data:`MIN_WAIT_SECONDS`) while the thread has a
-        ttl, or ``{"ended": why}``: ``"gone"`` (no such thread), ``"no_ttl"``, ``"deleted"``.
-        After ``keep_latest`` the answer is a wait (``{"wait", "pruned": True}``).
-    """
-    from overseer import threads
-
-    row = await pool.fetchrow(
-        """SELECT status, ttl_minutes, ttl_strategy,
-                  extract(epoch FROM greatest(updated_at, coalesce(ttl_from, updated_at))
-                          + ttl_minutes * interval '1 minute' - now()) AS left_seconds
-           FROM agent_threads WHERE thread_id = $1""", threads.parse_uuid(thread_id))
-    if row is None:
-        return {"ended": "gone"}
-    if row["ttl_minutes"] is None:
-        return {"ended": "no_ttl"}
-    full = row["ttl_minutes"] * 60.0
-    if row["left_seconds"] > 0:
-        return {"wait": max(float(row["left_seconds"]), MIN_WAIT_SECONDS)}
-    if row["status"] == "busy":
-        return {"wait": max(full, MIN_WAIT_SECONDS)}
-    try:
-        if row["ttl_strategy"] == "delete":
-            await threads.delete_thread(pool, temporal, thread_id, TTL_SUBJECT)
-            return {"ended": "deleted"}
-        await threads.prune_thread(pool, temporal, thread_id, "keep_latest", TTL_SUBJECT)
-    except NotFoundError:  # deleted by someone else meanwhile
-        return {"ended": "gone"}
-    await pool.execute("UPDATE agent_threads SET ttl_from = now() WHERE thread_id = $1",
-                       threads.parse_uuid(thread_id))
-    return {"wait": max(full, MIN_WAIT_SECONDS), "pruned": True}

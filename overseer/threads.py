@@ -2,7 +2,7 @@
 
 A *thread*'s graph state, its checkpoints (one per superstep) and its history are
 LangGraph's own, in ``AsyncPostgresSaver``'s tables, written by the run's segments
-(:mod:`activities.segments`, read through :mod:`overseer.checkpoints`). Its row in
+(:mod:`overseer.runtime.segments`, read through :mod:`overseer.checkpoints`). Its row in
 ``agent_threads`` holds its owner, its metadata, its status and a copy of its latest
 checkpoint (``values``, ``state``, ``checkpoint``) for thread search and ``GET
 /threads/{id}``; ``last_run_id`` names the workflow attached to it while a run holds it.
@@ -35,6 +35,7 @@ from temporalio.client import Client
 
 from overseer import access, thread_ttl
 from overseer.checkpoints import checkpoint_view, copy_checkpoints, segments_app
+from overseer.cron_schedules import drop_schedules
 from overseer.errors import ConflictError, InvalidRequestError, NotFoundError
 from overseer.registry import get_registry
 from overseer.runs import cancel_run_workflow
@@ -178,7 +179,7 @@ async def create_thread(pool: asyncpg.Pool, *, thread_id: str | None, metadata: 
             with an existing thread only inside it.
         supersteps: state to start from (:func:`parse_supersteps`), written into a new
             thread only (an existing one that ``do_nothing`` answers with is left as it is).
-        ttl: ``(minutes, strategy)`` (:func:`overseer.thread_ttl.parse_ttl`) for a new thread,
+        ttl: ``(minutes, strategy)`` (:func:`overseer.ttl_options.parse_ttl`) for a new thread,
             counted from now; without one, the deployment's default
             (:attr:`overseer.registry.Registry.thread_ttl`), if any.
         temporal: starts a new thread's ttl timer (:func:`overseer.thread_ttl.watch`);
@@ -385,8 +386,6 @@ async def delete_thread(pool: asyncpg.Pool, temporal: Client, thread_id: str,
     else:  # a thread that never ran has no checkpoints
         crons = await pool.fetchval(_DELETE_THREAD_NEVER_RAN, row["thread_id"])
     if crons:  # the thread's crons go with it, their schedules too
-        from overseer.crons import drop_schedules
-
         await drop_schedules(temporal, crons)
     if row["ttl_minutes"] is not None and subject != thread_ttl.TTL_SUBJECT:
         await thread_ttl.wake(temporal, row["thread_id"])  # its timer ends now, not when due
@@ -468,7 +467,7 @@ async def mirror_checkpointed(pool: asyncpg.Pool, thread_id: Any, graph_id: str,
     breakpoint: a run with no input goes on from there), else ``idle``, as the Agent Server
     sets it after a state update; never while a run is attached (``last_run_id``).
     """
-    from activities.segment_state import snapshot_of
+    from overseer.graph_state import snapshot_of
 
     app = await segments_app(graph_id)
     snap = snapshot_of(await app.aget_state({"configurable": {"thread_id": str(thread_id)}}))

@@ -1,6 +1,6 @@
 """Live streams for Agent Server runs that run as segments (issue 26): tokens, custom writes, state.
 
-A run segment (:func:`activities.segments.run_segment`) runs LangGraph's own loop with its
+A run segment (:func:`overseer.runtime.segments.run_segment`) runs LangGraph's own loop with its
 ``messages`` stream mode, which gives every chat-model token chunk of every node (and every
 whole message a node returns that was not streamed) with LangGraph's metadata, its
 ``custom`` mode (what nodes write with ``get_stream_writer()``) and every other chunk the

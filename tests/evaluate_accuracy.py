@@ -25,13 +25,13 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from activities import runtime
 from activities.document_intake.schema import load_field_schema
 from activities.document_intake.validate import normalise_value
-from overseer import devstack
+from overseer import resources as runtime
 from overseer.run_types import SEARCH_ATTRIBUTES
 from overseer.settings import Settings
 from overseer.store.db import create_pool
+from services.local import embedded
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import submit_document
@@ -89,13 +89,13 @@ async def evaluate(n: int) -> list[Outcome]:
     """Run the labelled set through the workflow; returns one Outcome per document."""
     docs = corpus.labelled_set(n)
     data_dir = Path(tempfile.mkdtemp(prefix="overseer-eval-"))
-    pg = devstack.start_postgres(data_dir)
+    pg = embedded.start_postgres(data_dir)
     outcomes: list[Outcome] = []
     try:
         pool = await create_pool(pg.url)
         runtime.configure(pool, Settings(environment="test", database_url=pg.url))
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=devstack.temporal_binary(),
+            dev_server_existing_path=embedded.temporal_binary(),
             search_attributes=SEARCH_ATTRIBUTES, dev_server_log_level="error")
         async with env, build_worker(env.client, task_queue="eval"):
             for doc in docs:

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from overseer.stack import free_port
+from services.local.managed import free_port
 
 
 class _Server(ThreadingHTTPServer):

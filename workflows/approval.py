@@ -34,7 +34,7 @@ from workflows.recorder import RunRecorder
 from workflows.run_state import Approval, RunState
 
 with workflow.unsafe.imports_passed_through():
-    from activities.notify import notify_webhook
+    from overseer.runtime.notify import notify_webhook
     from overseer.store.events import (
         APPROVAL_AUTO_DECIDED,
         APPROVAL_CLAIMED,

@@ -19,17 +19,17 @@ from temporalio.common import RetryPolicy
 
 from overseer.run_types import GraphRunInput
 from workflows.recorder import RunRecorder
-from workflows.segments import ACTIVITY_FAILURES, failure_cause
+from workflows.segment_calls import ACTIVITY_FAILURES, failure_cause
 
 with workflow.unsafe.imports_passed_through():
-    from activities.graph_nodes import NODE_ERROR
     from overseer.graph_codec import encode, to_jsonable
     from overseer.pipelines import Pipeline
+    from overseer.runtime.graph_nodes import NODE_ERROR
     from overseer.store.events import RUN_SPLIT, RUN_SUBMITTED
 
 SPLIT_HEARTBEAT_SECONDS = 4
 """Heartbeat time-out of a pipeline's split activity: a dead worker is noticed within it
-(``activities.heartbeat.with_heartbeats`` sends one every 2 s while pages are OCR'd)."""
+(``overseer.runtime.heartbeat.with_heartbeats`` sends one every 2 s while pages are OCR'd)."""
 
 
 async def split_parts(spec: Pipeline, graph_input: Any,

@@ -25,9 +25,9 @@ from workflows.run_state import RunState
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from activities.segment_ending import ending_snapshot
     from overseer.graph_codec import to_jsonable
     from overseer.pipelines import RunStream
+    from overseer.runtime.segment_ending import ending_snapshot
     from overseer.store.events import RUN_CANCELLED
 
 CARRIED_STREAM_ITEMS = 100
@@ -139,7 +139,7 @@ class DurableStream:
         For a thread's run that hands its thread on at its end (:meth:`ending_hand_off`):
         ``{"thread_state", "last_decision"}``, the state the ``get_thread_state`` query
         answers now without the graph's snapshot (the segment adds the one it ends with);
-        None for any other run (:mod:`activities.segment_ending`).
+        None for any other run (:mod:`overseer.runtime.segment_ending`).
         """
         if not self.hands_off:
             return None

@@ -19,8 +19,8 @@ from temporalio.exceptions import ActivityError
 from overseer.run_types import PIPELINE_ATTRIBUTE, STATUS_ATTRIBUTE
 
 with workflow.unsafe.imports_passed_through():
-    from activities.events import record_events
-    from activities.notify import notify_webhook
+    from overseer.runtime.events import record_events
+    from overseer.runtime.notify import notify_webhook
     from overseer.store.events import APPROVAL_REQUESTED
 
 EVENT_RETRY = RetryPolicy(

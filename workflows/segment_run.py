@@ -3,7 +3,7 @@
 Every registered graph — the five reference pipelines and every graph of a
 ``langgraph.json`` — runs here. The workflow never runs LangGraph itself: each segment —
 the run's start, or a resume, up to the next interrupt or the end — is one heartbeating
-``run_segment`` activity (:mod:`workflows.segments`, :mod:`activities.segments`) that runs
+``run_segment`` activity (:mod:`workflows.segment_calls`, :mod:`overseer.runtime.segments`) that runs
 LangGraph's own loop on ``AsyncPostgresSaver``. Temporal owns what happens between
 segments, each job in its own module, composed here:
 
@@ -61,7 +61,7 @@ from workflows.decisions import PipelineDecisions, answer, question
 from workflows.durable_stream import DurableStream
 from workflows.recorder import RunRecorder
 from workflows.run_state import Approval, RunState
-from workflows.segments import (
+from workflows.segment_calls import (
     ACTIVITY_FAILURES,
     LOCAL_SEGMENT_SECONDS,
     SEGMENT_HEARTBEAT_SECONDS,
@@ -70,11 +70,11 @@ from workflows.segments import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.segment_ending import run_ending
-    from activities.segments import SegmentCall, SegmentResult
     from overseer.graph_codec import decode, encode
     from overseer.node_options import NodeOptions
     from overseer.registry import get_registry
+    from overseer.runtime.segment_ending import run_ending
+    from overseer.runtime.segments import SegmentCall, SegmentResult
     from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
 DEFAULT_RECURSION_LIMIT = 100
@@ -289,7 +289,7 @@ class SegmentRunWorkflow:
         ending = run_ending(values, self._state.last_decision, spec.run.result,
                             denied=self._denied)
         status, outcome, spec_result = ending.status, ending.outcome, ending.result
-        # the segment may have written it already (activities.segment_ending): the same ending
+        # the segment may have written it already (overseer.runtime.segment_ending): the same ending
         await self._finish(status, outcome, ending.data, written=result.ended)
         out.publish("end", {"status": status, "outcome": outcome})
         if out.run_stream is not None:

@@ -108,7 +108,7 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
             stops for a reviewer, and this node runs again under the raised budget.
         LLMRateLimitedError, LLMUnavailableError: transient, while the call has had fewer
             than :data:`LLM_MAX_ATTEMPTS` attempts (Temporal retries the node activity with
-            backoff, honouring Retry-After; :func:`activities.llm.model_call_retryable`).
+            backoff, honouring Retry-After; :func:`overseer.runtime.llm.model_call_retryable`).
     """
     text = "\n\n".join(p.text for p in pages)
     ctx = llm_context(state, node, step)

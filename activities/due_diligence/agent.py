@@ -10,7 +10,7 @@ answered ``rejected`` to the model, recorded in ``rejected`` and never becomes a
 candidate. Accepted quotes become candidates with ``strategy: llm:<model>``; they rank
 above the rules' candidates of the same type, which stay as the fallback.
 
-The model comes from the project's LLM layer (:mod:`activities.llm`: model choice, factory,
+The model comes from the project's LLM layer (:mod:`overseer.runtime.llm`: model choice, factory,
 ``llm.called`` ledger). A failed call ends the agent for that step; the rules' candidates
 are used (``llm.called`` records the error) and :attr:`AgentOutcome.error` /
 :attr:`AgentOutcome.message` say why. Offline (no model) nothing here runs and every
@@ -288,7 +288,7 @@ async def _call(bound: Any, messages: list[BaseMessage], *, run_id: str, node: s
         ``(reply, None)`` for a usable reply; ``(reply, error)`` for one that came back but
         cannot be used (:func:`unusable_reply`; its tokens were billed and are in the
         ledger, ``outcome: error``); ``(None, error)`` when the call failed
-        (:func:`activities.llm.classify_error`).
+        (:func:`overseer.runtime.llm.classify_error`).
     """
     from temporalio import activity
 

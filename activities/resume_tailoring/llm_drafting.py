@@ -1,4 +1,4 @@
-"""Resume tailoring's use of the LLM layer (``activities/llm.py``): one prompted draft per round.
+"""Resume tailoring's use of the LLM layer (``overseer/runtime/llm.py``): one prompted draft per round.
 
 A model is used only when the worker's settings configure one (``llm_enabled``); otherwise
 the rules drafter runs and every record says ``strategy: rules``. Whatever the model
@@ -27,7 +27,7 @@ MODEL_ATTEMPTS = 4
 try and three retries (seed 002 R5.6's "retry up to 3 times"), Temporal's backoff (or a
 429's Retry-After) in between; then the rules draft, never a failed run."""
 DRY_RUN_MODEL = "dry-run"
-"""``activities.llm.DRY_RUN_MODEL``: DRY_RUN answers ``{}`` end to end, which is not "unusable"."""
+"""``overseer.runtime.llm.DRY_RUN_MODEL``: DRY_RUN answers ``{}`` end to end, which is not "unusable"."""
 RESUME_SECTIONS = frozenset({"basics", "work", "education", "skills", "projects", "volunteer",
                              "awards", "certificates", "publications", "languages",
                              "interests", "references"})
@@ -79,7 +79,7 @@ async def draft_with_model(state: Mapping[str, Any], base: dict[str, Any], job: 
 
     Raises:
         LLMRateLimitedError, LLMUnavailableError: transient; the node decides whether
-            Temporal retries it (:func:`activities.llm.model_call_retryable`).
+            Temporal retries it (:func:`overseer.runtime.llm.model_call_retryable`).
         LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step (the
             node then drafts with the rules).
     """

@@ -4,11 +4,11 @@ A coder prompts with its identity's ``prompt_prefix`` and an evenly spaced sampl
 window's sentences, each with its quote id; every quote id the model cites is checked to
 exist in the window's data, unknown ids are dropped (and counted), and a code left without
 quotes is dropped. A theme coder sees the codebook (ids, labels, definitions) and may only
-group existing code ids. Calls go through :func:`activities.llm.call_json`: one
+group existing code ids. Calls go through :func:`overseer.runtime.llm.call_json`: one
 ``llm.called`` ledger event per attempt, token usage returned per call. A transient failure
 (429, 5xx, time-out) is raised to the node, which lets Temporal retry the step with backoff
 (a 429's Retry-After honoured) while *this call* has failed fewer than ``llm_max_attempts``
-times in a row (:func:`activities.llm.model_call_retryable`, from the ledger: the coders
+times in a row (:func:`overseer.runtime.llm.model_call_retryable`, from the ledger: the coders
 of one step share its activity's attempts, so the activity's attempt number is no count of
 a coder's failures), and then uses its rules.
 
@@ -49,7 +49,7 @@ THEME_INSTRUCTIONS = (
     "most {max_themes} themes."
 )
 DRY_RUN_MODEL = "dry-run"
-"""``activities.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio).
+"""``overseer.runtime.llm.DRY_RUN_MODEL`` (not imported: this module must not pull in temporalio).
 DRY_RUN answers ``{}``; the nodes replace it with mock output, so it is never "unusable"."""
 
 REASK = ("Your answer could not be used: {error}. Answer again with exactly one JSON object "
@@ -169,7 +169,7 @@ def coder_items(result: Any, corpus: Corpus, options: ThematicOptions, identity:
     """The usable codes of a coder's reply and how many cited ids were not in the window.
 
     Args:
-        result: the :class:`~activities.llm.LLMResult` (``data``: ``{"codes": [...]}``).
+        result: the :class:`~overseer.runtime.llm.LLMResult` (``data``: ``{"codes": [...]}``).
         corpus: the window (the ids a code may cite).
         options: ``max_quotes_per_code``.
         identity: the coder's identity (recorded on each code).
@@ -233,7 +233,7 @@ def theme_items(result: Any, known: set[str], identity: Identity
     """The usable theme proposals of a theme coder's reply and how many code ids were unknown.
 
     Args:
-        result: the :class:`~activities.llm.LLMResult` (``data``: ``{"themes": [...]}``).
+        result: the :class:`~overseer.runtime.llm.LLMResult` (``data``: ``{"themes": [...]}``).
         known: the codebook's code ids.
         identity: the theme coder's identity (recorded on each proposal).
 
@@ -264,7 +264,7 @@ async def _call(messages: list[BaseMessage], options: ThematicOptions, *, run_id
                 ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """One model step: the call, and one re-ask when the reply is unusable.
 
-    Unusable: not a JSON object (:func:`activities.llm.parse_reply`), or ``check(result)``
+    Unusable: not a JSON object (:func:`overseer.runtime.llm.parse_reply`), or ``check(result)``
     names what is wrong with the JSON (None: usable).
 
     Returns:

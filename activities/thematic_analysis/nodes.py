@@ -554,7 +554,7 @@ async def _model_gave_up(err: LLMCallError, options: ThematicOptions, payload: d
     Permanent failures (:data:`UNUSABLE_MODEL`): True. A transient one (429, 5xx, time-out):
     raises :class:`_RetryStep` so Temporal retries the step (its backoff, a 429's
     Retry-After) while this call has failed fewer than ``llm_max_attempts`` times in a row
-    and the step's activity has attempts left (:func:`~activities.llm.model_call_retryable`);
+    and the step's activity has attempts left (:func:`~overseer.runtime.llm.model_call_retryable`);
     True once it has had them (and outside a worker, where nothing retries). Any other
     model error (the budget): False, the caller re-raises it.
     """

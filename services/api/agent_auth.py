@@ -36,9 +36,9 @@ from overseer.errors import (
     OverseerError,
     PermissionDeniedError,
 )
+from overseer.http_routes import get_principal
 from overseer.registry import get_registry
 from overseer.threads import parse_uuid
-from overseer.web import get_principal
 
 READS = frozenset({"read", "search"})
 """Agent Server actions that only look; every other action (create, update, delete,

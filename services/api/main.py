@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                            max_size=settings.database_pool_max_size)
         # Pipelines' report and quote hooks read stored uploads through the same runtime
         # holder their nodes use.
-        from activities import runtime as activity_runtime
+        from overseer import resources as activity_runtime
 
         previous = activity_runtime.current()  # an in-process app (tests) must not leave its pool
         activity_runtime.configure(app.state.pool, settings)
@@ -98,7 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(agent_mcp.router)  # every assistant as an MCP tool (Streamable HTTP)
     install_console(app)
 
-    install_api_observability(app, pipelines=tuple(get_registry().names()))
+    install_api_observability(app, pipelines=tuple(get_registry().names()),
+                              metrics_token=settings.metrics_token)
     origins, pattern = cors_policy(settings)
     if origins or pattern:  # outermost: a preflight is answered before auth, errors keep it
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_origin_regex=pattern,

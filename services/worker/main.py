@@ -25,17 +25,17 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import runtime
-from activities.crons import delete_thread_after_run, expire_thread, fire_cron
-from activities.events import record_events
-from activities.notify import notify_webhook
-from activities.segment_graph import checkpointer
-from activities.segments import run_segment
 from observability.interceptors import ObservabilityInterceptor
 from observability.tracing import setup_tracing
+from overseer import resources as runtime
+from overseer.compiled_graphs import checkpointer
 from overseer.graph_store import graph_store
 from overseer.node_options import node_options
 from overseer.registry import get_registry
+from overseer.runtime.crons import delete_thread_after_run, expire_thread, fire_cron
+from overseer.runtime.events import record_events
+from overseer.runtime.notify import notify_webhook
+from overseer.runtime.segments import run_segment
 from overseer.settings import Settings, get_settings
 from overseer.store.db import create_pool
 from overseer.temporal_client import connect_client

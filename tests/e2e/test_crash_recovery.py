@@ -102,7 +102,7 @@ async def test_worker_killed_mid_node_of_a_stateless_run_goes_on_from_its_checkp
     worker dies, the workflow task times out and its replay runs the try again, from attempt
     1: it goes on from the run's own checkpoints (``first`` does not run again, the input is
     not applied twice), and nothing doubles in the log. (That try hands over to the
-    activity after ``slow_step``, for ``last``: workflows.segments.LOCAL_YIELD_SECONDS.)"""
+    activity after ``slow_step``, for ``last``: workflows.segment_calls.LOCAL_YIELD_SECONDS.)"""
     from langgraph_sdk import get_client
     from temporalio.api.enums.v1 import PendingWorkflowTaskState
 

@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.testing import WorkflowEnvironment
 
-from activities import llm
 from observability.genai import instrument_langchain
 from observability.tracing import setup_tracing
+from overseer.runtime import llm
 from overseer.settings import Settings
 from services.api.main import create_app
 from services.worker.main import build_worker

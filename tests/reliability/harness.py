@@ -1,6 +1,6 @@
 """Load, faults and verdicts for the reliability suite (``make reliability``).
 
-A scenario starts a :class:`~overseer.stack.ManagedStack`, submits a mixed load of
+A scenario starts a :class:`~services.local.managed.ManagedStack`, submits a mixed load of
 documents with Idempotency-Keys from client threads that retry like real clients, injects
 a fault, waits until every accepted run is terminal or awaiting approval, sends duplicate
 concurrent decisions to every waiting run, and then checks the event log: nothing lost,
@@ -24,8 +24,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from overseer.stack import ManagedStack
 from overseer.store.consistency import check_consistency
+from services.local.managed import ManagedStack
 from tests import corpus
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "reliability"

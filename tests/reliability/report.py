@@ -286,7 +286,7 @@ def main() -> None:
         "it, and stayed `running` for good (37 of 200 runs with a worker killed every 5 s): the "
         "replayed time-out arrives as Temporal's `TimeoutError`, the live one as an "
         "`ActivityError`, and the workflow caught only the latter. Every failure path in the "
-        "workflow now catches both (`workflows.segments.ACTIVITY_FAILURES`); the recorded "
+        "workflow now catches both (`workflows.segment_calls.ACTIVITY_FAILURES`); the recorded "
         "history replays in `tests/workflows/test_replay.py`.",
         "- Against a model that misbehaves (above), thematic analysis failed "
         "(`theme_stage_failed`; a model answering an empty or invented theme list ended "
@@ -294,7 +294,7 @@ def main() -> None:
         "rate limited met a 500 on the step's last attempt and recorded `llm_unavailable` "
         "without a retry, and a theme list with nothing usable was taken as the answer. Now "
         "a transient failure is retried per call (counted from the ledger, "
-        "`activities.llm.model_call_retryable`), then that step uses its rules; JSON with "
+        "`overseer.runtime.llm.model_call_retryable`), then that step uses its rules; JSON with "
         "nothing usable is re-asked, then the rules. Resume tailoring failed the same way "
         "(`llm_rate_limited`); pricing's report took truncated JSON or a chatty non-answer as "
         "the summary (now re-asked, then the template).",

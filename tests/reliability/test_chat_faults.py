@@ -35,7 +35,7 @@ import asyncpg
 import pytest
 
 from bench.chat_load import rebuild_messages, thread_messages
-from overseer.stack import ManagedStack
+from services.local.managed import ManagedStack
 from tests.payment_stub import PaymentStub
 from tests.reliability.harness import Outcome
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from overseer.stack import ManagedStack
+from services.local.managed import ManagedStack
 from tests.reliability.harness import (
     Clients,
     Outcome,

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from overseer.stack import ManagedStack
+from services.local.managed import ManagedStack
 from tests.reliability.harness import ARTIFACTS
 from tests.workflows.llm_support import MisbehavingModel
 

@@ -21,11 +21,11 @@ import pytest
 from fastapi import FastAPI
 
 from overseer.access import Principal
+from overseer.http_routes import get_principal
 from overseer.registry import get_registry, load_registry, set_registry
 from overseer.store.consistency import check_consistency
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events
 from overseer.store.migrations import apply_migrations
-from overseer.web import get_principal
 from services.api.errors import install_error_handlers
 from services.api.routes.console.items import pipeline_view
 

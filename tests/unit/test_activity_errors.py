@@ -9,8 +9,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.errors import temporal_errors
 from overseer.errors import LLMRateLimitedError, UnreadableDocumentError
+from overseer.runtime.errors import temporal_errors
 
 
 @activity.defn

@@ -163,7 +163,7 @@ def test_dockerfile_copies_what_exists_and_exposes_the_configured_ports():
     exposed = re.search(r"^EXPOSE (.+)$", text, flags=re.M).group(1).split()  # type: ignore[union-attr]
     assert _env("api")["OVERSEER_API_PORT"] in exposed
     assert _env("worker")["OVERSEER_METRICS_PORT_WORKER"] in exposed
-    assert 'overseer = "overseer.cli:app"' in (ROOT / "pyproject.toml").read_text()
+    assert 'overseer = "services.cli:app"' in (ROOT / "pyproject.toml").read_text()
     for service in ("api", "worker"):
         assert SERVICES[service]["command"][0] == "overseer"
     ignored = (ROOT / ".dockerignore").read_text().split()

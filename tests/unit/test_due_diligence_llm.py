@@ -18,9 +18,9 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from activities import llm
 from activities.due_diligence.agent import _settings, run_clause_agent, verify_quote
 from activities.due_diligence.text import sentences
+from overseer.runtime import llm
 from overseer.settings import Settings
 from overseer.store.events import fetch_events
 from services.worker.main import build_worker
@@ -132,8 +132,8 @@ async def test_the_agents_model_calls_stop_the_run_at_its_llm_budget(dev_server,
     """The runtime's generic LLM budget gate covers the clause agent: no budget of its own.
 
     The agent calls the model through LangChain inside the run's segment, whose
-    :class:`activities.graph_nodes.UsageMeter` counts its tokens; once the request's
-    ``metadata.llm_budget_tokens`` is passed, :class:`activities.segment_guards.BudgetGuard`
+    :class:`overseer.runtime.graph_nodes.UsageMeter` counts its tokens; once the request's
+    ``metadata.llm_budget_tokens`` is passed, :class:`overseer.runtime.segment_guards.BudgetGuard`
     refuses the next chat-model call (``initial_search``'s second: the agent catches it and
     goes on with its rules) and stops the run before the next node starts. Each scripted
     reply reports 360 tokens (360 > 100).

@@ -21,13 +21,13 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatResult
 
-from activities import llm
 from activities.due_diligence.agent import REASK, _settings, run_clause_agent
 from activities.due_diligence.graph import build_clause_extraction_graph
 from activities.due_diligence.nodes import ingestion
 from activities.due_diligence.options import DueDiligenceOptions
 from activities.due_diligence.report import render_report
 from activities.due_diligence.text import sentences
+from overseer.runtime import llm
 from tests.helpers import AGREEMENT, submit_agreement
 
 PROSE = "Sure! Here is my analysis: the contract looks fine."

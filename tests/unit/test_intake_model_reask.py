@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from activities import llm
 from activities.document_intake.llm_steps import extract_with_llm
 from activities.document_intake.schema import load_field_schema
+from overseer.runtime import llm
 from tests.unit.test_model_quote_not_in_document import RUN_ID, _scan, model_reply  # noqa: F401 - fixture
 
 PROSE = "Sure! Looking at the form, the student is in grade 7 at Lincoln Middle School."

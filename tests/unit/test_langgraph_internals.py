@@ -6,11 +6,11 @@ versions the runtime is tested with. Within them, the runtime relies on:
 - the callback metadata LangGraph gives every run inside a task (``langgraph_node``,
   ``langgraph_step``, ``langgraph_path``, ``langgraph_checkpoint_ns`` as
   ``"<node>:<task id>"``): the segments' budget guard, node timing and ledger read them
-  (:mod:`activities.segments`);
+  (:mod:`overseer.runtime.segments`);
 - the checkpointer's tables and columns, which the API copies, rewinds and deletes in SQL
   (:mod:`overseer.checkpoints`, :func:`overseer.threads.delete_thread`);
 - the config ``metadata`` a run passes becoming its checkpoints' metadata (a rollback finds
-  a run's checkpoints by :data:`activities.segments.RUN_ID_KEY`).
+  a run's checkpoints by :data:`overseer.runtime.segments.RUN_ID_KEY`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import asyncpg
 from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.graph import END, START, StateGraph
 
-from activities.segments import RUN_ID_KEY
+from overseer.runtime.segments import RUN_ID_KEY
 
 LANGGRAPH_MINOR = "1.2"
 CHECKPOINT_POSTGRES_MINOR = "3.2"

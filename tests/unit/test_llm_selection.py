@@ -7,7 +7,6 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage
 
-from activities.llm import classify_error, parse_reply, price_usd, select_model
 from overseer.errors import (
     LLMClientError,
     LLMRateLimitedError,
@@ -15,6 +14,7 @@ from overseer.errors import (
     LLMResponseError,
     LLMUnavailableError,
 )
+from overseer.runtime.llm import classify_error, parse_reply, price_usd, select_model
 from overseer.settings import Settings
 
 

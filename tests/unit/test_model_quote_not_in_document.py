@@ -9,7 +9,6 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from activities import llm
 from activities.document_intake import llm_steps
 from activities.document_intake.llm_steps import QUOTE_NOT_FOUND, check_quote, extract_with_llm
 from activities.document_intake.review import (
@@ -18,8 +17,9 @@ from activities.document_intake.review import (
     quote_check_payload,
 )
 from activities.document_intake.schema import load_field_schema
-from activities.runtime import configure
 from overseer.documents import PageText
+from overseer.resources import configure
+from overseer.runtime import llm
 from overseer.settings import Settings
 
 FORM = """ESSAY CONTEST ENTRY FORM
@@ -47,7 +47,7 @@ def model_reply(monkeypatch: pytest.MonkeyPatch):
             "cost_usd": 0.0, "tokens": 0.0, "calls": 0.0})
 
     monkeypatch.setattr(llm_steps, "call_json", call_json)
-    from activities import runtime as activity_runtime
+    from overseer import resources as activity_runtime
 
     # The activity runtime is process-wide: put back whatever was there, so later tests do
     # not inherit an LLM endpoint.

@@ -14,12 +14,12 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from activities.llm import model_call_retryable
 from activities.pricing.reporter import summary_problem
 from activities.thematic_analysis.identities import load_identities
 from activities.thematic_analysis.llm_steps import coder_items, theme_items
 from activities.thematic_analysis.options import ThematicOptions
 from overseer.errors import LLMResponseError, LLMUnavailableError
+from overseer.runtime.llm import model_call_retryable
 from tests.workflows.llm_support import (
     MISBEHAVING_PROSE,
     MISBEHAVING_TRUNCATED,

@@ -1,4 +1,4 @@
-"""A segment's node.completed writer (activities.segment_record.NodeEvents) on the real Postgres log."""
+"""A segment's node.completed writer (overseer.runtime.segment_record.NodeEvents) on the real Postgres log."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 import asyncpg
 import pytest
 
-from activities.segment_record import NodeEvents
+from overseer.runtime.segment_record import NodeEvents
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
 

@@ -15,8 +15,8 @@ from temporalio.contrib.workflow_streams import PublisherState, WorkflowStreamSt
 from temporalio.contrib.workflow_streams._types import _WorkflowStreamWireItem
 from temporalio.converter import DefaultPayloadConverter
 
-from activities.segments import SegmentCall, SegmentResult
 from overseer.run_types import GraphRunInput
+from overseer.runtime.segments import SegmentCall, SegmentResult
 from overseer.temporal_client import PayloadConverter
 
 

@@ -10,11 +10,11 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-from activities import llm
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import load_catalog_file
 from activities.pricing.options import pricing_options
 from activities.pricing.router import resolve_scope
+from overseer.runtime import llm
 from overseer.settings import Settings
 from overseer.store.events import LLM_CALLED
 

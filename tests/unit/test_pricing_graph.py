@@ -99,12 +99,12 @@ async def test_policy_only_plan_reports_fixes_without_a_proposal():
 
 
 async def test_reporter_with_a_model_streams_its_tokens(monkeypatch):
-    from activities import llm
-    from activities.runtime import ActivityRuntime
+    from overseer.resources import ActivityRuntime
+    from overseer.runtime import llm
 
     llm.set_chat_model_factory(lambda s, m: GenericFakeChatModel(
         messages=iter([AIMessage(content="Hold prices; fix TB001-online.")])))
-    monkeypatch.setattr("activities.runtime._runtime",
+    monkeypatch.setattr("overseer.resources._runtime",
                         ActivityRuntime(pool=None, settings=Settings(environment="test")))  # type: ignore[arg-type]
     try:
         state = initial_state("Check policy violations for TB001-online")

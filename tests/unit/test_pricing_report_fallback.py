@@ -21,7 +21,6 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from temporalio.exceptions import ApplicationError
 
-from activities import llm
 from activities.pricing import nodes
 from activities.pricing.catalog import SAMPLE_PATH, load_catalog_file
 from activities.pricing.graph import build_pricing_graph
@@ -29,6 +28,7 @@ from activities.pricing.options import pricing_options
 from activities.pricing.reporter import invented_numbers, template_report
 from activities.pricing.router import decide_route, resolve_scope
 from activities.pricing.run import result
+from overseer.runtime import llm
 from overseer.settings import Settings
 
 COMPOSITE = "Propose Q1 pricing updates ensuring hierarchy; summarize"
@@ -39,9 +39,9 @@ INVENTED = f"Raise every new copy to ${INVENTED_PRICE} for the best revenue."
 
 @pytest.fixture(autouse=True)
 def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    from activities.runtime import ActivityRuntime
+    from overseer.resources import ActivityRuntime
 
-    monkeypatch.setattr("activities.runtime._runtime", ActivityRuntime(
+    monkeypatch.setattr("overseer.resources._runtime", ActivityRuntime(
         pool=None, settings=Settings(environment="test")))  # type: ignore[arg-type]
     yield
     llm.set_chat_model_factory(None)

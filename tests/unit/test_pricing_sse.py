@@ -120,7 +120,7 @@ async def test_fast_path_with_a_model_streams_token_by_token_without_deprecated_
 
     from langchain_core._api.deprecation import LangChainDeprecationWarning
 
-    from activities import llm
+    from overseer.runtime import llm
 
     llm.set_chat_model_factory(lambda s, m: GenericFakeChatModel(
         messages=iter([AIMessage(content="New copies of ASTR 4 should stay at $119.97.")])))

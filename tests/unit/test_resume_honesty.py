@@ -18,7 +18,6 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from activities import llm, runtime
 from activities.resume_tailoring.graph import build_resume_tailoring_graph
 from activities.resume_tailoring.honesty import find_violations
 from activities.resume_tailoring.jobs import onet_occupations
@@ -29,6 +28,8 @@ from activities.resume_tailoring.resume import (
     sample_resume,
     schema_errors,
 )
+from overseer import resources as runtime
+from overseer.runtime import llm
 from overseer.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resume_tailoring"

@@ -10,9 +10,9 @@ import uuid
 import asyncpg
 import pytest
 
-from activities.notify import signature
 from overseer import run_body, thread_queue
 from overseer.errors import InvalidRequestError
+from overseer.runtime.notify import signature
 
 
 @pytest.mark.parametrize("url", ["ftp://x/y", "/relative", "http://", 7, "not a url"])

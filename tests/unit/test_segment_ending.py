@@ -1,8 +1,8 @@
-"""A run's ending as the workflow and the last segment both compute it (activities.segment_ending)."""
+"""A run's ending as the workflow and the last segment both compute it (overseer.runtime.segment_ending)."""
 
 from __future__ import annotations
 
-from activities.segment_ending import ending_snapshot, run_ending
+from overseer.runtime.segment_ending import ending_snapshot, run_ending
 from overseer.store.events import RUN_COMPLETED, RUN_FAILED
 
 

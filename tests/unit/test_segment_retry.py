@@ -1,4 +1,4 @@
-"""What a retried segment runs (activities.segments._retry_input), on a real LangGraph graph.
+"""What a retried segment runs (overseer.runtime.segments._retry_input), on a real LangGraph graph.
 
 The checkpointer here is LangGraph's in-memory one; the decision reads only LangGraph's
 state (its latest checkpoint's metadata, ``next`` and interrupts), the same on Postgres.
@@ -12,9 +12,9 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from activities.segments import SegmentCall, _retry_input
 from overseer.registry import builder_of, load_langgraph_json
 from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
+from overseer.runtime.segments import SegmentCall, _retry_input
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
 
@@ -67,7 +67,7 @@ async def test_a_superstep_run_again_from_a_recreated_checkpoint_keeps_its_event
     yet in Postgres), the retry re-creates it with a new id, so LangGraph's task ids change;
     the step and path that key ``node.completed`` do not (``constructs`` has ``Send``
     fan-out, a subgraph and ``Command``)."""
-    from activities.segment_record import TaskSteps
+    from overseer.runtime.segment_record import TaskSteps
 
     app = app_of("constructs")
 
@@ -91,7 +91,7 @@ async def test_recovered_tasks_carry_the_keys_their_events_were_written_under():
     """A retried segment recovers node.completed from checkpoints (recoverable_tasks) under
     the key TaskSteps gave each task as it ran, Send fan-out and a resume included, so an
     event already in the log is never written twice."""
-    from activities.segment_record import TaskSteps, recoverable_tasks
+    from overseer.runtime.segment_record import TaskSteps, recoverable_tasks
 
     for graph, first, then in (("constructs", {"topic": "one two three"}, None),
                                ("approvals", {"topic": "x"}, "resume")):

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessageChunk
 
-from activities.segments import (
+from overseer import token_stream
+from overseer.run_body import segment_options
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
+from overseer.runtime.segments import (
     SegmentCall,
     _breakpoints,
     _own_breakpoint,
     run_config,
 )
-from overseer import token_stream
-from overseer.run_body import segment_options
-from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
 from overseer.thread_streams import StreamDeriver
 from overseer.thread_sync import thread_status
 

@@ -13,8 +13,8 @@ import sys
 import threading
 import time
 
-from overseer import devstack
-from overseer.supervise import (
+from services.local import embedded
+from services.local.supervisor import (
     FIRST_BACKOFF_SECONDS,
     HEALTHY_AFTER_SECONDS,
     MAX_BACKOFF_SECONDS,
@@ -29,7 +29,7 @@ CRASHER = [sys.executable, "-c", "import sys; sys.exit(3)"]
 def test_a_killed_child_is_restarted_and_stop_ends_everything():
     lines: list[str] = []
     worker, api = Child("worker", SLEEPER), Child("api", SLEEPER)
-    supervisor = Supervisor([worker, api], devstack.stop_process, say=lines.append,
+    supervisor = Supervisor([worker, api], embedded.stop_process, say=lines.append,
                             poll_seconds=0.05)
     supervisor.start()
     watcher = threading.Thread(target=supervisor.run, daemon=True)
@@ -56,7 +56,7 @@ def test_a_killed_child_is_restarted_and_stop_ends_everything():
 
 def test_backoff_doubles_to_a_ceiling_and_resets_after_a_healthy_minute():
     crasher = Child("worker", CRASHER)
-    supervisor = Supervisor([crasher], devstack.stop_process, say=lambda _: None)
+    supervisor = Supervisor([crasher], embedded.stop_process, say=lambda _: None)
     supervisor.start()
     waits = []
     try:

@@ -20,7 +20,6 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, Send
 
-from activities import llm
 from activities.thematic_analysis import coding, dataset, nodes
 from activities.thematic_analysis.coding import code_id
 from activities.thematic_analysis.graph import build_thematic_analysis_graph, fan_out_coders
@@ -29,6 +28,7 @@ from activities.thematic_analysis.pipeline import PIPELINE
 from activities.thematic_analysis.report import render_report
 from overseer.node_options import placed_nodes
 from overseer.pipelines import DecisionRefusedError
+from overseer.runtime import llm
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "thematic_analysis"

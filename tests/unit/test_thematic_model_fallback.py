@@ -20,11 +20,11 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from activities import llm
 from activities.thematic_analysis import coding, dataset, llm_steps
 from activities.thematic_analysis.graph import build_thematic_analysis_graph
 from activities.thematic_analysis.identities import Identity
 from activities.thematic_analysis.options import ThematicOptions
+from overseer.runtime import llm
 from tests.unit.test_thematic_graph import UPLOADS, in_memory_uploads  # noqa: F401 - autouse fixture
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,8 @@ from fastapi.responses import JSONResponse
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from activities import llm, runtime
+from overseer import resources as runtime
+from overseer.runtime import llm
 from overseer.settings import Settings
 from tests.scripted_llm import LocalServer
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities import llm
 from overseer.run_types import DecisionInput
+from overseer.runtime import llm
 from services.worker.main import build_worker
 from tests import corpus
 from tests.helpers import assert_eventually, event_types, submit_document

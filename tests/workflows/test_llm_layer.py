@@ -9,8 +9,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import llm
 from overseer.run_types import DecisionInput
+from overseer.runtime import llm
 from tests import corpus
 from tests.helpers import assert_eventually, submit_document
 from tests.workflows.llm_support import (

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import llm
+from overseer.runtime import llm
 from overseer.settings import Settings
 from services.api.main import create_app
 

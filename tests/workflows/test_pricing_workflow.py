@@ -17,7 +17,6 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from activities import llm
 from activities.pricing.catalog import load_catalog_file
 from activities.pricing.chat_orchestrator import orchestrator_events
 from activities.pricing.options import pricing_options
@@ -25,6 +24,7 @@ from activities.pricing.router import decide_route, resolve_scope
 from activities.pricing.run import initial_state
 from overseer.graph_codec import decode, encode
 from overseer.run_types import DecisionInput, GraphRunInput
+from overseer.runtime import llm
 from overseer.settings import Settings
 from overseer.store.artifacts import store_artifact
 from overseer.store.events import RUN_SUBMITTED, NewEvent, append_events

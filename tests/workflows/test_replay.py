@@ -94,10 +94,10 @@ async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment,
 
     from temporalio.exceptions import ApplicationError
 
-    import activities.segments
+    import overseer.runtime.segments
 
     segment_writes = case != "segment_failed"
-    real, attempts = activities.segments.write_ending, []
+    real, attempts = overseer.runtime.segments.write_ending, []
 
     async def ending(*args: Any) -> Any:
         attempts.append(1)
@@ -107,7 +107,7 @@ async def test_fresh_thread_run_history_replays(dev_server: WorkflowEnvironment,
         if case == "written_then_lost" and len(attempts) == 1:
             raise ApplicationError("the worker died before the segment reported")
         return written
-    monkeypatch.setattr(activities.segments, "write_ending", ending)
+    monkeypatch.setattr(overseer.runtime.segments, "write_ending", ending)
     auto = await submit_document(db, corpus.render_text([corpus.make_entry(53)]), "c.txt")
     inp = dataclasses.replace(auto, thread_id=str(uuid.uuid4()))
     handle = await dev_server.client.start_workflow(

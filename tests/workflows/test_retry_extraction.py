@@ -10,7 +10,7 @@ import uuid
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import llm
+from overseer.runtime import llm
 from tests import corpus
 from tests.helpers import submit_document
 from tests.workflows.llm_support import fake_model, llm_answer, llm_settings

@@ -16,9 +16,9 @@ import pytest
 from langgraph._internal._runnable import RunnableCallable
 from temporalio.client import WorkflowFailureError
 
-from activities import segment_graph
 from activities.due_diligence.graph import build_due_diligence_graph
 from activities.due_diligence.pipeline import PIPELINE
+from overseer import compiled_graphs as segment_graph
 from overseer.registry import Registry, set_registry
 from overseer.runs import retry_run
 from overseer.settings import Settings

@@ -31,8 +31,8 @@ from overseer.store.events import fetch_events
 from services.worker.main import build_worker
 from tests.workflows.test_graph_runtime import USER_GRAPHS, pending_approval
 from tests.workflows.test_graph_runtime import start as start_graph_run
+from workflows.segment_calls import SEGMENT_ATTEMPTS
 from workflows.segment_run import SegmentRunWorkflow
-from workflows.segments import SEGMENT_ATTEMPTS
 
 SEGMENT_GRAPHS = Path(__file__).parents[1] / "graphs" / "segments" / "langgraph.json"
 
@@ -209,8 +209,8 @@ async def test_durability_is_langgraphs(dev_server, db, task_queue, durability: 
 
 
 def test_a_run_may_ask_for_a_durability_and_nothing_else():
-    from overseer.catalogue import request_options
     from overseer.errors import InvalidRequestError
+    from overseer.run_options import request_options
 
     assert request_options({"durability": "exit"})["durability"] == "exit"
     with pytest.raises(InvalidRequestError):

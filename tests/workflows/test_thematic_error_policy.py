@@ -25,7 +25,7 @@ import uuid
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from activities import llm
+from overseer.runtime import llm
 from tests.workflows.llm_support import llm_settings
 from tests.workflows.test_thematic_stack import (
     IDENTITY_IDS,

@@ -29,13 +29,13 @@ from langchain_core.outputs import ChatResult
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from activities import llm
 from activities.thematic_analysis import dataset
 from activities.thematic_analysis.coding import code_id
 from activities.thematic_analysis.identities import load_identities
 from activities.thematic_analysis.llm_steps import CODER_INSTRUCTIONS, THEME_INSTRUCTIONS
 from overseer.run_types import DecisionInput
 from overseer.runs import Upload, submit_run
+from overseer.runtime import llm
 from overseer.settings import Settings
 from tests.helpers import assert_eventually
 from tests.workflows.llm_support import llm_settings
@@ -101,7 +101,7 @@ class PromptedFakeChatModel(GenericFakeChatModel):
 
 
 def prompted_model(answer: Callable[[str], str]) -> Callable[[Settings, str], PromptedFakeChatModel]:
-    """A chat-model factory for ``activities.llm.set_chat_model_factory`` (one model per call)."""
+    """A chat-model factory for ``overseer.runtime.llm.set_chat_model_factory`` (one model per call)."""
     def factory(settings: Settings, model: str) -> PromptedFakeChatModel:
         return PromptedFakeChatModel(messages=iter(()), answer=answer)
     return factory

@@ -1,7 +1,7 @@
 """Thematic analysis ``token_usage`` is the run's LLM ledger (seed 002 R8) through the stack.
 
 A langchain-core fake chat model is configured through the project's LLM layer
-(``activities.llm.set_chat_model_factory``, priced as ``gpt-4o-mini``); its usage depends on
+(``overseer.runtime.llm.set_chat_model_factory``, priced as ``gpt-4o-mini``); its usage depends on
 each prompt, so every call's tokens differ. One theme coder's model answers prose, to the
 re-ask too: both calls fail (the step proposes with the rules) but their tokens were spent,
 and the ledger (``llm.called``) counts them.

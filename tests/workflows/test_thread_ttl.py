@@ -20,7 +20,7 @@ from overseer import access, threads
 from overseer.errors import InvalidRequestError
 from overseer.registry import Registry, RegistryError, get_registry, set_registry, thread_ttl_of
 from overseer.settings import get_settings
-from overseer.thread_ttl import parse_ttl
+from overseer.ttl_options import parse_ttl
 from services.worker.main import WORKFLOWS, workflow_runner
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -17,8 +17,8 @@ from fastapi import APIRouter, Response
 from overseer import access, assistants, threads
 from overseer.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from overseer.graph_codec import to_jsonable
+from overseer.http_routes import PoolDep, TemporalDep
 from overseer.registry import get_registry
-from overseer.web import PoolDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody, check_select, pick
 

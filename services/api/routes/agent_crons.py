@@ -22,7 +22,7 @@ from fastapi import APIRouter, Response
 from overseer import crons
 from overseer.access import Principal
 from overseer.errors import PermissionDeniedError
-from overseer.web import PoolDep, SettingsDep, TemporalDep
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody
 

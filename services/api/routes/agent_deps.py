@@ -22,7 +22,7 @@ from fastapi import Body, Depends, Request
 
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError, NotFoundError
-from overseer.web import PoolDep
+from overseer.http_routes import PoolDep
 from services.api import agent_auth
 
 JsonBody = Annotated[dict[str, Any] | None, Body()]

@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse
 from overseer import thread_streams
 from overseer.errors import OverseerError
 from overseer.graph_codec import to_jsonable
-from overseer.web import PoolDep, SettingsDep, TemporalDep
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
 from services.api.routes.agent_assistants import read_assistant_schemas, search_assistants
 from services.api.routes.agent_deps import AgentPrincipal
 from services.api.routes.agent_run_streams import drop_stateless_thread

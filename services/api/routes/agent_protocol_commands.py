@@ -36,8 +36,8 @@ from overseer.errors import (
     OverseerError,
     PermissionDeniedError,
 )
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
 from overseer.pipelines import DecisionRefusedError
-from overseer.web import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, thread_uuid
 from services.api.routes.agent_protocol_events import RUN_STREAM_MODES, SEQ_STRIDE

@@ -27,7 +27,7 @@ from temporalio.client import Client
 
 from overseer import thread_streams, threads
 from overseer.errors import InvalidRequestError
-from overseer.web import PoolDep, TemporalDep
+from overseer.http_routes import PoolDep, TemporalDep
 from services.api.routes.agent_deps import ThreadReader, thread_uuid
 from services.api.routes.agent_protocol_events import RUN_STREAM_MODES, RunTranslator
 from services.api.routes.agent_run_streams import with_keepalives

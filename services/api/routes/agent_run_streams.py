@@ -24,7 +24,7 @@ from overseer import run_body, thread_runs, thread_streams, threads
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
-from overseer.web import PoolDep, SettingsDep, TemporalDep, sse_frame
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep, sse_frame
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody, ThreadReader
 from services.api.routes.agent_runs import body_stream_modes, run_locations, start_run

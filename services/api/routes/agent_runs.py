@@ -27,7 +27,7 @@ from overseer.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from overseer.web import PoolDep, SettingsDep, TemporalDep
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import (
     AgentPrincipal,

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from overseer import thread_queue, thread_runs, thread_ttl, threads
+from overseer import thread_queue, thread_runs, thread_ttl, threads, ttl_options
 from overseer.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
-from overseer.web import PoolDep, SettingsDep, TemporalDep
+from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
 from services.api import agent_auth
 from services.api.routes.agent_deps import (
     AgentPrincipal,
@@ -42,7 +42,7 @@ async def create_thread(principal: AgentPrincipal, pool: PoolDep, temporal: Temp
     sweeps it when unused that long (:mod:`overseer.thread_ttl`).
     """
     body = body or {}
-    ttl = thread_ttl.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
+    ttl = ttl_options.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
     value = {"thread_id": body.get("thread_id"), "metadata": dict(body.get("metadata") or {}),
              "if_exists": body.get("if_exists")}
     scope = await agent_auth.authorize(principal, "threads", "create", value)
@@ -117,7 +117,7 @@ async def patch_thread(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                        body: JsonBody = None) -> dict[str, Any]:
     """Merge ``metadata`` into the thread's; a ``ttl`` replaces its ttl, counted from now."""
     body = body or {}
-    ttl = thread_ttl.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
+    ttl = ttl_options.parse_ttl(body["ttl"]) if body.get("ttl") is not None else None
     value = {"metadata": dict(body.get("metadata") or {})}
     await agent_auth.gate_thread(pool, principal, thread_id, "update", value)
     row = await threads.get_thread(pool, thread_id)

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from overseer.http_routes import PoolDep, ReviewerDep, TemporalDep
 from overseer.run_decisions import ClaimedByOtherError
-from overseer.web import PoolDep, ReviewerDep, TemporalDep
 from services.api.operations import (
     claim_run,
     decide_run,

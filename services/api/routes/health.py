@@ -7,7 +7,7 @@ import asyncio
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from overseer.web import PoolDep, TemporalDep
+from overseer.http_routes import PoolDep, TemporalDep
 from services.api.schemas import Health
 
 router = APIRouter(tags=["health"])

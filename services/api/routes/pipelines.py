@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from overseer.http_routes import PrincipalDep
 from overseer.registry import get_registry
 from overseer.run_types import RUN_WORKFLOW
-from overseer.web import PrincipalDep
 from services.api.schemas import PipelineView
 
 router = APIRouter(prefix="/v1/pipelines", tags=["pipelines"])

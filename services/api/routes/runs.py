@@ -10,10 +10,7 @@ from fastapi.responses import PlainTextResponse
 
 from overseer import access
 from overseer.errors import NotFoundError, PermissionDeniedError
-from overseer.registry import get_registry
-from overseer.runs import retry_run
-from overseer.store.events import fetch_events
-from overseer.web import (
+from overseer.http_routes import (
     PoolDep,
     PrincipalDep,
     ReviewerDep,
@@ -22,6 +19,9 @@ from overseer.web import (
     SubmitterDep,
     TemporalDep,
 )
+from overseer.registry import get_registry
+from overseer.runs import retry_run
+from overseer.store.events import fetch_events
 from services.api.readmodels import get_run, list_runs
 from services.api.schemas import EventList, EventView, RunList, RunView
 

@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from overseer.errors import InvalidRequestError
+from overseer.http_routes import PoolDep, ReviewerDep
 from overseer.stats import Stats, compute_stats
-from overseer.web import PoolDep, ReviewerDep
 
 router = APIRouter(prefix="/v1/admin/stats", tags=["stats"])
 

@@ -12,8 +12,7 @@ from fastapi import APIRouter, Header, Request, status
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from overseer.errors import InvalidRequestError
-from overseer.runs import Upload, submit_run
-from overseer.web import (
+from overseer.http_routes import (
     PoolDep,
     RunAccepted,
     SettingsDep,
@@ -22,6 +21,7 @@ from overseer.web import (
     parse_metadata,
     read_bounded,
 )
+from overseer.runs import Upload, submit_run
 
 router = APIRouter(tags=["submissions"])
 

@@ -292,7 +292,7 @@ slow_plain = _slow()
 
 
 async def settle(state: State) -> dict[str, Any]:
-    """Longer than a local try's 2 s (workflows.segments.LOCAL_YIELD_SECONDS)."""
+    """Longer than a local try's 2 s (workflows.segment_calls.LOCAL_YIELD_SECONDS)."""
     await asyncio.sleep(2.5)
     return {"trail": ["settled"]}
 

@@ -8,9 +8,9 @@ it too).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from activities.graph_nodes import put_state_blob
 from overseer.graph_codec import (
     CLAIM_CHECK_BYTES,
     encode,
@@ -18,6 +18,21 @@ from overseer.graph_codec import (
     ref_marker,
     to_jsonable,
 )
+from overseer.resources import get_runtime
+from overseer.store.artifacts import store_artifact
+
+STATE_BLOB_KIND = "graph_state"
+"""Artifact kind of a state value stored by :func:`put_state_blob`."""
+
+async def put_state_blob(encoded: dict[str, Any]) -> str:
+    """Store an encoded value too large for a Temporal payload; returns its SHA-256.
+
+    The API resolves the reference (:func:`services.api.readmodels.resolve_output_refs`).
+    """
+    data = json.dumps(encoded, separators=(",", ":")).encode()
+    async with get_runtime().pool.acquire() as conn:
+        return await store_artifact(conn, data, kind=STATE_BLOB_KIND, page_count=0,
+                                    filename=None, content_type="application/json")
 
 
 async def claim_checked(values: Any) -> Any:

@@ -3,7 +3,7 @@
 :class:`ManagedStack` starts Postgres, a Temporal dev server (SQLite file, so it can be
 restarted with its data), N worker processes and the API on free ports under one data
 directory, and lets a harness kill, stop and restart each part the way an operator (or
-a crash) would. ``make run`` uses :mod:`overseer.devstack` directly; this is the same
+a crash) would. ``make run`` uses :mod:`services.local.embedded` directly; this is the same
 parts with handles.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from overseer import devstack
+from services.local import embedded
 
 
 def free_port() -> int:
@@ -50,7 +50,7 @@ class ManagedStack:
     tokens: dict[str, str] = field(default_factory=lambda: {
         "submitter": "stack-submitter-token-0000000001", "reviewer": "stack-reviewer-token-00000000001",
         "admin": "stack-admin-token-0000000000000001"})
-    pg: devstack.EmbeddedPostgres | None = None
+    pg: embedded.EmbeddedPostgres | None = None
     temporal: subprocess.Popen[bytes] | None = None
     api: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -72,11 +72,11 @@ class ManagedStack:
         """Stop every part (workers and API first, Postgres last)."""
         for proc in [*self.workers, self.api]:
             if proc is not None:
-                devstack.stop_process(proc)
+                embedded.stop_process(proc)
         self.workers.clear()
         self.api = None
         if self.temporal is not None:
-            devstack.stop_process(self.temporal)
+            embedded.stop_process(self.temporal)
             self.temporal = None
         if self.pg is not None:
             self.pg.stop()
@@ -111,7 +111,7 @@ class ManagedStack:
         """Environment for worker and API processes."""
         grants = {token: {"role": role, "subject": f"stack-{role}"}
                   for role, token in self.tokens.items()}
-        return devstack.child_env(
+        return embedded.child_env(
             OVERSEER_DATABASE_URL=self.database_url,
             OVERSEER_TEMPORAL_ADDRESS=self.temporal_address,
             OVERSEER_DATA_DIR=str(self.data_dir),
@@ -122,7 +122,7 @@ class ManagedStack:
 
     def start_postgres(self) -> None:
         """Start (or restart) the embedded Postgres on the same data directory."""
-        self.pg = devstack.start_postgres(self.data_dir)
+        self.pg = embedded.start_postgres(self.data_dir)
 
     def stop_postgres(self) -> None:
         """Stop Postgres (fast shutdown); clients see connection errors until restarted."""
@@ -131,13 +131,13 @@ class ManagedStack:
 
     def start_temporal(self) -> None:
         """Start (or restart) the dev server on the same SQLite file."""
-        self.temporal = devstack.start_temporal(self.data_dir, port=self.temporal_port,
+        self.temporal = embedded.start_temporal(self.data_dir, port=self.temporal_port,
                                                 ui_port=self.temporal_ui_port)
 
     def restart_temporal(self, *, down_seconds: float = 0.0) -> None:
         """Stop the dev server, wait ``down_seconds``, start it on the same data."""
         if self.temporal is not None:
-            devstack.stop_process(self.temporal)
+            embedded.stop_process(self.temporal)
         time.sleep(down_seconds)
         self.start_temporal()
 

@@ -57,7 +57,7 @@ from overseer.store.events import LLM_CALLED, NewEvent
 LEDGER_TAG = "overseer:ledgered"
 """Tag of every chat model :func:`chat_model` hands out: Overseer's own code writes the
 ``llm.called`` events of those calls, so the graph runtime's meter
-(:class:`activities.graph_nodes.UsageMeter`) does not write them again."""
+(:class:`overseer.runtime.graph_nodes.UsageMeter`) does not write them again."""
 
 log = logging.getLogger("overseer.llm")
 
@@ -257,7 +257,7 @@ async def call_json(
         LLMRateLimitedError, LLMUnavailableError: transient; Temporal retries the activity.
         LLMClientError, LLMRefusedError, LLMResponseError: permanent for this step.
     """
-    from activities.events import append_from_activity
+    from overseer.runtime.events import append_from_activity
 
     record = record or append_from_activity
     choice = select_model(task, settings, hint=ctx.hint)
@@ -308,7 +308,7 @@ async def call_json(
 
 async def run_spend(run_id: str) -> dict[str, float]:
     """The run's LLM spend so far from the ledger: ``{"cost_usd", "tokens", "calls"}``."""
-    from activities.runtime import get_runtime
+    from overseer.resources import get_runtime
 
     row = await get_runtime().pool.fetchrow(
         """SELECT count(*) AS calls,
@@ -360,7 +360,7 @@ async def transient_failures_in_a_row(run_id: str, node: str) -> int:
     Raises:
         asyncpg.PostgresError, OSError: the event log could not be read.
     """
-    from activities.runtime import get_runtime
+    from overseer.resources import get_runtime
 
     rows = await get_runtime().pool.fetch(
         """SELECT data->>'error_code' AS code FROM events

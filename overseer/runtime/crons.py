@@ -1,7 +1,7 @@
 """The activities of a cron tick, a stateless run's clean-up and a thread's ttl.
 
 Their workflows: :mod:`workflows.cron_tick`, :mod:`workflows.thread_ttl`. They call
-:mod:`overseer.crons` and :mod:`overseer.thread_ttl` with the worker's pool, settings and
+:mod:`overseer.crons` and :mod:`overseer.thread_expiry` with the worker's pool, settings and
 Temporal client.
 """
 
@@ -11,10 +11,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.errors import as_application_error
-from activities.runtime import get_runtime
-from overseer import crons, thread_ttl
+from overseer import crons, thread_expiry
 from overseer.errors import OverseerError
+from overseer.resources import get_runtime
+from overseer.runtime.errors import as_application_error
 
 
 @activity.defn(name="fire_cron")
@@ -45,6 +45,6 @@ async def delete_thread_after_run(run_id: str, thread_id: str) -> str:
 
 @activity.defn(name="expire_thread")
 async def expire_thread(thread_id: str) -> dict[str, Any]:
-    """Sweep a thread whose ttl is up, or say how long to wait (:func:`overseer.thread_ttl.expire`)."""
+    """Sweep a thread whose ttl is up, or say how long to wait (:func:`overseer.thread_expiry.expire`)."""
     runtime = get_runtime()
-    return await thread_ttl.expire(runtime.pool, activity.client(), thread_id)
+    return await thread_expiry.expire(runtime.pool, activity.client(), thread_id)

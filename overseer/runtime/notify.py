@@ -32,7 +32,7 @@ async def notify_webhook(url: str, payload: dict[str, Any], delivery: str | None
         httpx.HTTPError: network failure or a 5xx (transient; Temporal retries). A 4xx is
             returned, not raised: the receiver refused and retrying will not help.
     """
-    from activities.runtime import current
+    from overseer.resources import current
 
     body = json.dumps(payload, separators=(",", ":"), default=str).encode()
     headers = {"Content-Type": "application/json"}

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from activities.runtime import get_runtime
+from overseer.resources import get_runtime
 
 IDLE_TX_MS = 10_000
 """A checkpointer connection idle this long inside a transaction is closed by Postgres (ms)."""

@@ -39,7 +39,7 @@ def get_runtime() -> ActivityRuntime:
         RuntimeError: :func:`configure` was not called in this process.
     """
     if _runtime is None:
-        raise RuntimeError("activities.runtime.configure() was not called in this process")
+        raise RuntimeError("overseer.resources.configure() was not called in this process")
     return _runtime
 
 

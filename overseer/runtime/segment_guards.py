@@ -14,10 +14,10 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackHandler
 from temporalio.exceptions import ApplicationError
 
-from activities.graph_nodes import BUG_TYPES, UsageMeter
-from activities.segment_record import node_path
 from overseer.budget import BudgetStop, over_budget
 from overseer.errors import OverseerError
+from overseer.runtime.graph_nodes import BUG_TYPES, UsageMeter
+from overseer.runtime.segment_record import node_path
 
 
 class BudgetGuard(AsyncCallbackHandler):

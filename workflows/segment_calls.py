@@ -1,6 +1,6 @@
 """Running a segment: the ``run_segment`` activity with the run's placement, time-outs and retries.
 
-A *segment* is one heartbeating ``run_segment`` activity (:mod:`activities.segments`) that
+A *segment* is one heartbeating ``run_segment`` activity (:mod:`overseer.runtime.segments`) that
 runs LangGraph's own loop on its Postgres checkpointer from a start or a resume to the
 next interrupt or the end; a retried segment resumes from its last checkpoint. A node with
 options (node metadata ``{"overseer": {...}}``) runs its superstep alone, as its own
@@ -23,10 +23,10 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from activities.graph_nodes import NODE_ERROR
-    from activities.segments import SegmentCall, SegmentResult
     from overseer.node_options import NodeOptions, node_options, placed_nodes
     from overseer.registry import get_registry
+    from overseer.runtime.graph_nodes import NODE_ERROR
+    from overseer.runtime.segments import SegmentCall, SegmentResult
 
 SEGMENT_HEARTBEAT_SECONDS = 6.0
 """A dead worker's segment runs again on another worker after this long; the run option
@@ -35,7 +35,7 @@ SEGMENT_ATTEMPTS = 10
 """Attempts of a segment for errors that may pass (a bug fails the run at once): with a 1 s
 first back-off doubling up to 30 s, the tenth starts ~2.5 min after the first, so a database
 or network outage that long costs a run nothing (as the nodes' own policy:
-:func:`activities.retry.node_retry_policy`)."""
+:func:`overseer.runtime.retry.node_retry_policy`)."""
 LOCAL_SEGMENT_SECONDS = 5.0
 """How long a segment a pipeline calls short for its input (``Pipeline.run.local_segments``) may
 run as a local activity before it goes on as a heartbeating activity."""

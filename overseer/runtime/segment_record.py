@@ -19,10 +19,10 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from temporalio import activity
 
-from activities.graph_nodes import progress_snapshot
-from activities.runtime import get_runtime
 from overseer.graph_codec import to_jsonable
+from overseer.resources import get_runtime
 from overseer.run_types import RUN_ID_KEY
+from overseer.runtime.graph_nodes import progress_snapshot
 from overseer.store.events import NODE_COMPLETED, NewEvent
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def node_completed(out: NodeEvents, run_id: str, pipeline: str, task_id: str, no
     the node) is its ``snapshot``, merged into the run's result as it runs; a pipeline's
     progress node (``Pipeline.nodes.progress_nodes``) has its ``update`` (LangGraph's ``tasks``
     result: the channels it wrote) with the run's progress instead
-    (:func:`activities.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
+    (:func:`overseer.runtime.graph_nodes.progress_snapshot`). Handed to ``out``, which writes it
     off the graph's path (:class:`NodeEvents`). ``recovered``: read back from a checkpoint
     after a crash (:func:`recoverable_tasks`); its duration is unknown (None).
 
@@ -201,7 +201,7 @@ async def recoverable_tasks(app: Any, config: dict[str, Any], run_id: str
         app: the compiled graph, on the run's checkpointer.
         config: the segment's config (its ``thread_id``).
         run_id: the run (checkpoints carry it in their metadata,
-            :data:`activities.segment_graph.RUN_ID_KEY`).
+            :data:`overseer.compiled_graphs.RUN_ID_KEY`).
 
     Returns:
         ``[(PregelTask, where)]``, newest checkpoint first.
@@ -226,7 +226,7 @@ class NodeEvents:
 
     :meth:`add` hands an event over without waiting; one background write at a time appends
     everything handed over since the last write in one transaction
-    (:func:`activities.events.append_from_activity`). So LangGraph's next superstep does not
+    (:func:`overseer.runtime.events.append_from_activity`). So LangGraph's next superstep does not
     wait for Postgres, and the nodes of a superstep cost one commit, not one each. A node's
     event reaches the log a write later than its ``tasks`` chunk reaches the loop (a few
     milliseconds); :meth:`close` writes the rest before the segment reports. Ids are uuid5
@@ -245,8 +245,8 @@ class NodeEvents:
             self._writing = asyncio.create_task(self._drain())
 
     async def _drain(self) -> None:
-        from activities.events import append_from_activity
         from overseer.fencing import check_current, current
+        from overseer.runtime.events import append_from_activity
 
         while self._pending:
             batch, self._pending = self._pending, []

@@ -12,7 +12,7 @@ workflow then only publishes the ``end`` item, sets its status and closes; it co
 same status with the same function (:func:`run_ending`), from the same values and decision.
 
 When the segment cannot write it (Postgres unavailable, a next queued run that does not
-start: :data:`activities.segments.ENDING_UNAVAILABLE`), it reports without it and the
+start: :data:`overseer.runtime.segments.ENDING_UNAVAILABLE`), it reports without it and the
 workflow writes it as for any other run, retried until it is in. Written twice (a segment
 retried after it wrote the ending, its report lost; or written in part, then by the
 workflow), nothing changes: the event's id is its key's, the hand-off detaches the thread
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.runtime import get_runtime
 from overseer.graph_codec import to_jsonable
+from overseer.resources import get_runtime
 from overseer.store.events import RUN_COMPLETED, RUN_FAILED
 
 PAST_TENSE = {"approve": "approved", "reject": "rejected", "revise": "revised"}
@@ -126,8 +126,8 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
             then reports without the ending and its workflow writes it).
         overseer.fencing.StaleAttempt: a newer attempt holds the segment (it ends the run).
     """
-    from activities.events import record_events
     from overseer.fencing import check_current
+    from overseer.runtime.events import record_events
 
     await check_current(get_runtime().pool)  # a replaced attempt ends nothing
     event = {"run_id": run_id, "key": "run.finished", "type": RUN_COMPLETED, "data": ending.data,

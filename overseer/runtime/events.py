@@ -6,9 +6,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.runtime import get_runtime
 from observability.metrics_recording import observe_events
 from observability.tracing import current_trace_id
+from overseer.resources import get_runtime
 from overseer.store.events import NewEvent, append_events
 
 

@@ -1,6 +1,6 @@
 """What every node run in a segment shares: its chat-model meter, its ledger, its errors.
 
-:mod:`activities.segments` runs LangGraph's loop in one activity per segment; this module
+:mod:`overseer.runtime.segments` runs LangGraph's loop in one activity per segment; this module
 holds the pieces it applies to each node there:
 
 - **Errors.** A bug — ``TypeError``, ``KeyError``, ``ValueError`` (and pydantic's
@@ -11,13 +11,12 @@ holds the pieces it applies to each node there:
   LangChain model it uses (the LLM budget gate sums it per run), and :func:`record_ledger`
   writes the calls Overseer's own LLM layer did not make to the run's ``llm.called`` ledger.
 - **Progress.** :func:`progress_snapshot`: a progress node's ``node.completed`` snapshot.
-- **Claim check.** :func:`put_state_blob` stores a value too large for a Temporal payload
+- **Claim check.** :func:`overseer.graph_state.put_state_blob` stores a value too large for a Temporal payload
   (:data:`overseer.graph_codec.CLAIM_CHECK_BYTES`) and returns its reference.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -25,10 +24,9 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.events import append_from_activity
-from activities.runtime import get_runtime
 from overseer.graph_codec import CLAIM_CHECK_BYTES, encoded_size, to_jsonable
-from overseer.store.artifacts import store_artifact
+from overseer.resources import get_runtime
+from overseer.runtime.events import append_from_activity
 from overseer.store.events import LLM_CALLED, NewEvent
 
 BUG_TYPES: tuple[type[BaseException], ...] = (
@@ -39,11 +37,10 @@ BUG_TYPES: tuple[type[BaseException], ...] = (
 
 NODE_ERROR = "node_error"
 """Error type of a node's bug (non-retryable; the run fails once, with the node named)."""
-STATE_BLOB_KIND = "graph_state"
 
 
 _LEDGER_TAG = "overseer:ledgered"
-"""Tag of the chat-model calls :mod:`activities.llm` makes (``activities.llm.LEDGER_TAG``, not
+"""Tag of the chat-model calls :mod:`overseer.runtime.llm` makes (``overseer.runtime.llm.LEDGER_TAG``, not
 imported: the worker loads the LLM layer on first use)."""
 
 
@@ -70,13 +67,13 @@ class UsageMeter(AsyncCallbackHandler):
     Installed as a callback in the node's config (so models the node calls without passing
     a config find it through LangChain's context), it reads each reply's
     ``usage_metadata`` and prices it with the project's price table
-    (:func:`activities.llm.price_usd`; an unknown model costs 0 and is named in
+    (:func:`overseer.runtime.llm.price_usd`; an unknown model costs 0 and is named in
     ``unpriced``). The runtime's LLM budget gate sums these per run.
 
     Calls Overseer's own LLM layer did not make (a user's graph calling a chat model
     directly) are also kept in :attr:`ledger`, one entry per call, so the run's ``llm.called``
     ledger — what ``GET /v1/runs/{id}`` shows as ``llm_usage`` — counts them too (issue 28):
-    the layer tags its calls :data:`activities.llm.LEDGER_TAG` and writes its own events.
+    the layer tags its calls :data:`overseer.runtime.llm.LEDGER_TAG` and writes its own events.
     """
 
     run_inline = True  # awaited in line: no task per callback event (every token, every chain)
@@ -110,7 +107,7 @@ class UsageMeter(AsyncCallbackHandler):
     async def on_llm_end(self, response: Any, *, run_id: Any = None,
                          tags: list[str] | None = None, **kwargs: Any) -> None:
         """Add one call's tokens and cost."""
-        from activities.llm import price_usd
+        from overseer.runtime.llm import price_usd
 
         self.calls += 1
         started, node = self._started.pop(run_id, (time.monotonic(), None))
@@ -144,16 +141,6 @@ class UsageMeter(AsyncCallbackHandler):
                 "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd, 8),
                 "unpriced": sorted(self.unpriced)}
 
-
-async def put_state_blob(encoded: dict[str, Any]) -> str:
-    """Store an encoded value too large for a Temporal payload; returns its SHA-256.
-
-    The API resolves the reference (:func:`services.api.readmodels.resolve_output_refs`).
-    """
-    data = json.dumps(encoded, separators=(",", ":")).encode()
-    async with get_runtime().pool.acquire() as conn:
-        return await store_artifact(conn, data, kind=STATE_BLOB_KIND, page_count=0,
-                                    filename=None, content_type="application/json")
 
 
 def progress_snapshot(node: str, progress_nodes: list[str] | tuple[str, ...],

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from activities.runtime import get_runtime
-from activities.segment_state import claim_checked
 from overseer.fencing import Fence
 from overseer.graph_codec import decode
+from overseer.graph_state import claim_checked
+from overseer.resources import get_runtime
 from overseer.token_stream import (
     CHUNK_FLUSH_SECONDS,
     FLUSH_SECONDS,

@@ -12,9 +12,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from activities.heartbeat import with_heartbeats
-from activities.runtime import get_runtime
 from overseer.documents import DocumentKind, DocumentLimits, PageText, extract_pages
+from overseer.resources import get_runtime
+from overseer.runtime.heartbeat import with_heartbeats
 from overseer.store.artifacts import cache_pages, cached_pages, load_artifact
 
 

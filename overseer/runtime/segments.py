@@ -13,23 +13,23 @@ checkpoint is stored never runs again (and a segment that had already ended, or 
 interrupt, only ends again). With ``durability="sync"`` at most the nodes of the superstep in
 flight run twice; with ``async`` (the default) also the superstep before, when its
 checkpoint was still being written; with ``exit`` the whole segment. ``node.completed`` is
-keyed by the task's superstep and path (:class:`activities.segment_record.TaskSteps`), the
+keyed by the task's superstep and path (:class:`overseer.runtime.segment_record.TaskSteps`), the
 same when a superstep runs again, so a node execution is recorded once.
 
 Events, heartbeats and the Temporal UI stay per node: one ``node.completed`` per finished
 task (handed to a writer beside the loop as it finishes, a superstep's in one commit, all
-in the log before the segment reports: :class:`activities.segment_record.NodeEvents`; a
+in the log before the segment reports: :class:`overseer.runtime.segment_record.NodeEvents`; a
 retried segment writes those a crash lost from the run's checkpoints:
-:func:`activities.segment_record.recoverable_tasks`), a heartbeat naming the nodes in
+:func:`overseer.runtime.segment_record.recoverable_tasks`), a heartbeat naming the nodes in
 progress (every third of the heartbeat time-out, the first a third in: a segment shorter
 than that sends none, and a dead worker's is still noticed within the time-out, which runs
 from the activity's start), and the segment's result names the nodes it ran.
 
 What the activity runs with lives beside it: the compiled graph and its checkpointer
-(:mod:`activities.segment_graph`), the thread's state as a segment hands it on
-(:mod:`activities.segment_state`), the live stream (:mod:`activities.segment_stream`), the
-per-node records (:mod:`activities.segment_record`) and the budget and one-step callbacks
-(:mod:`activities.segment_guards`). This module holds the activity, its call and result,
+(:mod:`overseer.compiled_graphs`), the thread's state as a segment hands it on
+(:mod:`overseer.graph_state`), the live stream (:mod:`overseer.runtime.segment_stream`), the
+per-node records (:mod:`overseer.runtime.segment_record`) and the budget and one-step callbacks
+(:mod:`overseer.runtime.segment_guards`). This module holds the activity, its call and result,
 its config and breakpoints, and what a retried segment runs.
 
 Hosted by :class:`workflows.segment_run.SegmentRunWorkflow`, every run's workflow (``/v1``
@@ -50,13 +50,21 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from activities.errors import as_application_error
-from activities.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
-from activities.runtime import get_runtime
-from activities.segment_ending import run_ending, write_ending
-from activities.segment_graph import compiled, placed
-from activities.segment_guards import BudgetGuard, StepBarrier
-from activities.segment_record import (
+from overseer import fencing
+from overseer.budget import BudgetStop, set_run_budget
+from overseer.compiled_graphs import compiled, placed
+from overseer.errors import OverseerError
+from overseer.fencing import Fence
+from overseer.graph_codec import decode, encode, to_jsonable
+from overseer.graph_state import claim_checked, snapshot_of
+from overseer.resources import get_runtime
+from overseer.run_options import DURABILITY_MODES
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
+from overseer.runtime.errors import as_application_error
+from overseer.runtime.graph_nodes import BUG_TYPES, NODE_ERROR, UsageMeter, record_ledger
+from overseer.runtime.segment_ending import run_ending, write_ending
+from overseer.runtime.segment_guards import BudgetGuard, StepBarrier
+from overseer.runtime.segment_record import (
     NodeEvents,
     TaskSteps,
     inner_task,
@@ -64,21 +72,13 @@ from activities.segment_record import (
     observe,
     recoverable_tasks,
 )
-from activities.segment_state import claim_checked, snapshot_of
-from activities.segment_stream import (
+from overseer.runtime.segment_stream import (
     EXTRA_STREAM_MODES,
     STREAM_MODES,
     OwnStream,
     chunks_and_events,
     live_chunk,
 )
-from overseer import fencing
-from overseer.budget import BudgetStop, set_run_budget
-from overseer.catalogue import DURABILITY_MODES
-from overseer.errors import OverseerError
-from overseer.fencing import Fence
-from overseer.graph_codec import decode, encode, to_jsonable
-from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
 from overseer.token_stream import (
     TokenWriter,
     current_writers,
@@ -125,7 +125,7 @@ class SegmentCall:
             stops before any superstep that has such a node
             (:func:`overseer.node_options.placed_nodes`; ``interrupt_before``).
         modes: with ``stream``, LangGraph stream modes the run asked for beyond
-            :data:`activities.segment_stream.STREAM_MODES` (``tasks``, ``checkpoints``,
+            :data:`overseer.runtime.segment_stream.STREAM_MODES` (``tasks``, ``checkpoints``,
             ``debug``): their chunks are returned too; ``messages``: LangGraph's messages
             chunks (tokens as a model makes them) are written live to ``agent_run_tokens``
             (:mod:`overseer.token_stream`).
@@ -148,7 +148,7 @@ class SegmentCall:
         ending: for a thread's run (``{"thread_state", "last_decision"}``:
             :meth:`workflows.durable_stream.DurableStream.segment_ending`): a segment that ends
             the graph (``done``) writes the run's ending and hands the thread on itself
-            (:mod:`activities.segment_ending`), and says so in ``SegmentResult.ended``.
+            (:mod:`overseer.runtime.segment_ending`), and says so in ``SegmentResult.ended``.
         yield_after: a local try (only) stops at the first superstep boundary this many
             seconds after it started (0 = never) and reports ``paused`` with ``yielded``: the
             workflow goes on from its checkpoint in the heartbeating activity, so nothing
@@ -213,7 +213,7 @@ class SegmentResult:
             superstep.
         interrupted_in: with status ``interrupted``, the nodes whose ``interrupt()`` waits.
         ended: with status ``done`` and ``SegmentCall.ending``, the ending the segment wrote:
-            ``{"webhooks"}`` (:func:`activities.segment_ending.write_ending`).
+            ``{"webhooks"}`` (:func:`overseer.runtime.segment_ending.write_ending`).
         yielded: with status ``paused``, a local try stopped at its ``yield_after``: the
             rest of the segment belongs in the heartbeating activity.
     """
@@ -275,7 +275,7 @@ def _naming(err: ApplicationError, node: str) -> ApplicationError:
 ENDING_UNAVAILABLE = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, RPCError,
                       OverseerError)
 """What keeps a segment from writing its run's ending (Postgres, or the next queued run's start):
-the segment reports without it and the workflow writes it (:mod:`activities.segment_ending`)."""
+the segment reports without it and the workflow writes it (:mod:`overseer.runtime.segment_ending`)."""
 
 
 @activity.defn(name="run_segment")
@@ -542,8 +542,8 @@ def run_config(call: SegmentCall, callbacks: list[Any]) -> dict[str, Any]:
 
     The run's own ``config`` (:attr:`SegmentCall.config`: ``configurable``, ``tags``,
     ``metadata``) under the runtime's keys: the thread id, the run id in the metadata
-    and the segment in the metadata (:data:`activities.segment_graph.RUN_ID_KEY`,
-    :data:`~activities.segment_graph.SEGMENT_KEY`), the recursion limit and the callbacks.
+    and the segment in the metadata (:data:`overseer.compiled_graphs.RUN_ID_KEY`,
+    :data:`~overseer.compiled_graphs.SEGMENT_KEY`), the recursion limit and the callbacks.
     Keys LangGraph reserves for itself (``__pregel_*``, ``__``-prefixed) are dropped.
     """
     own = call.config if isinstance(call.config, dict) else {}

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from overseer.settings import Settings
-from overseer.supervise import Child, Supervisor
+from services.local.supervisor import Child, Supervisor
 
 app = typer.Typer(help="Overseer: durable supervised AI-agent pipelines on Temporal.",
                   no_args_is_help=True)
@@ -22,10 +22,10 @@ app = typer.Typer(help="Overseer: durable supervised AI-agent pipelines on Tempo
 def run() -> None:
     """Start the whole embedded stack in the foreground: Postgres, Temporal, worker, API.
 
-    A worker or API that dies is started again with backoff (:mod:`overseer.supervise`);
+    A worker or API that dies is started again with backoff (:mod:`services.local.supervisor`);
     only Ctrl-C or SIGTERM stops the stack.
     """
-    from overseer import devstack
+    from services.local import embedded
 
     settings = Settings()
     data = settings.data_dir
@@ -39,23 +39,23 @@ def run() -> None:
             db_url = settings.database_url
         else:
             typer.echo("starting embedded Postgres …")
-            pg = devstack.start_postgres(data)
+            pg = embedded.start_postgres(data)
             db_url = pg.url
         asyncio.run(_migrate(db_url))
         if settings.temporal_address:
             address = settings.temporal_address
         else:
             typer.echo("starting Temporal dev server …")
-            temporal = devstack.start_temporal(data, port=settings.temporal_port,
+            temporal = embedded.start_temporal(data, port=settings.temporal_port,
                                                ui_port=settings.temporal_ui_port)
             address = f"127.0.0.1:{settings.temporal_port}"
-        env = devstack.child_env(OVERSEER_DATABASE_URL=db_url, OVERSEER_TEMPORAL_ADDRESS=address)
+        env = embedded.child_env(OVERSEER_DATABASE_URL=db_url, OVERSEER_TEMPORAL_ADDRESS=address)
         supervisor = Supervisor(
             [Child("worker", [sys.executable, "-m", "services.worker.main"], env),
              Child("api", [sys.executable, "-m", "uvicorn", "--factory", "services.api.main:app",
                            "--host", settings.api_host, "--port", str(settings.api_port),
                            "--log-level", "warning"], env)],
-            devstack.stop_process, say=lambda line: typer.echo(line, err=True))
+            embedded.stop_process, say=lambda line: typer.echo(line, err=True))
         supervisor.start()
         _banner(settings, address, tokens)
         _until_stopped(supervisor)
@@ -64,7 +64,7 @@ def run() -> None:
         if supervisor is not None:
             supervisor.stop_children()
         if temporal is not None:
-            devstack.stop_process(temporal)
+            embedded.stop_process(temporal)
         if pg is not None:
             pg.stop()
         typer.echo("stopped; data kept in " + str(data))
