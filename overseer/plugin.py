@@ -34,7 +34,7 @@ are for:
 - **the run service** (:mod:`overseer.runs`, :mod:`overseer.run_decisions`):
   :func:`submit_run` with :class:`Upload` (a ``/v1``-shaped submission), or, for a route
   that records its own submission, a :class:`RunRequest` started by
-  :func:`start_or_record` (:func:`run_options` says what options it gets);
+  :func:`start_or_record` (:func:`run_settings` says how the run runs);
   :func:`decide` (a person's decision through the run's gate; :func:`send_update` for
   claims), :func:`cancel_run_workflow`, :func:`visible_run` (a run the caller may read,
   :class:`RunRef`);
@@ -102,7 +102,7 @@ from overseer.runs import (
     RunRequest,
     Upload,
     cancel_run_workflow,
-    run_options,
+    run_settings,
     start_or_record,
     submit_run,
     visible_run,
@@ -250,7 +250,7 @@ __all__ = [
     "parse_metadata",
     "read_bounded",
     "request_options",
-    "run_options",
+    "run_settings",
     "send_update",
     "start_or_record",
     "store_artifact",

@@ -3,7 +3,7 @@
 A client's ``runs.create`` / ``runs.stream`` / ``runs.wait`` body (``input``, ``command``,
 ``config``, ``context``, ``stream_mode``, ``interrupt_before`` …) is refused here with a
 422 before anything is queued (:func:`check_run_body`), and later turned into the graph's
-input (:func:`graph_input`) and the segments' LangGraph options (:func:`segment_options`).
+input (:func:`graph_input`) and how its segments run (:func:`segment_settings`).
 Pure functions: no database, no Temporal.
 """
 
@@ -126,14 +126,27 @@ def check_run_options(pipeline: Pipeline, body: dict[str, Any]) -> None:
                 details={"field": key})
 
 
-def segment_options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A run's own LangGraph options for its segments (``GraphRunInput.options``).
+def segment_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """An Agent Server run's own choices of how it runs, by ``RunSettings`` field name.
 
-    ``config`` (``configurable``, ``tags``, ``metadata``, ``recursion_limit``), ``context``,
-    ``interrupt_before`` / ``interrupt_after`` and ``stream_subgraphs``, as the Agent
-    Server passes them to LangGraph (checked by :func:`check_run_options`).
+    From its stored ``kwargs`` (checked by :func:`check_run_body` and
+    :func:`check_run_options` when it was made): the stream modes its segments collect
+    (``stream_mode``, with ``messages`` for the token stream), ``durability``,
+    ``checkpoint_id``, its LangGraph ``config`` (``configurable``, ``tags``, ``metadata``,
+    ``recursion_limit``), ``context``, ``interrupt_before`` / ``interrupt_after`` and
+    ``stream_subgraphs``, as the Agent Server passes them to LangGraph.
     """
     out: dict[str, Any] = {}
+    asked = kwargs.get("stream_mode")
+    asked = [asked] if isinstance(asked, str) else list(asked or [])
+    collected = [m for m in asked if m in SEGMENT_STREAM_MODES]
+    if asks_for_messages(asked):
+        collected.append("messages")  # tokens as the model makes them (overseer.token_stream)
+    if collected:
+        out["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
+    for key in ("durability", "checkpoint_id"):
+        if kwargs.get(key):
+            out[key] = kwargs[key]
     config = kwargs.get("config") or {}
     own = {k: config[k] for k in ("configurable", "tags", "metadata") if config.get(k)}
     if own:

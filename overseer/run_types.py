@@ -38,6 +38,78 @@ SEGMENT_KEY = "overseer_segment"
 those of the run's earlier segments."""
 
 @dataclass
+class RunSettings:
+    """How a run's workflow runs its graph: what its starter chose, typed (``GraphRunInput.run``).
+
+    Built once by the run service (:meth:`overseer.runs.RunRequest.workflow_input`) from the
+    operator's settings, the request's per-run options and an Agent Server run's own choices.
+    A field at its zero value means the workflow's default.
+
+    Attributes:
+        durability: LangGraph's checkpoint durability (``sync`` | ``async`` | ``exit``); None:
+            ``async``, or ``exit`` for a pipeline's short input tried locally.
+        local_seconds: try each segment as a local activity this long first (0: never).
+        heartbeat_seconds: a segment's heartbeat time-out (0: ``SEGMENT_HEARTBEAT_SECONDS``).
+        recursion_limit: LangGraph's recursion limit per segment (0: 100).
+        stream_modes: LangGraph's stream modes the segments collect for the run's thread.
+        stream_subgraphs: stream the subgraphs' chunks too.
+        checkpoint_id: start from this checkpoint of the thread (None: its latest).
+        graph_config: the run's own LangGraph config (``configurable``, ``tags``, ``metadata``).
+        context: LangGraph's runtime context for the run.
+        interrupt_before: the run's breakpoints before nodes (``"*"`` or names; None: the graph's).
+        interrupt_after: the run's breakpoints after nodes.
+        llm_budget_usd: the run's LLM cost budget in US dollars (None: none).
+        llm_budget_tokens: the run's LLM token budget (None: none).
+        approval: the escalation ladder its approvals climb (``EscalationLadder``'s fields).
+        continue_as_new_after_segments: continue as new after this many segments (0: when
+            Temporal suggests it).
+    """
+
+    durability: str | None = None
+    local_seconds: float = 0.0
+    heartbeat_seconds: float = 0.0
+    recursion_limit: int = 0
+    stream_modes: list[str] = field(default_factory=list)
+    stream_subgraphs: bool = False
+    checkpoint_id: str | None = None
+    graph_config: dict[str, Any] = field(default_factory=dict)
+    context: Any = None
+    interrupt_before: Any = None
+    interrupt_after: Any = None
+    llm_budget_usd: float | None = None
+    llm_budget_tokens: int | None = None
+    approval: dict[str, Any] = field(default_factory=dict)
+    continue_as_new_after_segments: int = 0
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> RunSettings:
+        """The settings of a run whose input carried them in ``GraphRunInput.options``.
+
+        Runs started before ``GraphRunInput.run`` existed (and their replays) read them
+        here; keys other than these are the pipeline's own and are left out.
+        """
+        approval = dict(options.get("approval") or {})
+        if "approval_sla_seconds" in options:
+            approval.setdefault("sla_seconds", options["approval_sla_seconds"])
+        return cls(durability=options.get("durability"),
+                   local_seconds=float(options.get("segment_local_seconds") or 0),
+                   heartbeat_seconds=float(options.get("segment_heartbeat_seconds") or 0),
+                   recursion_limit=int(options.get("recursion_limit") or 0),
+                   stream_modes=list(options.get("stream_modes") or []),
+                   stream_subgraphs=bool(options.get("stream_subgraphs")),
+                   checkpoint_id=options.get("checkpoint_id"),
+                   graph_config=dict(options.get("graph_config") or {}),
+                   context=options.get("context"),
+                   interrupt_before=options.get("interrupt_before"),
+                   interrupt_after=options.get("interrupt_after"),
+                   llm_budget_usd=options.get("llm_budget_usd"),
+                   llm_budget_tokens=options.get("llm_budget_tokens"),
+                   approval=approval,
+                   continue_as_new_after_segments=int(
+                       options.get("continue_as_new_after_segments") or 0))
+
+
+@dataclass
 class GraphRunInput:
     """Input of one run of a registered graph.
 
@@ -45,7 +117,8 @@ class GraphRunInput:
         run_id: UUID string; the workflow id is ``<pipeline>-<run_id>``.
         pipeline: registry name.
         input: the graph input, :func:`overseer.graph_codec.encode`-d.
-        options: the pipeline's options snapshot, plus ``approval`` (the escalation ladder).
+        options: the pipeline's options snapshot and the request's per-run options, as
+            recorded (the graph's nodes read theirs from its input; the workflow reads none).
         metadata: the request's metadata.
         submitted_by: the submitter's subject.
         search_attributes: upsert OverseerPipeline/OverseerStatus.
@@ -60,6 +133,8 @@ class GraphRunInput:
             segment that just ended and the next one's call (the graph's state stays in
             LangGraph's checkpointer).
         stream_state: the run's event stream, handed over on continue-as-new.
+        run: how the workflow runs it (:class:`RunSettings`); None for a run started before
+            the field existed, whose settings are in ``options``.
         announce: publish the run's ``metadata`` item first on its durable stream (a ``/v1``
             run's stream readers show it). An Agent Server run's reader makes its own
             ``metadata`` event, so its run is started without it: the reader's first poll
@@ -81,6 +156,11 @@ class GraphRunInput:
     carry: dict[str, Any] | None = None
     stream_state: WorkflowStreamState | None = None
     announce: bool = True
+    run: RunSettings | None = None
+
+    def run_settings(self) -> RunSettings:
+        """How the workflow runs it: :attr:`run`, or for an older run what its ``options`` say."""
+        return self.run if self.run is not None else RunSettings.from_options(self.options)
 
 
 @dataclass

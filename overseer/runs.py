@@ -56,6 +56,13 @@ from overseer.graph_codec import encode
 from overseer.pipelines import Pipeline
 from overseer.registry import get_registry
 from overseer.run_options import approval_ladder_options, request_options
+from overseer.run_types import (
+    PIPELINE_ATTRIBUTE,
+    RUN_WORKFLOW,
+    STATUS_ATTRIBUTE,
+    GraphRunInput,
+    RunSettings,
+)
 from overseer.settings import Settings
 from overseer.store.artifacts import sha256_hex, store_artifact
 from overseer.store.events import RUN_CANCELLED, RUN_FAILED, RUN_SUBMITTED, NewEvent, append_events
@@ -108,8 +115,10 @@ class RunRequest:
         submitted_by: who started it.
         metadata: the request's metadata (its per-run options are read from it).
         snapshot: the pipeline's options snapshot (default: ``pipeline.options()``).
-        options: the run's own options on top of :func:`run_options`' (an Agent Server
-            run's stream modes, durability, checkpoint, LangGraph config …).
+        own: the starter's own choices of how the run runs, by
+            :class:`~overseer.run_types.RunSettings` field name, on top of
+            :func:`run_settings`' (an Agent Server run's stream modes, durability,
+            checkpoint, LangGraph config …).
         thread_id: the Agent Server thread the run's checkpoints live on (default: its own).
         resume_from: a retry going on from checkpoints copied from a failed run.
         summary: what the Temporal Web UI shows for the run.
@@ -122,21 +131,26 @@ class RunRequest:
     submitted_by: str
     metadata: dict[str, Any] = field(default_factory=dict)
     snapshot: dict[str, Any] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    own: dict[str, Any] = field(default_factory=dict)
     thread_id: str | None = None
     resume_from: dict[str, Any] | None = None
     summary: str = ""
     start_delay_seconds: float = 0.0
 
-    def workflow_input(self, settings: Settings) -> Any:
-        """The run's ``GraphRunInput``: its options built once (:func:`run_options`), then its own."""
-        from overseer.run_types import GraphRunInput
+    def workflow_input(self, settings: Settings) -> GraphRunInput:
+        """The run's ``GraphRunInput``: how it runs (:func:`run_settings`) built once, typed.
 
+        ``options`` records the pipeline's snapshot and the request's per-run options.
+
+        Raises:
+            InvalidRequestError: a per-run option in ``metadata`` is not valid (422).
+        """
         snapshot = self.pipeline.options() if self.snapshot is None else self.snapshot
-        options = {**run_options(settings, snapshot, self.metadata), **self.options}
         return GraphRunInput(
             run_id=self.run_id, pipeline=self.pipeline.name, input=encode(self.input),
-            options=options, metadata=self.metadata, submitted_by=self.submitted_by,
+            options={**snapshot, **request_options(self.metadata)},
+            run=run_settings(settings, self.metadata, self.own),
+            metadata=self.metadata, submitted_by=self.submitted_by,
             search_attributes=settings.search_attributes_enabled, thread_id=self.thread_id,
             resume_from=self.resume_from, announce=self.thread_id is None)
 
@@ -357,25 +371,29 @@ def _request(ctx: StartContext, *, resume_from: dict[str, Any] | None = None) ->
                       summary=f"{ctx.pipeline.name}: {label or ctx.run_id}")
 
 
-def run_options(settings: Settings, snapshot: dict[str, Any],
-                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The options a run's workflow starts with (``GraphRunInput.options``), for every starter.
+def run_settings(settings: Settings, metadata: dict[str, Any] | None = None,
+                 own: dict[str, Any] | None = None) -> RunSettings:
+    """How a run's workflow runs it (``GraphRunInput.run``), for every starter.
 
-    In order, later keys winning: the operator's runtime defaults (``durability``, the
-    segments' local try and heartbeat), the pipeline's options ``snapshot`` (its
-    ``Pipeline.options()``, or what its own route took), the request's per-run options
-    from its ``metadata`` (:func:`~overseer.run_options.request_options`: LLM budget and
-    model hint), and the approval ladder (``approval``) from the settings.
+    In order, later ones winning: the operator's defaults (``durability``, the segments'
+    local try and heartbeat, the approval ladder), the request's per-run options from its
+    ``metadata`` (:func:`~overseer.run_options.request_options`: LLM budget, durability),
+    and the starter's ``own`` choices (:class:`~overseer.run_types.RunSettings` field
+    names: an Agent Server run's stream modes, checkpoint, LangGraph config …).
 
     Raises:
         InvalidRequestError: a per-run option in ``metadata`` is not valid (422).
+        TypeError: ``own`` names no field of ``RunSettings``.
     """
-    return {"durability": settings.durability,
-            "segment_local_seconds": settings.segment_local_seconds,
-            "segment_heartbeat_seconds": settings.segment_heartbeat_seconds,
-            **snapshot,
-            **request_options(metadata or {}),
-            "approval": approval_ladder_options(settings)}
+    asked = request_options(metadata or {})
+    chosen: dict[str, Any] = {
+        "durability": settings.durability,
+        "local_seconds": settings.segment_local_seconds,
+        "heartbeat_seconds": settings.segment_heartbeat_seconds,
+        "approval": approval_ladder_options(settings)}
+    chosen |= {k: asked[k] for k in ("llm_budget_usd", "llm_budget_tokens", "durability")
+               if k in asked}
+    return RunSettings(**(chosen | (own or {})))
 
 
 def with_run_keys(pipeline: Pipeline, graph_input: dict[str, Any], run_id: str,
@@ -467,8 +485,6 @@ async def start(temporal: Client, settings: Settings, request: RunRequest) -> bo
         Exception: whatever Temporal's client raised when it did not take the start (the
             caller records or retries it).
     """
-    from overseer.run_types import PIPELINE_ATTRIBUTE, RUN_WORKFLOW, STATUS_ATTRIBUTE
-
     kwargs: dict[str, Any] = {}
     if settings.search_attributes_enabled:
         kwargs["search_attributes"] = TypedSearchAttributes([

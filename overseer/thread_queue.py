@@ -24,7 +24,7 @@ from temporalio.service import RPCError
 from overseer.errors import NotFoundError, OverseerError
 from overseer.graph_codec import to_jsonable
 from overseer.registry import get_registry
-from overseer.run_body import SEGMENT_STREAM_MODES, asks_for_messages, graph_input, segment_options
+from overseer.run_body import graph_input, segment_settings
 from overseer.runs import RunRequest, start
 from overseer.settings import Settings, get_settings
 from overseer.store.events import RUN_SUBMITTED, TERMINAL_STATUSES, NewEvent, append_events
@@ -292,25 +292,14 @@ async def launch(pool: asyncpg.Pool, temporal: Client, settings: Settings,
                   "submitted_by": run["created_by"], "idempotency_key": None,
                   "input": {"input": to_jsonable(recorded), "metadata": metadata,
                             "thread_id": thread_id, "agent_server": True}})])
-    own: dict[str, Any] = {}
-    asked = kwargs.get("stream_mode")
-    asked = [asked] if isinstance(asked, str) else list(asked or [])
-    collected = [m for m in asked if m in SEGMENT_STREAM_MODES]
-    if asks_for_messages(asked):
-        collected.append("messages")  # tokens as the model makes them (overseer.token_stream)
-    if collected:
-        own["stream_modes"] = collected  # LangGraph's chunks the segments collect for it
-    for key in ("durability", "checkpoint_id"):  # the run's own (validated in create_run)
-        if kwargs.get(key):
-            own[key] = kwargs[key]
-    own.update(segment_options(kwargs))
+    own = segment_settings(kwargs)
     if fresh and settings.stateless_segment_local_seconds > 0:  # a stateless run's: local tries
-        own["segment_local_seconds"] = settings.stateless_segment_local_seconds
+        own["local_seconds"] = settings.stateless_segment_local_seconds
     config = own.setdefault("graph_config", {})  # who the run is for, as the Agent Server says
     config["configurable"] = {**(config.get("configurable") or {}),
                               "langgraph_auth_user_id": run["created_by"] or ""}
     request = RunRequest(pipeline=pipeline, run_id=run_id, input=value, metadata=metadata,
-                         submitted_by=run["created_by"] or "unknown", options=own,
+                         submitted_by=run["created_by"] or "unknown", own=own,
                          thread_id=thread_id, summary=f"{pipeline.name}: thread {thread_id}",
                          start_delay_seconds=float(kwargs.get("after_seconds") or 0))
     try:  # Temporal holds the first task until after_seconds

@@ -81,11 +81,13 @@ class EscalationLadder:
     FINAL_ACTIONS = ("keep_waiting", "auto_reject", "auto_approve")
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> EscalationLadder:
-        """The ladder in a run's options (``options["approval"]``), defaults elsewhere."""
-        raw = dict(options.get("approval") or {})
-        if "approval_sla_seconds" in options and "sla_seconds" not in raw:
-            raw["sla_seconds"] = options["approval_sla_seconds"]
+    def from_dict(cls, approval: dict[str, Any]) -> EscalationLadder:
+        """The ladder a run's settings give (``RunSettings.approval``), defaults elsewhere.
+
+        Raises:
+            ValueError: an unknown ``final_action``.
+        """
+        raw = dict(approval)
         known = {k: raw[k] for k in raw if k in cls.__dataclass_fields__}
         ladder = cls(**known)
         if ladder.final_action not in cls.FINAL_ACTIONS:

@@ -1,7 +1,7 @@
 """The run's one LLM budget stop: the spend counted per segment, an approval when it passes the budget.
 
 The segments meter every chat-model call and report it (:meth:`BudgetGate.count_usage`).
-Once a run's spend passes its budget (options ``llm_budget_usd`` / ``llm_budget_tokens``),
+Once a run's spend passes its budget (``RunSettings.llm_budget_usd`` / ``llm_budget_tokens``),
 or a node's own pre-call estimate says its next call would
 (:class:`overseer.budget.BudgetStop`), the run stops for an approval (payload ``kind:
 llm_budget``): approve with a higher ``budget_usd`` / ``budget_tokens`` to go on, or reject
@@ -42,9 +42,9 @@ class BudgetDeniedError(Exception):
 class BudgetGate:
     """The run's LLM spend against its budget (see the module docstring)."""
 
-    def __init__(self, state: RunState, gate: ApprovalGate, options: dict[str, Any]) -> None:
-        """``options`` are the run's (its escalation ladder, read at each stop)."""
-        self._state, self._gate, self._options = state, gate, options
+    def __init__(self, state: RunState, gate: ApprovalGate, approval: dict[str, Any]) -> None:
+        """``approval``: the run's escalation ladder (``RunSettings.approval``), read at each stop."""
+        self._state, self._gate, self._approval = state, gate, approval
         self._lock = asyncio.Lock()
 
     def count_usage(self, usage: dict[str, Any]) -> None:
@@ -88,7 +88,7 @@ class BudgetGate:
                 payload = {"kind": LLM_BUDGET_KIND, "node": path,
                            "review_reason_codes": ["llm_budget_exceeded"], "budget": budget}
                 blocked = None
-                ladder = EscalationLadder.from_options(self._options)
+                ladder = EscalationLadder.from_dict(self._approval)
                 decision = await self._gate.request_approval(
                     payload, sla=timedelta(seconds=ladder.sla_seconds or 72 * 3600),
                     key=f"budget:{state.budget_stops}", ladder=ladder)

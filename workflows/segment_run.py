@@ -103,9 +103,8 @@ class SegmentRunWorkflow:
         self.stream = self._out.stream
         self._gate = ApprovalGate(self._state, self._recorder, PipelineDecisions(
             self._spec, lambda: (self._out.snapshot or {}).get("values")))
-        self._budget = BudgetGate(self._state, self._gate, inp.options)
-        self._runner = SegmentRunner(inp.pipeline, float(inp.options.get("segment_local_seconds")
-                                                          or 0))
+        self._budget = BudgetGate(self._state, self._gate, inp.run_settings().approval)
+        self._runner = SegmentRunner(inp.pipeline, inp.run_settings().local_seconds)
         self._ladders: dict[str, asyncio.Task[None]] = {}
         self._segments_run = 0
         self._denied = False
@@ -184,16 +183,51 @@ class SegmentRunWorkflow:
 
     @workflow.run
     async def run(self, inp: GraphRunInput) -> GraphRunResult:
-        """Run segments until the graph ends; each interrupt waits on the approval gate."""
-        spec, out = self._spec, self._out
-        self._state.budget = {"usd": inp.options.get("llm_budget_usd"),
-                              "tokens": inp.options.get("llm_budget_tokens")}
+        """Run segments until the graph ends; each interrupt waits on the approval gate.
+
+        The steps: the first segment's call from the run's settings (:meth:`_first_call`),
+        the run announced and marked running (:meth:`_announce`), a submission of several
+        parts split into child runs (:meth:`_split`), the segments driven to the graph's end
+        (:meth:`_drive`), and the run's ending written and published (:meth:`_end`).
+        """
+        call = self._first_call(inp)
+        await self._announce(inp)
+        split = await self._split(inp)
+        if split is not None:
+            return split
+        return await self._end(inp, await self._drive(inp, call))
+
+    def _first_call(self, inp: GraphRunInput) -> SegmentCall:
+        """The first segment's call: the run's settings, its budget and its durability.
+
+        A pipeline's short input (``Pipeline.run.local_segments``) runs its segments as
+        local tries checkpointed when each ends (a crash reruns one, under 5 s) unless the
+        run's settings already try them locally.
+        """
+        spec, run = self._spec, inp.run_settings()
+        self._state.budget = {"usd": run.llm_budget_usd, "tokens": run.llm_budget_tokens}
         durability = "async"
         if not self._runner.local_seconds and spec.run.local_segments is not None and \
                 spec.run.local_segments(decode(inp.input) or {}):
-            # short: local tries, checkpointed when each ends (a crash reruns one, < 5 s)
             self._runner.local_seconds, durability = LOCAL_SEGMENT_SECONDS, "exit"
-        durability = str(inp.options.get("durability") or durability)  # the run's, or the operator's
+        return SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
+                           thread_id=inp.thread_id or inp.run_id, input=inp.input,
+                           durability=run.durability or durability,
+                           recursion_limit=run.recursion_limit or DEFAULT_RECURSION_LIMIT,
+                           stream=inp.thread_id is not None,
+                           modes=list(run.stream_modes),
+                           checkpoint_id=run.checkpoint_id,
+                           heartbeat_seconds=run.heartbeat_seconds or SEGMENT_HEARTBEAT_SECONDS,
+                           config=dict(run.graph_config),
+                           context=run.context,
+                           interrupt_before=run.interrupt_before,
+                           interrupt_after=run.interrupt_after,
+                           subgraphs=run.stream_subgraphs,
+                           values_at_pause=spec.gate.decides_on_state and inp.thread_id is None)
+
+    async def _announce(self, inp: GraphRunInput) -> None:
+        """Open the run's streams (the pipeline's own protocol, ``metadata``) and mark it running."""
+        spec, out = self._spec, self._out
         if spec.run.stream is not None:  # the pipeline's own stream protocol (its chunks go out
             # live from the segments, the rest from here)
             run_stream = spec.run.stream(decode(inp.input) or {})
@@ -207,36 +241,32 @@ class SegmentRunWorkflow:
             self._recorder.status = "running"  # the starter set the search attributes: no upsert
         else:
             await self._recorder.set_status("running")
-        call = SegmentCall(run_id=inp.run_id, pipeline=inp.pipeline,
-                           thread_id=inp.thread_id or inp.run_id, input=inp.input,
-                           durability=durability,
-                           recursion_limit=int(inp.options.get("recursion_limit")
-                                               or DEFAULT_RECURSION_LIMIT),
-                           stream=inp.thread_id is not None,
-                           modes=list(inp.options.get("stream_modes") or []),
-                           checkpoint_id=inp.options.get("checkpoint_id"),
-                           heartbeat_seconds=float(inp.options.get("segment_heartbeat_seconds")
-                                                   or SEGMENT_HEARTBEAT_SECONDS),
-                           config=dict(inp.options.get("graph_config") or {}),
-                           context=inp.options.get("context"),
-                           interrupt_before=inp.options.get("interrupt_before"),
-                           interrupt_after=inp.options.get("interrupt_after"),
-                           subgraphs=bool(inp.options.get("stream_subgraphs")),
-                           values_at_pause=spec.gate.decides_on_state and inp.thread_id is None)
-        if spec.run.split and inp.carry is None and inp.parent_run_id is None and \
-                inp.resume_from is None:  # a submission of several parts: one child run each
-            graph_input = decode(inp.input)
-            parts = await split_parts(spec, graph_input, self._fail)
-            if len(parts) > 1:
-                children = await start_children(inp, graph_input, parts, self._recorder)
-                await self._finish("completed", "split", {
-                    "status": "completed", "outcome": "split",
-                    "snapshot": {"children": children, "outcome": "split"}})
-                out.publish("end", {"status": "completed", "outcome": "split",
-                                    "children": children})
-                await self._closing()
-                return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
-                                      children=children)
+
+    async def _split(self, inp: GraphRunInput) -> GraphRunResult | None:
+        """A submission of several parts as one child run each, done; None for any other run."""
+        if not self._spec.run.split or inp.carry is not None or inp.parent_run_id is not None \
+                or inp.resume_from is not None:
+            return None
+        graph_input = decode(inp.input)
+        parts = await split_parts(self._spec, graph_input, self._fail)
+        if len(parts) <= 1:
+            return None
+        children = await start_children(inp, graph_input, parts, self._recorder)
+        await self._finish("completed", "split", {
+            "status": "completed", "outcome": "split",
+            "snapshot": {"children": children, "outcome": "split"}})
+        self._out.publish("end", {"status": "completed", "outcome": "split", "children": children})
+        await self._closing()
+        return GraphRunResult(run_id=inp.run_id, status="completed", outcome="split",
+                              children=children)
+
+    async def _drive(self, inp: GraphRunInput, call: SegmentCall) -> SegmentResult:
+        """Segments until the graph ends: past budget stops, node pauses and approvals.
+
+        Returns the last segment's result (the graph's values so far when the run failed or
+        a reviewer ended it at its budget). A failed activity fails the run with its cause;
+        a cancellation is recorded and re-raised.
+        """
         try:
             if inp.carry is not None:  # a continued run: on from where the last one stopped
                 self._restore(RunState.from_counters(inp.carry["counters"]))
@@ -251,25 +281,14 @@ class SegmentRunWorkflow:
                 if self._continue_as_new_due():
                     await self._continue_as_new(call, result, rounds)
                 if result.status == "budget":  # stopped before a chat-model call past the budget
-                    await self._budget.within_budget(result.stopped_at or "a node", result.blocked)
-                    call.go_on, call.leg = True, call.leg + 1
-                    result = await self._segment(
-                        call, f"after budget stop {self._state.budget_stops}")
-                    continue
-                if result.status == "paused":  # before a node with options, or after its step
+                    result = await self._past_budget_stop(call, result)
+                elif result.status == "paused":  # before a node with options, or after its step
                     call.input, call.resume, call.checkpoint_id = None, None, None
                     call.go_on, call.leg = True, call.leg + 1
                     result = await self._next(call, result.next)
-                    continue
-                rounds += 1
-                pending = [SimpleNamespace(id=i["id"], value=i["value"])
-                           for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
-                if call.stream:
-                    out.publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
-                answers = await self._ask(pending, rounds)  # the ones decided so far
-                call.input, call.resume = None, encode(answers)
-                call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
-                result = await self._next(call, result.interrupted_in, f"resume {rounds}")
+                else:  # interrupted: the approvals decide, then the graph resumes
+                    rounds += 1
+                    result = await self._past_interrupts(call, result, rounds)
         except BudgetDeniedError:
             self._denied = True  # a reviewer ended the run at its LLM budget, state so far kept
         except asyncio.CancelledError:
@@ -285,18 +304,40 @@ class SegmentRunWorkflow:
                 "code": cause.type if cause is not None and cause.type else "activity_failed",
                 "message": cause.message if cause is not None else str(err)[:500],
                 "node": details.get("node") if isinstance(details, dict) else None})
+        return result
+
+    async def _past_budget_stop(self, call: SegmentCall, result: SegmentResult) -> SegmentResult:
+        """Wait for the budget stop's approval, then go on with the node it stopped."""
+        await self._budget.within_budget(result.stopped_at or "a node", result.blocked)
+        call.go_on, call.leg = True, call.leg + 1
+        return await self._segment(call, f"after budget stop {self._state.budget_stops}")
+
+    async def _past_interrupts(self, call: SegmentCall, result: SegmentResult,
+                               rounds: int) -> SegmentResult:
+        """Publish the segment's interrupts, wait for their decisions, resume the graph with them."""
+        pending = [SimpleNamespace(id=i["id"], value=i["value"])
+                   for i in sorted(result.interrupts, key=lambda i: str(i["id"]))]
+        if call.stream:
+            self._out.publish("interrupt", [{"id": i.id, "value": i.value} for i in pending])
+        answers = await self._ask(pending, rounds)  # the ones decided so far
+        call.input, call.resume = None, encode(answers)
+        call.segment, call.checkpoint_id, call.go_on, call.leg = rounds, None, False, 0
+        return await self._next(call, result.interrupted_in, f"resume {rounds}")
+
+    async def _end(self, inp: GraphRunInput, result: SegmentResult) -> GraphRunResult:
+        """Write the run's ending (the segment may have written the same already) and publish it."""
+        out = self._out
         values = result.values or {}
-        ending = run_ending(values, self._state.last_decision, spec.run.result,
+        ending = run_ending(values, self._state.last_decision, self._spec.run.result,
                             denied=self._denied)
-        status, outcome, spec_result = ending.status, ending.outcome, ending.result
-        # the segment may have written it already (overseer.runtime.segment_ending): the same ending
+        status, outcome = ending.status, ending.outcome
         await self._finish(status, outcome, ending.data, written=result.ended)
         out.publish("end", {"status": status, "outcome": outcome})
         if out.run_stream is not None:
             out.emit(out.run_stream.end(status, outcome, values))
         await self._closing()
         return GraphRunResult(run_id=inp.run_id, status=status, outcome=outcome, output=values,
-                              result=spec_result, final_event=out.final)
+                              result=ending.result, final_event=out.final)
 
     # -- segments -------------------------------------------------------------------------------
 
@@ -360,7 +401,7 @@ class SegmentRunWorkflow:
             (at least one): the resume map of the next segment.
         """
         gate, out, recorder = self._gate, self._out, self._recorder
-        ladder = EscalationLadder.from_options(self._inp.options)
+        ladder = EscalationLadder.from_dict(self._inp.run_settings().approval)
         sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
         ids = [i.id for i in pending]
         self._state.moves += 1  # the run reached its next state
@@ -410,7 +451,7 @@ class SegmentRunWorkflow:
         Checked between segments; ``continue_as_new_after_segments`` (tests and tuning)
         continues after that many segments of this workflow run.
         """
-        limit = int(self._inp.options.get("continue_as_new_after_segments") or 0)
+        limit = self._inp.run_settings().continue_as_new_after_segments
         return workflow.info().is_continue_as_new_suggested() or \
             (limit > 0 and self._segments_run >= limit)
 

@@ -6,17 +6,19 @@ the run, and a subgraph's events and tokens under the Agent Server's names.
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessageChunk
 
 from overseer import token_stream
-from overseer.run_body import segment_options
-from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
+from overseer.run_body import segment_settings
+from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY, GraphRunInput, RunSettings
 from overseer.runtime.segments import (
     SegmentCall,
     _breakpoints,
     _own_breakpoint,
     run_config,
 )
+from overseer.settings import Settings
 from overseer.thread_streams import StreamDeriver
 from overseer.thread_sync import thread_status
 
@@ -57,14 +59,48 @@ def test_breakpoints_join_the_runtimes_and_only_the_runs_own_end_it():
     assert not _own_breakpoint(_call(one_step=True, interrupt_before="*"), ["b"], [])
 
 
-def test_segment_options_from_an_agent_server_run():
-    assert segment_options({}) == {}
-    assert segment_options({"config": {"configurable": {"k": 1}, "recursion_limit": 9,
+def test_segment_settings_from_an_agent_server_run():
+    assert segment_settings({}) == {}
+    own = segment_settings({"config": {"configurable": {"k": 1}, "recursion_limit": 9,
                                        "other": True},
                             "context": {}, "interrupt_after": ["n"],
-                            "stream_subgraphs": True}) == {
+                            "stream_subgraphs": True, "durability": "exit",
+                            "stream_mode": ["messages-tuple", "tasks", "values"]})
+    assert own == {
         "graph_config": {"configurable": {"k": 1}}, "recursion_limit": 9, "context": {},
-        "interrupt_after": ["n"], "stream_subgraphs": True}
+        "interrupt_after": ["n"], "stream_subgraphs": True, "durability": "exit",
+        "stream_modes": ["tasks", "messages"]}
+    run = RunSettings(**own)  # every key is a field: a typo would raise TypeError here
+    assert run.recursion_limit == 9 and run.stream_modes == ["tasks", "messages"]
+
+
+def test_run_settings_from_the_operator_the_request_and_the_starter():
+    """One typed RunSettings per run: the operator's defaults, then metadata, then the starter's."""
+    from overseer.runs import run_settings
+
+    settings = Settings(environment="test", durability="async", segment_heartbeat_seconds=4.0)
+    run = run_settings(settings, {"llm_budget_usd": 0.5, "durability": "sync"},
+                       {"stream_modes": ["messages"], "local_seconds": 2.0})
+    assert (run.durability, run.heartbeat_seconds, run.local_seconds) == ("sync", 4.0, 2.0)
+    assert run.llm_budget_usd == 0.5 and run.llm_budget_tokens is None
+    assert run.approval["sla_seconds"] == settings.approval_sla_seconds
+    with pytest.raises(TypeError):
+        run_settings(settings, {}, {"segment_local_seconds": 1})  # the old key is no field
+
+
+def test_a_run_started_with_its_settings_in_options_reads_them_from_there():
+    """A run from before ``GraphRunInput.run`` (and its replay) keeps the settings it started with."""
+    old = GraphRunInput(run_id="r", pipeline="p", input={}, options={
+        "durability": "exit", "segment_local_seconds": 5, "segment_heartbeat_seconds": 1.5,
+        "stream_modes": ["messages"], "approval_sla_seconds": 60, "llm_budget_tokens": 500,
+        "continue_as_new_after_segments": 1, "ocr_dpi": 300})
+    run = old.run_settings()
+    assert (run.durability, run.local_seconds, run.heartbeat_seconds) == ("exit", 5.0, 1.5)
+    assert run.approval == {"sla_seconds": 60} and run.llm_budget_tokens == 500
+    assert run.continue_as_new_after_segments == 1 and run.stream_modes == ["messages"]
+    new = GraphRunInput(run_id="r", pipeline="p", input={}, options={"durability": "exit"},
+                        run=RunSettings(durability="sync"))
+    assert new.run_settings().durability == "sync"  # the typed settings win
 
 
 def test_a_run_ended_at_a_breakpoint_leaves_its_thread_interrupted():

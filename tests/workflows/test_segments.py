@@ -227,12 +227,14 @@ def test_a_runs_durability_is_its_own_or_the_processs(test_settings):
                        subject="alice", metadata={"durability": "sync"}, settings=test_settings,
                        input={"topic": "a"})
     argument = _request(ctx).workflow_input(ctx.settings)
-    assert argument.pipeline == "seg_constructs" and argument.options["durability"] == "sync"
+    assert argument.pipeline == "seg_constructs" and argument.run is not None
+    assert argument.run.durability == "sync"
     ctx.metadata = {}
-    options = _request(ctx).workflow_input(ctx.settings).options
-    assert options["durability"] is test_settings.durability is None
+    run = _request(ctx).workflow_input(ctx.settings).run
+    assert run is not None and run.durability is test_settings.durability is None
     ctx.settings = test_settings.model_copy(update={"durability": "exit"})
-    assert _request(ctx).workflow_input(ctx.settings).options["durability"] == "exit"
+    run = _request(ctx).workflow_input(ctx.settings).run
+    assert run is not None and run.durability == "exit"
 
 
 async def test_a_local_try_that_runs_out_of_time_goes_on_as_an_activity(dev_server, db,
