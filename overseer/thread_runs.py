@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -127,7 +128,8 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                      check_role: bool = True,
                      run_id: str | None = None,
                      assistant_id: str | None = None,
-                     fresh: bool = False) -> asyncpg.Record:
+                     fresh: bool = False,
+                     pipeline: Pipeline | None = None) -> asyncpg.Record:
     """Start or queue a run on a thread, or resume its interrupt (see the module docstring).
 
     A run with input (or ``command.goto``/``update``) is first written to ``agent_runs`` as
@@ -158,27 +160,24 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
         fresh: the thread was made by this request for this run alone (a stateless run's,
             whose id nobody else knows): no run is on it or queued, so the run claims it as
             it is written, without looking, and starts without the thread being read again.
+        pipeline: the graph ``body["assistant_id"]`` names, when the caller resolved it
+            already (:func:`overseer.run_service.resolve_request`); else resolved here.
 
     Returns:
         The run row: ``running`` once started, ``pending`` while queued.
 
     Raises:
-        NotFoundError: unknown assistant or thread (the route creates a missing thread for
-            ``if_not_exists="create"`` and checks the caller may run on it: issue 29).
+        NotFoundError: unknown assistant or thread (:mod:`overseer.run_service` creates a missing thread for
+            ``if_not_exists="create"`` and checks the caller may run on it).
         ThreadBusyError: a run is in progress or queued and the strategy is ``reject`` (409).
         NotAwaitingApprovalError: a resume on a thread that waits for nothing (409).
         PermissionDeniedError: the role may not do this (403).
         InvalidRequestError: malformed input or strategy (422).
     """
-    pipeline = resolve_assistant(str(body.get("assistant_id") or ""))
-    command = body.get("command") or {}
-    resuming = "resume" in command
-    subject, role = principal.subject, principal.role
-    if check_role and not principal.is_admin and \
-            role != ("reviewer" if resuming else "submitter"):
-        raise PermissionDeniedError(
-            f"role {role!r} may not {'resume' if resuming else 'start'} runs",
-            details={"needs": ["reviewer" if resuming else "submitter"]})
+    pipeline = pipeline or resolve_assistant(str(body.get("assistant_id") or ""))
+    resuming = "resume" in (body.get("command") or {})
+    if check_role:
+        _check_role(principal, resuming)
     check_webhook(body.get("webhook"))
     if resuming:
         seen = await get_thread(pool, thread_id)
@@ -192,39 +191,86 @@ async def create_run(pool: asyncpg.Pool, temporal: Client, settings: Settings, *
                                     uuid.UUID(run_id))
         if known is not None:
             return known
-    if fresh:
-        run_id = run_id or str(uuid.uuid4())
-        graph_input(pipeline, body, run_id, has_state=False)  # 422 before it is written
-        tid = parse_uuid(thread_id)
-        async with pool.acquire() as conn, conn.transaction():
-            run = await _insert_run(conn, run_id, tid, pipeline, body, strategy, subject,
-                                    assistant_id)
-            claimed = run is not None and await claim(conn, tid, run)
-        if run is not None and claimed:
-            await launch(pool, temporal, settings, run, fresh=True)
-        else:  # not so fresh after all: the queue decides, as for any thread
-            await advance_queue(pool, temporal, thread_id, settings)
-        return await _run_row(pool, run_id)
-    row = await sync_thread(pool, temporal, thread_id, settings)
     run_id = run_id or str(uuid.uuid4())
-    graph_input(pipeline, body, run_id, has_state=row["state"] is not None)  # 422 before queueing
+    new = _NewRun(run_id, pipeline, body, strategy, principal.subject, assistant_id)
+    if fresh:
+        await _start_on_fresh_thread(pool, temporal, settings, thread_id, new)
+    else:
+        await _enqueue(pool, temporal, settings, thread_id, new)
+    return await _run_row(pool, run_id)
+
+
+@dataclass(frozen=True)
+class _NewRun:
+    """A run with input, checked, about to be written on its thread."""
+
+    run_id: str
+    pipeline: Pipeline
+    body: dict[str, Any]
+    strategy: str
+    subject: str
+    assistant_id: str | None
+
+
+def _check_role(principal: Principal, resuming: bool) -> None:
+    """Overseer's roles: a submitter starts runs, a reviewer resumes them, an admin both.
+
+    Raises:
+        PermissionDeniedError: the role may not do this (403).
+    """
+    needs = "reviewer" if resuming else "submitter"
+    if not principal.is_admin and principal.role != needs:
+        raise PermissionDeniedError(
+            f"role {principal.role!r} may not {'resume' if resuming else 'start'} runs",
+            details={"needs": [needs]})
+
+
+async def _start_on_fresh_thread(pool: asyncpg.Pool, temporal: Client, settings: Settings,
+                                 thread_id: str, new: _NewRun) -> None:
+    """Write the run on the thread made for it, claim the thread as it is written, start it.
+
+    Raises:
+        InvalidRequestError: an input the graph refuses (422, before anything is written).
+    """
+    graph_input(new.pipeline, new.body, new.run_id, has_state=False)  # 422 before it is written
+    tid = parse_uuid(thread_id)
+    async with pool.acquire() as conn, conn.transaction():
+        run = await _insert_run(conn, new.run_id, tid, new.pipeline, new.body, new.strategy,
+                                new.subject, new.assistant_id)
+        claimed = run is not None and await claim(conn, tid, run)
+    if run is not None and claimed:
+        await launch(pool, temporal, settings, run, fresh=True)
+    else:  # not so fresh after all: the queue decides, as for any thread
+        await advance_queue(pool, temporal, thread_id, settings)
+
+
+async def _enqueue(pool: asyncpg.Pool, temporal: Client, settings: Settings, thread_id: str,
+                   new: _NewRun) -> None:
+    """Queue the run on its thread after its multitask strategy is applied; the queue starts it.
+
+    Raises:
+        InvalidRequestError: an input the graph refuses given the thread's state (422).
+        ThreadBusyError: a run is in progress or queued and the strategy is ``reject`` (409).
+    """
+    row = await sync_thread(pool, temporal, thread_id, settings)
+    graph_input(new.pipeline, new.body, new.run_id,
+                has_state=row["state"] is not None)  # 422 before queueing
     queued = await pool.fetchval("SELECT count(*) FROM agent_runs WHERE thread_id = $1 "
                                  "AND status = 'pending'", row["thread_id"])
     if row["status"] == "busy" or queued:
-        if strategy == "reject":
+        if new.strategy == "reject":
             raise ThreadBusyError(f"thread {thread_id} has a run in progress",
-                                  details={"multitask_strategy": strategy, "queued": queued})
-        if strategy in ("interrupt", "rollback"):  # stop the run in progress and the queue
+                                  details={"multitask_strategy": new.strategy, "queued": queued})
+        if new.strategy in ("interrupt", "rollback"):  # stop the run in progress and the queue
             await pool.execute("UPDATE agent_runs SET status = 'interrupted', updated_at = now() "
                                "WHERE thread_id = $1 AND status = 'pending'", row["thread_id"])
             row = await get_thread(pool, thread_id)
-            await cancel_thread_run(pool, temporal, row, subject,
-                                    rollback=strategy == "rollback")
+            await cancel_thread_run(pool, temporal, row, new.subject,
+                                    rollback=new.strategy == "rollback")
     async with pool.acquire() as conn:
-        await _insert_run(conn, run_id, row["thread_id"], pipeline, body, strategy, subject,
-                          assistant_id)
+        await _insert_run(conn, new.run_id, row["thread_id"], new.pipeline, new.body,
+                          new.strategy, new.subject, new.assistant_id)
     await advance_queue(pool, temporal, thread_id, settings)
-    return await _run_row(pool, run_id)
 
 
 async def _insert_run(conn: Any, run_id: str, thread_id: uuid.UUID, pipeline: Pipeline,

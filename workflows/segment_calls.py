@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from overseer.node_options import NodeOptions, node_options, placed_nodes
     from overseer.registry import get_registry
     from overseer.runtime.graph_nodes import NODE_ERROR
-    from overseer.runtime.segments import SegmentCall, SegmentResult
+    from overseer.runtime.segment_call import SegmentCall, SegmentResult
 
 SEGMENT_HEARTBEAT_SECONDS = 6.0
 """A dead worker's segment runs again on another worker after this long; the run option

@@ -73,8 +73,8 @@ with workflow.unsafe.imports_passed_through():
     from overseer.graph_codec import decode, encode
     from overseer.node_options import NodeOptions
     from overseer.registry import get_registry
+    from overseer.runtime.segment_call import SegmentCall, SegmentResult
     from overseer.runtime.segment_ending import run_ending
-    from overseer.runtime.segments import SegmentCall, SegmentResult
     from overseer.store.events import RUN_CANCELLED, RUN_COMPLETED, RUN_FAILED
 
 DEFAULT_RECURSION_LIMIT = 100

@@ -1,4 +1,4 @@
-"""Authentication and object-level authorization of the Agent Server API (issue 29).
+"""Authentication and object-level authorization of the Agent Server API.
 
 Two ways, one entry point each:
 
@@ -15,6 +15,8 @@ Two ways, one entry point each:
 
 :func:`gate_thread` is the check every ``/threads/{thread_id}/…`` route makes before it
 touches the thread; the route test ``tests/unit/test_access.py`` fails if a route skips it.
+A route that starts a run hands the run service (:func:`overseer.run_service.start_run`)
+the caller as :func:`run_caller`, which makes the same checks.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -326,3 +329,28 @@ def _handler_error(err: Any) -> OverseerError:
     if status == 404:
         return NotFoundError(detail)
     return AuthHandlerError(detail, status)
+
+
+@dataclass(frozen=True)
+class _RunCaller:
+    """The caller of a run as the run service takes it (:class:`overseer.run_service.RunCaller`)."""
+
+    principal: Principal
+
+    async def create_thread(self, value: dict[str, Any]) -> Scope:
+        """The scope in which the caller may create the run's thread (:func:`authorize`)."""
+        return await authorize(self.principal, "threads", "create", value)
+
+    async def run_on(self, pool: asyncpg.Pool, thread_id: str, value: dict[str, Any], *,
+                     resuming: bool) -> None:
+        """Admit the run on the thread (:func:`gate_thread`, action ``create_run``).
+
+        The owner rule counts a resume as a read (resuming an interrupt is a review).
+        """
+        await gate_thread(pool, self.principal, thread_id, "create_run", value,
+                          owner_action="read" if resuming else None)
+
+
+def run_caller(principal: Principal) -> _RunCaller:
+    """``principal`` as the run service's caller: its thread and run checks are this module's."""
+    return _RunCaller(principal)

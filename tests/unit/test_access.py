@@ -97,14 +97,17 @@ def test_every_thread_route_passes_the_gate():
         deps = {d.call.__name__ for d in route.dependant.dependencies if d.call is not None}
         source = inspect.getsource(route.endpoint)
         if any(n.startswith("thread_gate_") for n in deps) or "gate_thread(" in source \
-                or "start_run(" in source:
+                or "run_service.start_run(" in source and "run_caller(principal)" in source:
             gated.append(route.path)
         else:
             unguarded.append((sorted(route.methods), route.path))
     assert not unguarded, f"thread routes without the gate: {unguarded}"
     assert len(gated) >= 19  # the routes of today; more is fine
-    create = inspect.getsource(agent_runs.start_run)
-    assert "gate_thread(" in create
+    from overseer import run_service
+    from services.api import agent_auth
+
+    assert "caller.run_on(" in inspect.getsource(run_service._authorised)  # every run passes it
+    assert "gate_thread(" in inspect.getsource(agent_auth.run_caller(None).run_on)  # type: ignore[arg-type]
 
 
 def test_a_langgraph_auth_is_loaded_and_resolved_as_langgraph_does():

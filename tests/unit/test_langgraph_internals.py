@@ -10,7 +10,7 @@ versions the runtime is tested with. Within them, the runtime relies on:
 - the checkpointer's tables and columns, which the API copies, rewinds and deletes in SQL
   (:mod:`overseer.checkpoints`, :func:`overseer.threads.delete_thread`);
 - the config ``metadata`` a run passes becoming its checkpoints' metadata (a rollback finds
-  a run's checkpoints by :data:`overseer.runtime.segments.RUN_ID_KEY`).
+  a run's checkpoints by :data:`overseer.run_types.RUN_ID_KEY`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import asyncpg
 from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.graph import END, START, StateGraph
 
-from overseer.runtime.segments import RUN_ID_KEY
+from overseer.run_types import RUN_ID_KEY
 
 LANGGRAPH_MINOR = "1.2"
 CHECKPOINT_POSTGRES_MINOR = "3.2"

@@ -16,7 +16,7 @@ from temporalio.contrib.workflow_streams._types import _WorkflowStreamWireItem
 from temporalio.converter import DefaultPayloadConverter
 
 from overseer.run_types import GraphRunInput
-from overseer.runtime.segments import SegmentCall, SegmentResult
+from overseer.runtime.segment_call import SegmentCall, SegmentResult
 from overseer.temporal_client import PayloadConverter
 
 

@@ -1,4 +1,4 @@
-"""What a retried segment runs (overseer.runtime.segments._retry_input), on a real LangGraph graph.
+"""What a retried segment runs (overseer.runtime.segment_setup.retry_input), on a real LangGraph graph.
 
 The checkpointer here is LangGraph's in-memory one; the decision reads only LangGraph's
 state (its latest checkpoint's metadata, ``next`` and interrupts), the same on Postgres.
@@ -14,7 +14,8 @@ from langgraph.types import Command
 
 from overseer.registry import builder_of, load_langgraph_json
 from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY
-from overseer.runtime.segments import SegmentCall, _retry_input
+from overseer.runtime.segment_call import SegmentCall
+from overseer.runtime.segment_setup import retry_input
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
 
@@ -32,20 +33,20 @@ def config(run_id: str, thread: str = "t", segment: int = 0) -> dict[str, Any]:
 async def test_a_run_that_wrote_nothing_starts_again_from_its_input():
     app = app_of("constructs")
     call = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t")
-    assert await _retry_input(app, config("r1"), call, {"topic": "a"}) == ({"topic": "a"}, False)
+    assert await retry_input(app, config("r1"), call, {"topic": "a"}) == ({"topic": "a"}, False)
 
 
 async def test_a_run_that_had_ended_only_ends_again():
     app = app_of("constructs")
     await app.ainvoke({"topic": "a"}, config("r1"))
     call = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t")
-    assert await _retry_input(app, config("r1"), call, {"topic": "a"}) == (None, True)
+    assert await retry_input(app, config("r1"), call, {"topic": "a"}) == (None, True)
     # and running None from there runs no node again
     steps = [c async for c in app.astream(None, config("r1"), stream_mode="tasks")]
     assert steps == []
     # another run on the same thread did not write it: its input is applied
     other = SegmentCall(run_id="r2", pipeline="constructs", thread_id="t")
-    assert await _retry_input(app, config("r2"), other, {"topic": "b"}) == ({"topic": "b"},
+    assert await retry_input(app, config("r2"), other, {"topic": "b"}) == ({"topic": "b"},
                                                                              False)
 
 
@@ -56,10 +57,10 @@ async def test_a_resume_still_waiting_is_sent_again_and_a_consumed_one_is_not():
     call = SegmentCall(run_id="r1", pipeline="approvals", thread_id="t",
                        resume={first.id: {"decision": "yes"}})
     answer = Command(resume={first.id: {"decision": "yes"}})
-    got, from_latest = await _retry_input(app, config("r1"), call, answer)
+    got, from_latest = await retry_input(app, config("r1"), call, answer)
     assert got is answer and from_latest
     await app.ainvoke(answer, config("r1"))  # consumed: the graph now waits on the next one
-    assert await _retry_input(app, config("r1"), call, answer) == (None, True)
+    assert await retry_input(app, config("r1"), call, answer) == (None, True)
 
 
 async def test_a_superstep_run_again_from_a_recreated_checkpoint_keeps_its_event_keys():
@@ -131,7 +132,7 @@ async def test_a_later_segment_that_wrote_nothing_gets_its_own_input_not_the_run
     answer = Command(resume={"asked-later": {"decision": "yes"}})
     resume = SegmentCall(run_id="r1", pipeline="constructs", thread_id="t", segment=1,
                          resume={"asked-later": {"decision": "yes"}})
-    assert await _retry_input(app, config("r1", segment=1), resume, answer) == (answer, False)
+    assert await retry_input(app, config("r1", segment=1), resume, answer) == (answer, False)
     # once the resume segment wrote a checkpoint of its own, a retry goes on from it
     await app.ainvoke(None, config("r1", segment=1))
-    assert await _retry_input(app, config("r1", segment=1), resume, answer) == (None, True)
+    assert await retry_input(app, config("r1", segment=1), resume, answer) == (None, True)

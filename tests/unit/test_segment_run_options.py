@@ -12,12 +12,8 @@ from langchain_core.messages import AIMessageChunk
 from overseer import token_stream
 from overseer.run_body import segment_settings
 from overseer.run_types import RUN_ID_KEY, SEGMENT_KEY, GraphRunInput, RunSettings
-from overseer.runtime.segments import (
-    SegmentCall,
-    _breakpoints,
-    _own_breakpoint,
-    run_config,
-)
+from overseer.runtime.segment_call import SegmentCall
+from overseer.runtime.segment_setup import loop_breakpoints, own_breakpoint, run_config
 from overseer.settings import Settings
 from overseer.thread_streams import StreamDeriver
 from overseer.thread_sync import thread_status
@@ -45,18 +41,18 @@ def test_the_runs_config_goes_under_the_runtimes_keys():
 
 
 def test_breakpoints_join_the_runtimes_and_only_the_runs_own_end_it():
-    assert _breakpoints(_call(), []) == {}
-    assert _breakpoints(_call(interrupt_before=["b"]), ["placed"]) == {
+    assert loop_breakpoints(_call(), []) == {}
+    assert loop_breakpoints(_call(interrupt_before=["b"]), ["placed"]) == {
         "interrupt_before": ["b", "placed"]}
-    assert _breakpoints(_call(interrupt_before="*"), ["placed"]) == {"interrupt_before": "*"}
-    assert _breakpoints(_call(one_step=True, interrupt_after=["x"]), []) == {
+    assert loop_breakpoints(_call(interrupt_before="*"), ["placed"]) == {"interrupt_before": "*"}
+    assert loop_breakpoints(_call(one_step=True, interrupt_after=["x"]), []) == {
         "interrupt_after": "*"}
 
-    assert _own_breakpoint(_call(interrupt_before=["b"]), ["b"], ["a"])
-    assert not _own_breakpoint(_call(interrupt_before=["b"]), ["placed"], ["a"])
-    assert _own_breakpoint(_call(interrupt_after=["a"]), ["placed"], ["a"])
-    assert not _own_breakpoint(_call(interrupt_after=["a"]), ["c"], ["z"])
-    assert not _own_breakpoint(_call(one_step=True, interrupt_before="*"), ["b"], [])
+    assert own_breakpoint(_call(interrupt_before=["b"]), ["b"], ["a"])
+    assert not own_breakpoint(_call(interrupt_before=["b"]), ["placed"], ["a"])
+    assert own_breakpoint(_call(interrupt_after=["a"]), ["placed"], ["a"])
+    assert not own_breakpoint(_call(interrupt_after=["a"]), ["c"], ["z"])
+    assert not own_breakpoint(_call(one_step=True, interrupt_before="*"), ["b"], [])
 
 
 def test_segment_settings_from_an_agent_server_run():

@@ -1,4 +1,4 @@
-"""A local try that hands over at a superstep boundary (overseer.runtime.segments.YieldAfter, echoed).
+"""A local try that hands over at a superstep boundary (overseer.runtime.segment_setup.YieldAfter, echoed).
 
 On a real LangGraph graph with LangGraph's in-memory checkpointer: a run split into legs
 wherever a ``YieldAfter`` falls due, each leg going on from the checkpoint of the one before
@@ -18,7 +18,7 @@ from langchain_core.load import dumpd
 from langgraph.checkpoint.memory import InMemorySaver
 
 from overseer.registry import builder_of, load_langgraph_json
-from overseer.runtime.segments import ECHOED_MODES, YieldAfter, echoed
+from overseer.runtime.segment_setup import ECHOED_MODES, YieldAfter, echoed
 
 USER_GRAPHS = Path(__file__).parents[1] / "graphs" / "user_graph" / "langgraph.json"
 MODES = ["values", "updates", "checkpoints", "debug", "tasks"]

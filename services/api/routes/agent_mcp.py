@@ -27,14 +27,14 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from overseer import thread_streams
+from overseer import run_service, thread_streams
 from overseer.errors import OverseerError
 from overseer.graph_codec import to_jsonable
 from overseer.http_routes import PoolDep, SettingsDep, TemporalDep
+from services.api import agent_auth
 from services.api.routes.agent_assistants import read_assistant_schemas, search_assistants
 from services.api.routes.agent_deps import AgentPrincipal
 from services.api.routes.agent_run_streams import drop_stateless_thread
-from services.api.routes.agent_runs import start_run
 
 router = APIRouter(tags=["agent-server"])
 
@@ -233,7 +233,8 @@ async def _tools_call(principal: Any, pool: Any, temporal: Any, settings: Any,
     if isinstance(params.get("context"), dict):
         body["context"] = params["context"]
     try:
-        run = await start_run(pool, temporal, settings, principal, None, body)
+        run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                          None, body)
         values = await thread_streams.wait_values(pool, temporal, run)
     except OverseerError as err:  # the run was refused (its input, the caller's role …)
         return {"result": {"isError": True, "content": [

@@ -25,7 +25,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
 
-from overseer import run_body, thread_queue, threads
+from overseer import run_body, run_service, thread_queue, threads
 from overseer.access import Principal
 from overseer.errors import (
     ConflictError,
@@ -41,7 +41,6 @@ from overseer.pipelines import DecisionRefusedError
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, thread_uuid
 from services.api.routes.agent_protocol_events import RUN_STREAM_MODES, SEQ_STRIDE
-from services.api.routes.agent_runs import start_run
 
 logger = logging.getLogger(__name__)
 
@@ -235,9 +234,10 @@ async def _run_start(pool: asyncpg.Pool, temporal: Client, settings: Any, princi
         request["checkpoint_id"] = checkpoint_id
     if await pool.fetchval("SELECT 1 FROM agent_runs WHERE run_id = $1", key):
         key = uuid.uuid4()  # an old command with this id and params: a page loaded again
-    run = await start_run(pool, temporal, settings, principal, thread_id, request,
-                          run_id=str(key))
-    return {"run_id": str(run["run_id"])}, run["run_id"]
+    started = await run_service.start_run(pool, temporal, settings,
+                                          agent_auth.run_caller(principal), thread_id, request,
+                                          run_id=str(key))
+    return {"run_id": str(started["run_id"])}, started["run_id"]
 
 
 COMMAND_KEY = "overseer_command"
@@ -271,8 +271,9 @@ async def _resume(pool: asyncpg.Pool, temporal: Client, settings: Any, principal
     if (found := await retried()) is not None:
         return found
     try:
-        run = await start_run(pool, temporal, settings, principal, thread_id,
-                              {**extra, "command": {"resume": resume}})
+        run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                          thread_id,
+                                          {**extra, "command": {"resume": resume}})
     except NotAwaitingApprovalError:
         if (found := await retried()) is not None:
             return found

@@ -1,7 +1,7 @@
 """A run followed as it goes: streamed (SSE), waited for, joined; and a thread's stream of all its runs.
 
 ``runs/stream`` and ``runs/wait`` (on a thread, or stateless) make the run with
-:func:`services.api.routes.agent_runs.start_run`, then answer with its events as SSE, or
+:func:`overseer.run_service.start_run`, then answer with its events as SSE, or
 with 200 at once and its values once it ends or pauses. A run's ``join`` and ``stream``
 (re)join it; ``/threads/{thread_id}/stream`` follows every run of the thread. The events
 are read by :mod:`overseer.thread_streams`. ``on_disconnect="cancel"`` (or a join's
@@ -20,14 +20,14 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from overseer import run_body, thread_runs, thread_streams, threads
+from overseer import run_body, run_service, thread_runs, thread_streams, threads
 from overseer.access import Principal
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.http_routes import PoolDep, SettingsDep, TemporalDep, sse_frame
 from services.api import agent_auth
 from services.api.routes.agent_deps import AgentPrincipal, JsonBody, ThreadReader
-from services.api.routes.agent_runs import body_stream_modes, run_locations, start_run
+from services.api.routes.agent_runs import body_stream_modes, run_locations
 
 WAIT_KEEPALIVE_SECONDS = 5.0
 """While ``runs/wait`` blocks, a newline every this many seconds keeps proxies and load
@@ -150,7 +150,8 @@ async def wait_run(request: Request, thread_id: str, principal: AgentPrincipal, 
     """Run and block until the run ends or pauses: the thread's values (``__interrupt__``, ``__error__``)."""
     body = body or {}
     cancel = disconnect_mode(body)
-    run = await start_run(pool, temporal, settings, principal, thread_id, body)
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      thread_id, body)
     return _waiting(thread_streams.wait_values(pool, temporal, run), run,
                     leave=_leave(request, pool, temporal, run, principal, cancel))
 
@@ -162,7 +163,8 @@ async def wait_stateless_run(request: Request, principal: AgentPrincipal, pool: 
     """A stateless run, blocking; the thread is deleted afterwards unless ``on_completion="keep"``."""
     body = body or {}
     cancel = disconnect_mode(body)
-    run = await start_run(pool, temporal, settings, principal, None, body)
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      None, body)
     answered: dict[str, Any] = {}
 
     async def values() -> Any:
@@ -238,7 +240,8 @@ async def stream_run(request: Request, thread_id: str, principal: AgentPrincipal
     """
     body = body or {}
     modes, cancel = body_stream_modes(body), disconnect_mode(body)
-    run = await start_run(pool, temporal, settings, principal, thread_id, body)
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      thread_id, body)
     return _sse(run, thread_streams.run_events(pool, temporal, run, modes),
                 leave=_leave(request, pool, temporal, run, principal, cancel))
 
@@ -250,7 +253,8 @@ async def stream_stateless_run(request: Request, principal: AgentPrincipal, pool
     """A stateless run, streamed (its thread is kept: a stream client may rejoin it)."""
     body = body or {}
     modes, cancel = body_stream_modes(body), disconnect_mode(body)
-    run = await start_run(pool, temporal, settings, principal, None, body)
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      None, body)
     return _sse(run, thread_streams.run_events(pool, temporal, run, modes),
                 leave=_leave(request, pool, temporal, run, principal, cancel))
 

@@ -2,8 +2,9 @@
 
 Each run is an Overseer run (a ``SegmentRunWorkflow``), each interrupt an Overseer
 approval; the work is in :mod:`overseer.thread_runs` and :mod:`overseer.thread_queue`.
-:func:`start_run` makes every run the Agent Server API makes (here, in
-:mod:`services.api.routes.agent_run_streams` and for the thread protocol's ``run.start``).
+Every run starts through the run service (:func:`overseer.run_service.start_run`), here, in
+:mod:`services.api.routes.agent_run_streams`, for the thread protocol's ``run.start`` and
+the MCP tool call.
 The router's lifespan starts queued runs that nobody started (:func:`queue_recovery`).
 Streaming, waiting for and joining a run: :mod:`services.api.routes.agent_run_streams`.
 """
@@ -19,10 +20,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, FastAPI, Query, Response
 from fastapi.responses import JSONResponse
 
-from overseer import assistants, run_body, thread_queue, thread_runs, threads
-from overseer.access import Principal
+from overseer import run_body, run_service, thread_queue, thread_runs, threads
 from overseer.errors import (
-    ConflictError,
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
@@ -93,55 +92,13 @@ def run_locations(run: Any) -> dict[str, str]:
     return {"Content-Location": base, "Location": f"{base}/stream"}
 
 
-async def start_run(pool: Any, temporal: Any, settings: Any, principal: Principal,
-                    thread_id: str | None, body: dict[str, Any], *,
-                    run_id: str | None = None) -> Any:
-    """Create (or queue) a run as ``POST /threads/{id}/runs`` does, or resume with ``command.resume``.
-
-    ``run_id``: the new run's id (see :func:`overseer.thread_runs.create_run`; a run with this
-    id already on the thread is returned as it is); a uuid4 when None. Not used by a resume.
-    """
-    body, assistant = await assistants.run_body(pool, body)  # its config and context applied
-    if "stream_mode" in body:
-        run_body.stream_modes(body["stream_mode"])  # 422 first
-    stateless = thread_id is None  # its thread is made here, for it alone
-    if thread_id is None or body.get("if_not_exists") == "create":
-        # stateless: a thread of its own; if_not_exists="create": a missing thread is made
-        value: dict[str, Any] = {"thread_id": thread_id,
-                                 "metadata": {"stateless": True} if thread_id is None else {},
-                                 "if_exists": "do_nothing"}
-        scope = await agent_auth.authorize(principal, "threads", "create", value)
-        try:
-            row = await threads.create_thread(pool, thread_id=thread_id,
-                                              metadata=dict(value.get("metadata") or {}),
-                                              if_exists="do_nothing", subject=principal.subject,
-                                              scope=scope, temporal=temporal, settings=settings)
-            thread_id = str(row["thread_id"])
-        except ConflictError:  # someone else's thread: the gate below answers 404, not 409
-            if thread_id is None:
-                raise
-    resuming = "resume" in (body.get("command") or {})
-    run_value: dict[str, Any] = {k: body.get(k) for k in (
-        "assistant_id", "multitask_strategy", "if_not_exists", "after_seconds")}
-    run_value |= {"metadata": dict(body.get("metadata") or {}),
-                  "kwargs": {k: body.get(k) for k in ("input", "command", "config", "context",
-                                                      "stream_mode")}}
-    await agent_auth.gate_thread(pool, principal, thread_id, "create_run", run_value,
-                                 owner_action="read" if resuming else None)
-    body = {**body, "metadata": run_value.get("metadata") or {}}  # as the handler left it
-    return await thread_runs.create_run(pool, temporal, settings, thread_id=thread_id,
-                                        body=body, principal=principal,
-                                        check_role=principal.user is None,
-                                        assistant_id=assistant, run_id=run_id,
-                                        fresh=stateless)
-
-
 @router.post("/threads/{thread_id}/runs")
 async def create_run(thread_id: str, principal: AgentPrincipal, pool: PoolDep,
                      temporal: TemporalDep, settings: SettingsDep,
                      body: JsonBody = None) -> JSONResponse:
     """Start a background run (or resume the thread's interrupt with ``command.resume``)."""
-    run = await start_run(pool, temporal, settings, principal, thread_id, body or {})
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      thread_id, body or {})
     return JSONResponse(threads.run_view(run), headers={"Content-Location": run_locations(run)[
         "Content-Location"]})
 
@@ -159,7 +116,8 @@ async def create_stateless_run(principal: AgentPrincipal, pool: PoolDep, tempora
     """
     body = body or {}
     _on_completion(body)
-    run = await start_run(pool, temporal, settings, principal, None, body)
+    run = await run_service.start_run(pool, temporal, settings, agent_auth.run_caller(principal),
+                                      None, body)
     await _clean_up_after(temporal, settings, run, body)
     return JSONResponse(threads.run_view(run), headers={"Content-Location": run_locations(run)[
         "Content-Location"]})
@@ -218,23 +176,17 @@ async def create_stateless_runs(principal: AgentPrincipal, pool: PoolDep, tempor
     if not isinstance(body, list) or not body or len(body) > MAX_BATCH_RUNS or \
             not all(isinstance(p, dict) for p in body):
         raise InvalidRequestError(f"the body must be a list of 1 to {MAX_BATCH_RUNS} run payloads")
-    for index, given in enumerate(body):
+    asks = []
+    for index, given in enumerate(body):  # every payload checked before any run starts
         try:
-            payload, _ = await assistants.run_body(pool, given)
-            run_body.check_run_options(
-                assistants.resolve_assistant(str(payload.get("assistant_id") or "")), payload)
-            run_body.stream_modes(payload.get("stream_mode"))
-            run_body.check_webhook(payload.get("webhook"))
-            _on_completion(payload)
-            if payload.get("input") is not None and not isinstance(payload["input"], dict) \
-                    and not run_body.takes_any_input(assistants.resolve_assistant(
-                        str(payload.get("assistant_id") or ""))):
-                raise InvalidRequestError("input must be a JSON object",
-                                          details={"field": "input"})
+            asks.append(await run_service.resolve_request(pool, given))
+            _on_completion(given)
         except InvalidRequestError as err:  # its own code, with the payload it refused
             err.details = {**(err.details or {}), "index": index}
             raise
-    runs = [await start_run(pool, temporal, settings, principal, None, payload) for payload in body]
+    caller = agent_auth.run_caller(principal)
+    runs = [await run_service.start_run(pool, temporal, settings, caller, None, ask.body, ask=ask)
+            for ask in asks]
     for run, payload in zip(runs, body, strict=True):
         await _clean_up_after(temporal, settings, run, payload)
     return [threads.run_view(run) for run in runs]
