@@ -1,4 +1,4 @@
-"""A sentence classifier that checks and completes the clause patterns (issue 13, pass 6).
+"""A sentence classifier that checks and completes the clause patterns.
 
 The trigger patterns of :mod:`.clause_types` are precise on phrasings they know and blind
 to the rest; five rule passes fixed seen phrasings without generalising to new vendors
