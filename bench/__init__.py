@@ -1,4 +1,4 @@
-"""The performance benchmark (``make bench``): Overseer beside its peers, as ratios (issue 8).
+"""The performance benchmark (``make bench``): Overseer beside its peers, as ratios.
 
 ``scenarios`` holds the six scenarios of docs/performance.md plus the Temporal floor and worker
 scaling; ``baselines`` the peers (plain LangGraph + ``AsyncPostgresSaver``, bare

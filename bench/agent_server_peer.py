@@ -1,6 +1,6 @@
 """The Agent Server peer: ``langhost`` (stock ``langgraph-api`` on ``langgraph-runtime-pg``) beside Overseer.
 
-Issue 25 compares Overseer's Agent Server API with the Agent Server users would otherwise
+The bench compares Overseer's Agent Server API with the Agent Server users would otherwise
 host themselves. :class:`LanghostPeer` sets that peer up for one bench invocation and tears
 it down again:
 
@@ -75,7 +75,7 @@ class PeerBenchConfig:
 
     Attributes:
         peer_runs: ``runs.wait`` calls per side per throughput trial, all in flight at once
-            (issue 25: 100).
+            (the target's count: 100).
         peer_latency_runs: sequential ``runs.wait`` calls per side per latency trial.
         peer_jobs_per_worker: the peer's ``N_JOBS_PER_WORKER`` (runs it executes at once;
             10 is langgraph-api's own default, ``langhost serve`` alone would use 1).
@@ -569,12 +569,12 @@ async def agent_server_peer(h: Harness, cfg: sc.BenchConfig, gcfg: gs.GraphBench
     thr = ScenarioResult(
         "agent_server_peer", f"runs/s, {pcfg.peer_runs} concurrent runs.wait (HTTP, SDK)",
         higher_is_better=True, baseline_name=PEER_NAME,
-        target="≥ 1.0 × the Agent Server peer, every answer final (issue 25; aim 2 ×)",
+        target="≥ 1.0 × the Agent Server peer, every answer final (aim 2 ×)",
         target_value=1.0, extra={**common, "runs_per_trial": pcfg.peer_runs})
     p50 = ScenarioResult(
         "agent_server_peer_p50", "runs.wait p50 ms, one at a time", higher_is_better=False,
         baseline_name=PEER_NAME,
-        target=f"p50 ≤ 60 ms above the nodes' own {io_floor:g} ms of I/O (issue 25: ≤ 60 ms)",
+        target=f"p50 ≤ 60 ms above the nodes' own {io_floor:g} ms of I/O",
         target_value=60.0 + io_floor, target_on="value",
         extra={**common, "runs_per_trial": pcfg.peer_latency_runs, "node_io_floor_ms": io_floor})
     try:

@@ -1,4 +1,4 @@
-"""Re-fit and check the scan confidence calibration (issue 28 item 3); a development script.
+"""Re-fit and check the scan confidence calibration; a development script.
 
     .venv/bin/python -m bench.calibration_fit [--write] [--fresh]
 

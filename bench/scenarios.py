@@ -470,7 +470,7 @@ async def wait_worker_polling(h: Harness, within_seconds: float = 60.0) -> None:
     task.result()
 
 
-# --- due diligence (seed 004, issue 13) ----------------------------------------------------------------
+# --- due diligence (seed 004) -------------------------------------------------------------------------
 
 
 async def due_diligence_agreement(h: Harness, cfg: BenchConfig) -> ScenarioResult:
@@ -509,7 +509,7 @@ async def resume_tailoring_review(h: Harness, cfg: BenchConfig) -> ScenarioResul
     Seed 001's graph (supervisor, five agents, human review) on the stack's worker, offline
     rules; submitted as the API does, timed until the run waits for the reviewer; then
     approved, timed until completed (``approve_to_done_s``), with the stack's CPU per run.
-    What chose the pipeline's runtime (docs/performance.md).
+    What chose the pipeline's runtime (docs/performance-history.md).
     """
     from overseer.run_decisions import send_update
     from overseer.runs import submit_run
@@ -554,7 +554,7 @@ async def thematic_example(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     theme coder per identity, theme aggregator, finish) on the stack's worker, offline
     rules, no codebook review; submitted as the API does (upload stored, ``run.submitted``,
     workflow), timed until the workflow's result, with the stack's CPU per run. What chose
-    the pipeline's runtime (docs/performance.md).
+    the pipeline's runtime (docs/performance-history.md).
     """
     from overseer.runs import Upload, submit_run
 
@@ -584,7 +584,7 @@ async def pricing_signoff(h: Harness, cfg: BenchConfig) -> ScenarioResult:
     offline rules, the sample catalog; the run started as the chat API starts it (catalog
     snapshot, ``run.submitted``, the pipeline's workflow), timed until the run waits for the
     sign-off; then approved, timed until completed (``approve_to_done_s``), with the stack's
-    CPU per run. What chose the pipeline's runtime (docs/performance.md).
+    CPU per run. What chose the pipeline's runtime (docs/performance-history.md).
     """
     from activities.pricing.catalog import load_catalog_file
     from activities.pricing.options import pricing_options

@@ -1,6 +1,6 @@
-"""What a run's workflow shape costs with LangGraph's real work inside (issue 25).
+"""What a run's workflow shape costs with LangGraph's real work inside.
 
-Issue 25's generic-graph target is ≥ 0.8 × plain LangGraph + ``AsyncPostgresSaver``.
+The generic-graph target is ≥ 0.8 × plain LangGraph + ``AsyncPostgresSaver``.
 ``workflow_shapes`` asks which way of handing runs to Temporal can reach it at all. Each
 shape runs the bench graph (:mod:`bench.user_graph`, four 20 ms I/O nodes) through the
 same :class:`bench.graph_scenarios.PlainGraphPeer` the baseline uses, on its own task queue
@@ -191,7 +191,7 @@ async def workflow_shapes(h: Harness, cfg: sc.BenchConfig, gcfg: GraphBenchConfi
     results = {shape: ScenarioResult(
         f"workflow_shapes.{shape}", f"runs/s, the bench graph in the {shape} shape (no Overseer)",
         higher_is_better=True, baseline_name=PEER_NAME,
-        target="(reference: what the shape alone allows; issue 25 wants ≥ 0.8 × for the runtime)",
+        target="(reference: what the shape alone allows; the runtime's target is ≥ 0.8 ×)",
         extra={"concurrency": cfg.concurrency, "runs_per_trial": gcfg.graph_runs,
                "io_ms_per_node": gcfg.graph_io_ms, "worker": "its own process"})
         for shape in SHAPES}

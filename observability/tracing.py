@@ -27,7 +27,7 @@ def setup_tracing(service_name: str) -> Any:
     Spans are exported over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Otherwise
     they are not recorded (:class:`RecordWhenExported`): trace ids still propagate and reach
     the event log, but no span's attributes are built for nobody (about a tenth of the
-    worker's CPU per step, docs/performance.md). A span processor added later (a test's
+    worker's CPU per step, docs/performance-history.md). A span processor added later (a test's
     in-memory exporter) turns recording on; ``OTEL_TRACES_SAMPLER`` (the OpenTelemetry
     standard variable, e.g. ``always_on``) overrides the rule.
     """

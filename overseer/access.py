@@ -1,7 +1,5 @@
 """Who may see and touch what: one object-level authorization rule for ``/v1`` and the Agent Server API.
 
-Issue 29.
-
 Every run, thread and Agent Server run belongs to the principal that created it (``runs.submitted_by``,
 ``agent_threads.created_by``). The rule, for both APIs:
 

@@ -1,4 +1,4 @@
-"""Agent Server crons, each one a Temporal Schedule (issue 26, item 3).
+"""Agent Server crons, each one a Temporal Schedule.
 
 A cron is a row in ``agent_crons`` (what to run: the run payload, its thread or none, who
 made it) and a Temporal Schedule ``cron-<cron_id>`` (when: its cron expression, time zone,

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 DEFAULT_HEARTBEAT_SECONDS = 10.0
-"""Heartbeat time-out of every node activity that sets none (issue 25: a killed worker costs seconds)."""
+"""Heartbeat time-out of every node activity that sets none: a killed worker costs seconds, not minutes."""
 
 
 class NodeOptions(BaseModel):

@@ -175,7 +175,7 @@ class RunHooks:
         split_locally: ``(input state) -> bool``: True when this input's split is short (a
             text layer of a few pages), so it runs as a local activity in the run's own
             workflow task instead of a scheduled activity (one task-queue round trip fewer;
-            docs/performance.md). Default: always a scheduled, heartbeating activity.
+            docs/performance-history.md). Default: always a scheduled, heartbeating activity.
         local_segments: ``(input state) -> bool``: True when this input's segments are short
             (a text layer rather than a scan), so each is first tried as a local activity in
             the run's own workflow task (one task-queue round trip fewer; it falls back to a

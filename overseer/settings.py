@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     """Runs a worker keeps in memory (its sticky cache; Temporal's default is 1000). A cached
     run costs ~0.3 MB; an evicted one is replayed from its history at its next workflow
     task, e.g. when its decision arrives (measured as cheap for a parked run:
-    docs/performance.md). Size it to the worker's memory, and above the number of runs with
+    docs/performance-history.md). Size it to the worker's memory, and above the number of runs with
     work in flight at once, or every step of those runs replays. 0 replays every task."""
     worker_activity_slots: Literal["resource", "fixed"] = "resource"
     """How a worker sizes its activity slots (a run segment, a node run as its own activity, an
@@ -75,7 +75,7 @@ class Settings(BaseSettings):
     arriving at once would wait up to 2 s for their slots)."""
     worker_nice: int = Field(5, ge=0, le=19)
     """Added to the worker process's nice value at start, so an API on the same cores keeps
-    answering while the worker is saturated (docs/performance.md); 0 leaves it alone."""
+    answering while the worker is saturated (docs/performance-history.md); 0 leaves it alone."""
 
     database_url: str | None = None
     """``postgresql://…`` of an external Postgres 15+; None starts the embedded server."""
@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     """``OVERSEER_STATELESS_SEGMENT_LOCAL_SECONDS``: the local try of a stateless Agent Server
     run's segments (``POST /runs``, ``/runs/wait``, ``/runs/stream``: a thread made for the
     run alone), as ``segment_local_seconds`` is for every run. The server then has no
-    activity task and one workflow task fewer per run (docs/performance.md, round 21). At
+    activity task and one workflow task fewer per run (docs/performance-history.md). At
     the first superstep boundary after 2 s the segment goes on as the heartbeating activity
     (``workflows.segment_calls.LOCAL_YIELD_SECONDS``; nothing runs twice). The price, for the
     try's time: a cancel (and any update or query of the run's workflow) waits for the try's
@@ -165,7 +165,7 @@ class Settings(BaseSettings):
     retry_ocr_region: bool = True
     """``OVERSEER_RETRY_OCR_REGION``: the offline retry re-reads at ``retry_ocr_dpi`` only the
     lines around the doubtful fields (whole pages when a field cannot be placed); ``false``
-    re-reads whole pages (docs/performance.md, round 10)."""
+    re-reads whole pages (the speed-up is in docs/performance-history.md)."""
     exact_text_ocr_score: float = 1.0
     review_min_evidence_score: float = 0.85
 

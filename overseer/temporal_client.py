@@ -51,7 +51,7 @@ class DataclassFields(JSONTypeConverter):
     The SDK calls ``typing.get_type_hints`` on every dataclass it decodes, which evaluates
     each string annotation again (``from __future__ import annotations``): ~0.2–0.5 ms for
     a segment's call or result, about 3 % of the worker's CPU per run under load
-    (docs/performance.md round 20). The result is the same object the SDK makes: known
+    (docs/performance-history.md). The result is the same object the SDK makes: known
     fields converted with :func:`temporalio.converter.value_to_type`, unknown keys ignored,
     a missing required field a ``TypeError``. A dataclass with an ``init=False`` field is
     left to the SDK.

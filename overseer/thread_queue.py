@@ -180,7 +180,7 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     Called by the run's own workflow with its ending (``record_events``' ``hand_off``), so the
     thread's queue moves when Temporal ends a run and not when someone next looks: the
     per-thread ordering the Agent Server's multitask strategies promise, driven by the run
-    workflows (issue 25). The run's ``events`` (its ``run.finished``, or its
+    workflows. The run's ``events`` (its ``run.finished``, or its
     ``approval.requested`` at a pause), the thread's state, the runs' statuses and the
     webhooks' ``claim`` commit in one transaction, which holds the thread's row lock; the
     next queued run is started after the commit. Idempotent, so a retried call writes

@@ -1,4 +1,4 @@
-"""One tick of an Agent Server cron: the workflow its Temporal Schedule starts (issue 26).
+"""One tick of an Agent Server cron: the workflow its Temporal Schedule starts.
 
 The schedule (:mod:`overseer.crons`) starts ``CronTickWorkflow`` at each fire time, with
 the workflow id Temporal derives from the schedule id and the scheduled time. The workflow

@@ -59,7 +59,7 @@ def assess_record(
             makes a record wrong while the page average stays high.
             A ``person_name`` value read by OCR that holds a known OCR confusion
             (``confidence.name_ocr_confusions``: "ñ" read as "fi", rn/m, an accented
-            letter, …; issue 28: or an "n" between vowels, ``possible_lost_tilde``), and
+            letter, …, or an "n" between vowels, ``possible_lost_tilde``), and
             an e-mail value with a digit-like letter next to a digit that the record's
             person names do not explain, or a plus sign that may have been read "t"
             (``email_ocr_confusions``), counts as :data:`CONFUSED_FIELD_CONFIDENCE` and gets
@@ -70,7 +70,7 @@ def assess_record(
             whose first letter is lower case while a later word is capitalised
             ("washington Community High School": Tesseract swapped the case of a letter
             that looks the same in both) is treated the same way, at any confidence.
-        calibration: issue 28 item 3: each field's calibrated confidence
+        calibration: each field's calibrated confidence
             (``calibration.ScanCalibration``, by field kind; the shipped
             :data:`~calibration.SCAN_CALIBRATION` by default, None for the raw Tesseract
             numbers). It may always lower a field's part of the confidence, and may raise
@@ -196,10 +196,10 @@ def _held_below(per_field: Mapping[str, float], confused: Collection[str],
 def fields_to_confirm(assessment: Mapping[str, Any], complete_confidence: float) -> list[str]:
     """Fields a second reading must confirm before calibration may complete a record.
 
-    Issue 28 item 3. A record completes on calibrated confidence only where a field's raw
-    Tesseract number would have kept it below ``complete_confidence``; such a field is
-    trusted only once a higher-dpi reading of its lines reads the same value (the check
-    that stops one-letter misreads like "exampie", which no confidence separates).
+    A record completes on calibrated confidence only where a field's raw Tesseract number
+    would have kept it below ``complete_confidence``; such a field is trusted only once a
+    higher-dpi reading of its lines reads the same value (the check that stops one-letter
+    misreads like "exampie", which no confidence separates).
 
     Args:
         assessment: :func:`assess_record`'s result.
@@ -308,8 +308,8 @@ def strategies_used(state: Mapping[str, Any]) -> list[str]:
     """Every strategy that ran, in order.
 
     run_pipeline's ``rules``, then retry_extraction's and the review agent's (``llm:<model>``
-    when a model answered). ``strategy`` alone names only the last extraction's (issue 17:
-    it said ``rules`` after the review agent used a model).
+    when a model answered). ``strategy`` alone names only the last extraction's: it says
+    ``rules`` even after the review agent used a model.
     """
     ran = ["rules", state.get("strategy"), (state.get("proposal") or {}).get("strategy")]
     out: list[str] = []

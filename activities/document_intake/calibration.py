@@ -1,4 +1,4 @@
-"""Calibrated scan confidence (issue 28 item 3): raw Tesseract word confidence → P(value right).
+"""Calibrated scan confidence: raw Tesseract word confidence → P(value right).
 
 Tesseract's word confidence is not a probability, and its meaning depends on what was read:
 on the labelled scans, e-mail addresses read at 0.5–0.8 were almost always right (the

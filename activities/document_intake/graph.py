@@ -59,7 +59,7 @@ def build_document_intake_graph(*, for_temporal: bool = True) -> StateGraph[Any]
             return None
         return {"overseer": {
             "run_in": "activity", "timeout_seconds": minutes * 60,
-            "heartbeat_seconds": 4,  # recovery ≈ 4.4 s (docs/performance.md)
+            "heartbeat_seconds": 4,  # recovery ≈ 4.4 s (docs/performance-history.md)
             "max_attempts": MODEL_STEP_ATTEMPTS,
             "non_retryable": list(NON_RETRYABLE), "summary": summary}}
 

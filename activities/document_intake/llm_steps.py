@@ -96,7 +96,7 @@ async def extract_with_llm(state: dict[str, Any], pages: Sequence[PageText], wan
     """Ask the model for ``wanted`` fields of the entry in ``pages``.
 
     A reply that is not the JSON object asked for is asked for once more, with what was
-    wrong (issue 28 item 5); both calls are in the ``llm.called`` ledger. A second unusable
+    wrong; both calls are in the ``llm.called`` ledger. A second unusable
     reply is the step's failure (``llm_malformed_response``): the run goes to a person with
     the reason, as for any other permanent failure.
 

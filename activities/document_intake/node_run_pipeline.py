@@ -87,7 +87,7 @@ async def validate_and_score(state: PipelineState) -> dict[str, Any]:
 
 
 async def confirm_calibrated_fields(state: PipelineState) -> dict[str, Any]:
-    """Issue 28 item 3: re-read the fields only calibration would let complete; trust agreement.
+    """Re-read the fields only calibration would let complete; trust agreement.
 
     Runs when the record would complete on calibrated confidence but not on Tesseract's raw
     numbers (``assess.fields_to_confirm``). Those fields' lines are OCR'd again at the retry
@@ -141,7 +141,7 @@ def _after_score(state: PipelineState) -> str:
 
 
 def build_run_pipeline_graph() -> StateGraph[Any]:
-    """The run_pipeline subgraph (seed §1.2, with issue 28 item 3's confirmation).
+    """The run_pipeline subgraph (seed §1.2, with the calibrated fields' confirmation).
 
     read_text → extract_record → validate_and_score → [confirm_calibrated_fields, only for a
     record calibration alone would complete] → END.
@@ -175,7 +175,7 @@ async def run_pipeline(state: DocumentIntakeState) -> dict[str, Any]:
 
     A scanned record that would complete on calibrated confidence but not on Tesseract's raw
     numbers has its weak fields read again at the retry dpi first
-    (:func:`confirm_calibrated_fields`, issue 28 item 3): it completes only when they agree.
+    (:func:`confirm_calibrated_fields`): it completes only when they agree.
 
     Returns:
         State updates: record, evidence, report, confidence, missing/invalid fields,

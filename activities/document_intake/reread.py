@@ -1,6 +1,6 @@
-"""Re-reading only the doubtful fields of a scanned page, at a higher dpi (issue 28 item 4).
+"""Re-reading only the doubtful fields of a scanned page, at a higher dpi.
 
-The offline ``retry_extraction`` step used to OCR every scanned page again at 400 dpi.
+The offline ``retry_extraction`` step reads a scanned page's doubtful fields again at 400 dpi.
 Tesseract's time hardly depends on the dpi (it scales each text line to a fixed height
 before recognising it) but grows with the amount of text, and an entry form is mostly
 essay. So :func:`reread_regions` OCRs at the higher dpi only a band of lines around each

@@ -201,7 +201,7 @@ def load_field_schema(path: Path | None = None) -> FieldSchema:
         The validated schema.
 
     The parsed schema is cached per file and reloaded when the file's modification time or
-    size changes: parsing YAML was a third of the API's CPU per ``POST`` (docs/performance.md).
+    size changes: parsing YAML was a third of the API's CPU per ``POST`` (docs/performance-history.md).
     The returned model is frozen and shared; do not mutate its lists.
 
     Raises:

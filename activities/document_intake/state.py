@@ -47,7 +47,7 @@ class DocumentIntakeState(TypedDict, total=False):
     field_ocr_confidence: dict[str, float]
     """Per OCR'd field value, its weakest word's confidence 0..1 (run_pipeline, retry)."""
     scan_calibration: dict[str, Any] | None
-    """Issue 28 item 3: ``{version, raw_confidence, calibrated_confidence, reread_agrees,
+    """``{version, raw_confidence, calibrated_confidence, reread_agrees,
     fields: {name: {raw, calibrated}}}`` of the latest assessment (``assess.assess_record``;
     ``reread_agrees`` set by run_pipeline's second reading); None when no value was read by
     OCR."""

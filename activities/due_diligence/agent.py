@@ -1,4 +1,4 @@
-"""With a model configured: a ReAct-style clause agent per search step (seed 004, issue 13).
+"""With a model configured: a ReAct-style clause agent per search step (seed 004).
 
 The agent gets the same tools the offline search uses — ``search_clauses`` (the step's
 BM25 + pattern candidates for a clause type, with offsets) and ``propose_clause`` (a
@@ -16,7 +16,7 @@ are used (``llm.called`` records the error) and :attr:`AgentOutcome.error` /
 :attr:`AgentOutcome.message` say why. Offline (no model) nothing here runs and every
 finding says ``strategy: rules``.
 
-Malformed replies (issue 28 item 5). The prompt names only the clause types: the agreement
+Malformed replies. The prompt names only the clause types: the agreement
 is readable through ``search_clauses`` alone. So a reply that calls no tool before the
 model has called any tool in the step cannot be "nothing found" (the model has read
 nothing); it is a malformed answer (prose instead of a tool call), as is a reply whose only

@@ -63,10 +63,10 @@ _GOVERNED_BY = re.compile(
 # "governed by the laws the State of California" (sic: no "of").
 _LAWS_THE_STATE = re.compile(rf"\blaws?\s+the\s+State\s+of\s+(?P<place>{_PLACE})(?![A-Za-z])", re.IGNORECASE)
 _ADJ_LAW = re.compile(r"\b(?P<adj>" + "|".join(ADJECTIVE_LAW) + r")\s+law\b")
-# "California law", and the consumer-licence shape "Washington state law governs …" (issue 28).
+# "California law", and the consumer-licence shape "Washington state law governs …".
 _PLACE_LAW = re.compile(rf"(?-i:\b(?P<place>{_PLACE})\s+(?:[Ss]tate\s+)?law\b)")
 # "If you acquired the software in the United States, …": the law that follows holds only
-# under that condition (a split jurisdiction, issue 28).
+# under that condition (a split jurisdiction).
 _ACQUIRED_IN = re.compile(
     r"\bif\s+(?:you\s+(?:acquired|obtained|purchased|bought|received|licensed|downloaded)\s+"
     r"(?:the|this|these|our|your)\s+(?:[A-Za-z-]+\s+){0,3}?|"

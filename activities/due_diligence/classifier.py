@@ -1,4 +1,4 @@
-"""A sentence classifier that checks and completes the clause patterns (issue 13, pass 6).
+"""A sentence classifier that checks and completes the clause patterns.
 
 The trigger patterns of :mod:`.clause_types` are precise on phrasings they know and blind
 to the rest; five rule passes fixed seen phrasings without generalising to new vendors
@@ -91,7 +91,7 @@ def sentence_document(text: str, start: int, end: int, context_start: int, headi
 VIEWS = (("word", (1, 2)), ("char_wb", (3, 5)))
 """The TF-IDF views concatenated as features: word 1–2-grams and character 3–5-grams
 within words (the latter carries inflections and compounds — "sub-license", "renewals" —
-that whole words miss; chosen by leave-one-set-out cross-validation, docs pass 6)."""
+that whole words miss; chosen by leave-one-set-out cross-validation, docs/due-diligence.md, pass 6)."""
 
 
 @dataclass

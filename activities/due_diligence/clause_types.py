@@ -47,13 +47,13 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
         "triggers": [
             # "laws of" may follow emphasis marks ("governed by the _Law of England and Wales_").
             rf"\b(?:governed|construed|interpreted|enforced|controlled)\b{_w(120)}\b(?:by|under|in\s+accordance\s+with|pursuant\s+to)\b{_w(60)}(?:(?<![A-Za-z])laws?\s+(?:of|in\s+force)\b|(?-i:\b[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?\s+law\b))",
-            # Pass 8: the window takes a parenthesis ("the laws of the state where you live
+            # The window takes a parenthesis ("the laws of the state where you live
             # (or, if a business, where your principal place of business is located) govern
             # all claims").
             rf"\blaws?\s+of\b{_w(160)}\b(?:shall\s+|will\s+)?(?:govern|governs|apply|applies|control|controls)\s+(?:this|these|the|all|any)\b",
             r"\b(?:English|Irish|Swiss|German|French|Dutch|Swedish|Finnish|Norwegian|Danish|Japanese|Israeli|Singapore|Scots|Austrian|Italian|Spanish|Belgian)\s+law\s+(?:shall|will|governs|applies)\b",
             r"\bgoverning\s+law\b[^.;]{0,40}\b(?:is|shall\s+be|will\s+be)\b[^.;]{0,20}\blaws?\b",
-            # Pass 7: "Any and all disputes arising from ... this contract ... are exclusively
+            # "Any and all disputes arising from ... this contract ... are exclusively
             # subject to the law of the Federal Republic of Germany" (no "governed").
             rf"\b(?:disputes?|claims?|controvers(?:y|ies))\b{_w(200)}\b(?:are|is|shall\s+be|will\s+be)\s+(?:\w+\s+)?subject\s+to\s+the\s+laws?\s+of\b",
         ],
@@ -96,7 +96,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # solely responsible for the investigation, defense, settlement and discharge of
             # any such ... claim".
             rf"\b(?:will|shall|is|are)\s+(?:be\s+)?(?:solely\s+|fully\s+|exclusively\s+)?responsible\s+for\s+(?:the\s+)?(?:[\w-]+,?\s+(?:and\s+)?){{0,2}}?defen[cs]e\b{_w(120)}\bclaims?\b",
-            # Pass 8: a duty to defend without "indemnify": "HPE will defend and/or settle
+            # A duty to defend without "indemnify": "HPE will defend and/or settle
             # any claims against you", "We will defend you against any claims".
             rf"\b(?:shall|will|agrees?\s+to|must|undertakes?\s+to)\s+(?:(?!not\b|never\b)\w+\s+){{0,2}}?defend\b{_w(80)}\b(?:claims?|suits?|actions?|proceedings?)\b",
         ],
@@ -175,7 +175,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             rf"\b(?:disclose|divulge|reveal)\b{_w(150)}\bwithout\b{_w(60)}\b(?:consent|permission|approval|authori[sz]ation)\b",
             rf"\b(?:disclose|publish|divulge|reveal)\b{_w(60)}\bresults?\s+of\b{_w(60)}\b(?:benchmark(?:s|ing)?|performance)\b",
         ],
-        # Pass 7: under a "Confidentiality" heading, a duty to prevent unauthorised access
+        # Under a "Confidentiality" heading, a duty to prevent unauthorised access
         # counts without the word ("… to prevent unauthorized access to the Font Software").
         "weak": [r"\bconfidential\w*\b", r"\bprevent\s+(?:any\s+)?unauthori[sz]ed\s+(?:access|disclosure)\b"],
         "exclude": [r"\bsurviv", r"\bno\s+(?:\w+\s+)?confidentiality\s+obligations?\b",
@@ -213,7 +213,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
             # object after a qualifying phrase.
             rf"\b(?:may|can),?\s+(?:\w+,?\s+){{0,2}}?transfer\b{_w(100)}\ball\s+(?:of\s+)?your\s+(?:[\w-]+\s+){{0,2}}?(?:rights|{_INSTRUMENT})\b",
             rf"\btransfer\w*\b{_w(250)}\b(?:recipient|transferee|other\s+party|new\s+(?:user|owner|licensee))\b{_w(40)}\b(?:agrees?|accepts?)\b",
-            # Pass 7: "Transferring the license to a third party is ... not permitted";
+            # "Transferring the license to a third party is ... not permitted";
             # "... or transfer the Software or these Terms to any third party".
             rf"\b(?:transferr?ing|assigning)\s+(?:this|the|these|your)\s+(?:{_INSTRUMENT}|rights|terms)\b",
             rf"\btransfer\b{_w(30)}\b(?:this|these)\s+(?:{_INSTRUMENT}|terms)\s+to\s+(?:any\s+|a\s+|another\s+)?(?:third|other)\b",
@@ -297,7 +297,7 @@ CLAUSE_TYPES: dict[str, dict[str, Any]] = {
                     # to adapt products") prohibits nothing; "does not include the right to
                     # sublicense" does.
                     r"\b(?:shall|will|does|do)\s+not\s+include\b(?![^.;]{0,40}\b(?:right|rights|licen[sc]e|permission)\b)",
-                    # Pass 7: a definition prohibits nothing ('"Personal or Internal Business
+                    # A definition prohibits nothing ('"Personal or Internal Business
                     # Use" shall mean ... and shall not mean any distribution'), and a covenant
                     # not to sue ("you will not bring any claim for infringement") is not a
                     # restriction on use.

@@ -83,7 +83,7 @@ class DocumentIndex:
         self.sentences: list[Sentence] = sentences(text)
         self.chunks: list[Chunk] = chunks(text, self.sentences, chunk_chars)
         corpus = [_tokens(f"{c.heading} {text[c.start:c.end]}") or ["_empty_"] for c in self.chunks]
-        import bm25s  # ~94 MB with numba and scipy: loaded by the first search (issue 16)
+        import bm25s  # ~94 MB with numba and scipy: loaded by the first search, not at worker start
 
         self._bm25 = bm25s.BM25()
         if corpus:

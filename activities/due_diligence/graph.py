@@ -13,7 +13,7 @@ plain sync functions. Plain LangGraph: nothing here imports Temporal. The graph 
 segments (``SegmentRunWorkflow``): from the start to the sign-off's ``interrupt()`` (or the
 end), LangGraph's loop runs in one heartbeating activity on its Postgres checkpointer, the
 subgraph's nodes included, each with its own ``node.completed``; no node carries options
-that would make it leave the segment (docs/performance.md has the measurement).
+that would make it leave the segment (docs/performance-history.md has the measurement).
 """
 
 from __future__ import annotations

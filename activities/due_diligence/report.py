@@ -111,7 +111,7 @@ def _cell(text: str) -> str:
 
 
 def _split(jurisdiction: Mapping[str, Any]) -> str:
-    """A split governing law, each condition with its laws as written (issue 28)."""
+    """A split governing law, each condition with its laws as written."""
     parts = []
     for cond in jurisdiction["split"]:
         laws = ", ".join(law["name"] or f"“{law['text']}” (no place named)"

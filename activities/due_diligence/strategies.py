@@ -1,4 +1,4 @@
-"""What produced a due_diligence result: strategies and model fallbacks (issue 28 item 5).
+"""What produced a due_diligence result: strategies and model fallbacks.
 
 A finding's ``strategy`` is that of its quote: ``llm:<model>`` for a quote the clause agent
 proposed and verification accepted, ``rules`` for the offline search's. The labels here are

@@ -9,7 +9,7 @@
               └─ (0 codes or rejected) ──────────────────────────────────────────────────→ finish → END
 
 Plain LangGraph: no Temporal import. The graph runs as segments (``SegmentRunWorkflow``;
-docs/performance.md has the measurement): LangGraph's loop in one heartbeating activity per
+docs/performance-history.md has the measurement): LangGraph's loop in one heartbeating activity per
 stretch. Only ``coder`` and ``theme_coder`` carry node options (``{"overseer": {...}}``, see
 :class:`overseer.node_options.NodeOptions`), so each fan-out's superstep leaves the segment as
 one activity of its own with their time-out, heartbeat and attempts (the N coders run

@@ -20,9 +20,9 @@ duration_ms, timestamp) and never interaction text (R10.5).
 
 CPU work (TF-IDF, embeddings, clustering, fuzzy matching, VADER; seconds on a large
 window) runs in a worker thread through :func:`off_loop`, never on the event loop: the
-worker's loop carries every activity's heartbeats and the other activities it runs
-(issue 14). The threads share the cached corpus; its memoised tables are computed once
-under the corpus's lock (:meth:`~activities.thematic_analysis.dataset.Corpus.memo`).
+worker's loop carries every activity's heartbeats and the other activities it runs. The
+threads share the cached corpus; its memoised tables are computed once under the corpus's
+lock (:meth:`~activities.thematic_analysis.dataset.Corpus.memo`).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ async def coder(payload: dict[str, Any]) -> dict[str, Any]:
         ``llm_calls`` when a model was called; a stage duration. A model reply that stays
         unusable after the re-ask (or a refusal, a rejected request) gives the rules coder's
         codes (``strategy: rules`` with ``fallback: {code, message}``) and a ``fallbacks``
-        entry instead of an error (issue 28 item 5).
+        entry instead of an error.
 
     Raises:
         ApplicationError: only a transient model failure before the last attempt.

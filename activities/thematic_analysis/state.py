@@ -70,7 +70,7 @@ class ThematicState(TypedDict, total=False):
     fallbacks: Annotated[list[dict[str, Any]], operator.add]
     """Model steps that ran their rules strategy because the model's reply was unusable
     (prose after the re-ask, a refusal, a rejected request): ``{stage, node, identity_id,
-    strategy: "rules", code, message}`` (issue 28 item 5)."""
+    strategy: "rules", code, message}``."""
     checkpoints: Annotated[list[dict[str, Any]], operator.add]
     """``{analysis_id, stage: coding_complete|theme_complete, status, created_at, persisted,
     ...}`` (seed R4; recording one never blocks the run)."""

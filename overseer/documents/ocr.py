@@ -24,8 +24,8 @@ def _lazy_module(name: str) -> Any:
     """``name`` imported on first attribute access (``importlib.util.LazyLoader``).
 
     OpenCV and pytesseract (which imports pandas) add ~95 MB to a process; a worker that
-    never OCRs (text-layer PDFs, plain text, other pipelines) should not pay it at start
-    (issue 16: the worker's idle RSS).
+    never OCRs (text-layer PDFs, plain text, other pipelines) should not pay it in its idle
+    RSS.
     """
     if name in sys.modules:
         return sys.modules[name]
@@ -44,7 +44,7 @@ cv2 = _lazy_module("cv2")
 pytesseract = _lazy_module("pytesseract")
 
 # Tesseract's LSTM engine spreads one page over every core with OpenMP, and on a busy
-# worker that oversubscription makes it several times slower (docs/performance.md). We run it
+# worker that oversubscription makes it several times slower (docs/performance-history.md). We run it
 # single-threaded and parallelise pages across processes instead. ``setdefault`` so an
 # operator can still override it; the ``tesseract`` subprocesses inherit the environment.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")

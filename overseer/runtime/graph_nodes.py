@@ -72,7 +72,7 @@ class UsageMeter(AsyncCallbackHandler):
 
     Calls Overseer's own LLM layer did not make (a user's graph calling a chat model
     directly) are also kept in :attr:`ledger`, one entry per call, so the run's ``llm.called``
-    ledger — what ``GET /v1/runs/{id}`` shows as ``llm_usage`` — counts them too (issue 28):
+    ledger — what ``GET /v1/runs/{id}`` shows as ``llm_usage`` — counts them too:
     the layer tags its calls :data:`overseer.runtime.llm.LEDGER_TAG` and writes its own events.
     """
 

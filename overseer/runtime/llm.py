@@ -440,7 +440,7 @@ def classify_error(err: BaseException) -> LLMCallError:
     if isinstance(err, ValueError):
         # the client could not read what the endpoint answered (langchain's output parsers,
         # pydantic and json all raise ValueError subclasses): another attempt of the same
-        # request is no cure, the caller's re-ask and offline strategy are (issue 28 item 5)
+        # request is no cure, the caller's re-ask and offline strategy are
         return LLMResponseError(f"the model's reply could not be read ({type(err).__name__})",
                                 details={"exception": type(err).__name__})
     return LLMUnavailableError(f"model call failed ({type(err).__name__})")

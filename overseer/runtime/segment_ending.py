@@ -7,7 +7,7 @@ approval of the run is open, writes it itself (:func:`write_ending`): the run's
 thread's final state, the next queued run, the ``NOTIFY`` that answers ``runs.wait``) go out
 before the segment reports, so a waiting client has its answer without the segment's
 report, a workflow task and a local activity in between (the answer comes ~18 ms sooner
-after the segment, which spends ~6 ms more on the write; docs/performance.md, round 18). The
+after the segment, which spends ~6 ms more on the write; docs/performance-history.md). The
 workflow then only publishes the ``end`` item, sets its status and closes; it computes the
 same status with the same function (:func:`run_ending`), from the same values and decision.
 

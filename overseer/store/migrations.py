@@ -177,14 +177,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 29: a submitter's thread search filters by owner in SQL, newest first
+        # a submitter's thread search filters by owner in SQL, newest first
         "agent_threads_owner",
         """
         CREATE INDEX agent_threads_owner ON agent_threads (created_by, updated_at DESC);
         """,
     ),
     (
-        # issue 25: a run's workflow hands its thread on at its end unless the API is
+        # a run's workflow hands its thread on at its end unless the API is
         # cancelling that run (the canceller then owns the thread's state and queue)
         "agent_threads_cancelling",
         """
@@ -192,7 +192,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 26: chat-model tokens of runs as segments, written as they come
+        # chat-model tokens of runs as segments, written as they come
         # (overseer/token_stream.py); seq orders a run's rows, stream_base places them
         "agent_run_tokens",
         """
@@ -207,7 +207,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 25: every hand-off reads and claims a workflow's runs by workflow_run_id
+        # every hand-off reads and claims a workflow's runs by workflow_run_id
         # (save_snapshot, claim_webhooks): an index, not a scan that grows with history
         "agent_runs_workflow_run",
         """
@@ -215,7 +215,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 26: Agent Server crons, each run by a Temporal Schedule (overseer.crons)
+        # Agent Server crons, each run by a Temporal Schedule (overseer.crons)
         "agent_crons",
         """
         CREATE TABLE agent_crons (
@@ -239,7 +239,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 26: assistants made through the Agent Server API, with versions
+        # assistants made through the Agent Server API, with versions
         # (overseer.assistants); a registered graph is an assistant without a row
         "agent_assistants",
         """
@@ -272,7 +272,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 26: a segment's values/updates chunks go live as these rows too; json (not
+        # a segment's values/updates chunks go live as these rows too; json (not
         # jsonb) keeps each object's keys in the order LangGraph gave them
         "agent_run_tokens_json",
         """
@@ -280,7 +280,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 25: every thread's history is LangGraph's own checkpoints; the copies kept
+        # every thread's history is LangGraph's own checkpoints; the copies kept
         # for graphs that ran node by node go with that runtime
         "drop_agent_checkpoints",
         """
@@ -289,7 +289,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
     (
         "approval_per_interrupt",
-        # Each pending interrupt of a run is its own approval (issue 26): one row per
+        # Each pending interrupt of a run is its own approval: one row per
         # approval key (``<round>:<interrupt id>``, ``budget:<n>``); rows written before
         # keep the empty key (one row per run, as then).
         """

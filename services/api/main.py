@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agent_threads,
     )
 
-    # the LangGraph Agent Server API (issue 12)
+    # the LangGraph Agent Server API
     app.include_router(agent_info.router)  # its versions and feature flags
     app.include_router(agent_assistants.router)  # registered graphs, and assistants with versions
     app.include_router(agent_threads.router)  # threads, their state and history

@@ -24,7 +24,7 @@ DEV_SERVER_TUNING = (
     # SQLite in write-ahead-log mode, fsync at checkpoints only: the default rollback journal
     # fsyncs every transaction, which made each workflow-task round trip cost ~50 ms here.
     # WAL + synchronous=normal survives a killed server (it loses nothing but the last
-    # commits on an OS crash). Measured (docs/performance.md): Temporal CPU per run -35 %,
+    # commits on an OS crash). Measured (docs/performance-history.md): Temporal CPU per run -35 %,
     # four no-op activities p50 ~2x faster.
     "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
     # Hand an activity scheduled by a workflow task straight back to the worker that
@@ -37,7 +37,7 @@ DEV_SERVER_TUNING = (
     # removes the wait; the processors still only poll when told there are new tasks (or
     # at their maximum poll interval), so an idle server does not spin. Keys from
     # temporalio/temporal common/dynamicconfig/constants.go (server 1.2x-1.3x); measured
-    # in docs/performance.md (Round 2).
+    # in docs/performance-history.md.
     "--dynamic-config-value", "history.transferProcessorMaxPollRPS=2000",
     "--dynamic-config-value", "history.timerProcessorMaxPollRPS=2000",
     "--dynamic-config-value", "history.visibilityProcessorMaxPollRPS=2000",

@@ -1,4 +1,4 @@
-"""Keep the embedded stack's worker and API running: restart a child that dies, with backoff (issue 25).
+"""Keep the embedded stack's worker and API running: restart a child that dies, with backoff.
 
 ``overseer run`` (``make run``) starts the worker and the API as child processes. A child
 that exits while the stack is running — a crash, an OOM kill, a SIGKILL — is started again

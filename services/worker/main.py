@@ -75,7 +75,7 @@ SANDBOX_PASSTHROUGH = ("workflows", "activities", "overseer", "observability", "
                        "opentelemetry", "pydantic", "yaml", "typing_extensions")
 """Modules the workflow sandbox imports once per process instead of once per workflow run.
 
-Measured with ``make bench`` (docs/performance.md): re-importing (and re-compiling)
+Measured with ``make bench`` (docs/performance-history.md): re-importing (and re-compiling)
 ``workflows.*`` into a fresh sandbox was a quarter of the worker's CPU per run; passing
 them through cut worker CPU per run by about a third, memory per parked run from ~0.6
 to ~0.35 MB, and ended workflow-task time-outs under a burst of starts. The sandbox

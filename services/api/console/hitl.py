@@ -1,4 +1,4 @@
-"""Human-in-the-loop interrupt shapes the console renders as actions (issue 26, items 7 and 10).
+"""Human-in-the-loop interrupt shapes the console renders as actions.
 
 Three shapes people's graphs interrupt with today, each answered the way its graph reads
 the answer:

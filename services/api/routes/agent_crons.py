@@ -1,4 +1,4 @@
-"""The Agent Server's cron API (``client.crons.*``), each cron a Temporal Schedule (issue 26).
+"""The Agent Server's cron API (``client.crons.*``), each cron a Temporal Schedule.
 
 ``POST /runs/crons`` (stateless: a new thread per run), ``POST /threads/{id}/runs/crons``
 (every run on that thread), ``GET/PATCH/DELETE /runs/crons/{cron_id}``,

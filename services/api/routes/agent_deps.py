@@ -1,12 +1,12 @@
 """What the Agent Server routes share: the caller, the thread gate, a JSON body, a thread id.
 
-The LangGraph Agent Server API as ``langgraph-sdk`` sends it (issue 12) is mounted at the
+The LangGraph Agent Server API as ``langgraph-sdk`` sends it is mounted at the
 API root next to ``/v1`` so an existing LangGraph client only changes its URL and key; its
 routes are the ``agent_*`` modules of :mod:`services.api.routes`. Auth: the SDK's
 ``x-api-key`` header (or ``Authorization: Bearer``) carries the same tokens and roles as
 ``/v1``. What differs from LangGraph's server, endpoint by endpoint: ``docs/langgraph-api.md``.
 
-Who may see what (issue 29): every thread and its runs belong to the principal that
+Who may see what: every thread and its runs belong to the principal that
 created them. Every ``/threads/{thread_id}/…`` route depends on :func:`thread_gate` (or, for
 run creation, calls :func:`services.api.agent_auth.gate_thread` itself), and search and
 count filter in SQL, by the one rule of :mod:`overseer.access` — or by a deployment's

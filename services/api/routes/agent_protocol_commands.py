@@ -1,4 +1,4 @@
-"""The thread protocol's commands: ``POST /threads/{thread_id}/commands`` ("Protocol v2", issue 26, item 10).
+"""The thread protocol's commands: ``POST /threads/{thread_id}/commands`` ("Protocol v2").
 
 The thread-scoped protocol that ``@langchain/react`` 1.x ``useStream`` speaks, next to the
 Agent Server API (its events: :mod:`services.api.routes.agent_protocol_stream`). One

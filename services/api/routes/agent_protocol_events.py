@@ -1,4 +1,4 @@
-"""The thread protocol's events: a run's Agent Server events as "Protocol v2" events (issue 26, item 10).
+"""The thread protocol's events: a run's Agent Server events as "Protocol v2" events.
 
 ``@langchain/react`` 1.x ``useStream`` reads a thread as these events
 (:mod:`services.api.routes.agent_protocol_stream`). Every run is ``lifecycle running``,

@@ -1,4 +1,4 @@
-"""The Agent Server's store API (``client.store.*``) on LangGraph's Postgres store (issue 26).
+"""The Agent Server's store API (``client.store.*``) on LangGraph's Postgres store.
 
 ``PUT/GET/DELETE /store/items``, ``POST /store/items/search``, ``POST /store/namespaces``,
 as ``langgraph-sdk`` sends them and the Agent Server answers them, on the same
