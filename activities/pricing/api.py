@@ -27,9 +27,18 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from activities.pricing import chat_approvals, chat_ask, chat_info
+from overseer.plugin import Pipeline
 
-router = APIRouter()
-"""Every chat route (all under ``/api/v1/chat``, tagged ``chat``), in the order they match."""
-router.include_router(chat_info.router)
-router.include_router(chat_ask.router)
-router.include_router(chat_approvals.router)
+
+def build_router(pipeline: Pipeline) -> APIRouter:
+    """Every chat route (all under ``/api/v1/chat``, tagged ``chat``), in the order they match.
+
+    Args:
+        pipeline: the pricing pipeline as declared (``activities.pricing.pipeline``); the
+            asks start its runs.
+    """
+    router = APIRouter()
+    router.include_router(chat_info.router)
+    router.include_router(chat_ask.build_router(pipeline))
+    router.include_router(chat_approvals.router)
+    return router

@@ -13,27 +13,28 @@ from typing import Any
 from activities.pricing.agent import single_agent
 from activities.pricing.catalog import Catalog
 from activities.pricing.options import pricing_options
-from activities.pricing.pipeline import PIPELINE as PRICING
 from activities.pricing.router import RouteDecision
 from activities.pricing.schemas import ChatRequest
 from overseer.plugin import (
     RUN_COMPLETED,
     RUN_SUBMITTED,
     NewEvent,
+    Pipeline,
     Principal,
     Settings,
     append_events,
 )
 
 
-async def fast_path(pool: Any, settings: Settings, body: ChatRequest, principal: Principal,
-                    catalog: Catalog, scope: dict[str, Any], route: RouteDecision, run_id: str,
-                    model: str, reason: str, started: float,
+async def fast_path(pipeline: Pipeline, pool: Any, settings: Settings, body: ChatRequest,
+                    principal: Principal, catalog: Catalog, scope: dict[str, Any],
+                    route: RouteDecision, run_id: str, model: str, reason: str, started: float,
                     prior: list[NewEvent] | None = None) -> AsyncIterator[dict[str, Any]]:
     """The single agent's events with ``seq``; the answer is recorded as a run before ``done``.
 
-    ``prior``: ``llm.called`` events of calls made for this run before it (the API's intent
-    classifier), written with its own.
+    ``pipeline``: the pricing pipeline as declared (``activities.pricing.pipeline``), whose
+    run the answer is recorded as. ``prior``: ``llm.called`` events of calls made for this
+    run before it (the API's intent classifier), written with its own.
     """
     seq = 0
     ledger: list[NewEvent] = list(prior or [])
@@ -46,16 +47,17 @@ async def fast_path(pool: Any, settings: Settings, body: ChatRequest, principal:
                                     record=record, model_reason=reason):
         seq += 1
         if event.get("done"):
-            await record_fast_answer(pool, body, principal, catalog, scope, route, run_id,
-                                     model, reason, event, started, ledger)
+            await record_fast_answer(pipeline, pool, body, principal, catalog, scope, route,
+                                     run_id, model, reason, event, started, ledger)
         yield {**event, "seq": seq}
 
 
-async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal, catalog: Catalog,
-                             scope: dict[str, Any], route: RouteDecision, run_id: str, model: str,
-                             reason: str, event: dict[str, Any], started: float,
+async def record_fast_answer(pipeline: Pipeline, pool: Any, body: ChatRequest,
+                             principal: Principal, catalog: Catalog, scope: dict[str, Any],
+                             route: RouteDecision, run_id: str, model: str, reason: str,
+                             event: dict[str, Any], started: float,
                              ledger: list[NewEvent] | None = None) -> None:
-    """Record a fast-path answer as a run, in one transaction (audit trail, session memory).
+    """Record a fast-path answer as a run of ``pipeline``, in one transaction (audit trail, session memory).
 
     ``run.submitted``, every model attempt (``llm.called``), ``run.completed``; a model
     failure that fell back to the rules answer is in the snapshot's ``fallback``.
@@ -66,7 +68,7 @@ async def record_fast_answer(pool: Any, body: ChatRequest, principal: Principal,
                      actor=f"api:{principal.subject}",
                      # The id its workflow would have: none exists, so Temporal answers
                      # NOT_FOUND to anything sent there (the admin API's 409), never a 5xx.
-                     data={"pipeline": PRICING.name, "workflow_id": PRICING.workflow_id(run_id),
+                     data={"pipeline": pipeline.name, "workflow_id": pipeline.workflow_id(run_id),
                            "submitted_by": principal.subject,
                            "input": {"message": body.message, "session_id": body.session_id,
                                      "path": "single_agent", "route": route.to_dict(),

@@ -16,7 +16,6 @@ from activities.pricing import stream as events
 from activities.pricing.catalog import Catalog
 from activities.pricing.chat_runs import json_column
 from activities.pricing.options import pricing_options
-from activities.pricing.pipeline import PIPELINE as PRICING
 from activities.pricing.router import RouteDecision
 from activities.pricing.run import initial_state
 from activities.pricing.schemas import ChatRequest
@@ -25,6 +24,7 @@ from overseer.plugin import (
     RUN_SUBMITTED,
     ConflictError,
     NewEvent,
+    Pipeline,
     Principal,
     RunRequest,
     Settings,
@@ -36,13 +36,17 @@ from overseer.plugin import (
 )
 
 
-async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body: ChatRequest,
-                             principal: Principal, catalog: Catalog, scope: dict[str, Any],
-                             route: RouteDecision, run_id: str, history: list[dict[str, str]],
-                             model: str, reason: str, hint: str | None,
-                             idempotency_key: str | None) -> None:
-    """Snapshot the catalog, record ``run.submitted`` and start the workflow (idempotent by key)."""
-    workflow_id = PRICING.workflow_id(run_id)
+async def start_orchestrator(pipeline: Pipeline, pool: Any, temporal: Any, settings: Settings,
+                             body: ChatRequest, principal: Principal, catalog: Catalog,
+                             scope: dict[str, Any], route: RouteDecision, run_id: str,
+                             history: list[dict[str, str]], model: str, reason: str,
+                             hint: str | None, idempotency_key: str | None) -> str:
+    """Snapshot the catalog, record ``run.submitted`` and start the workflow (idempotent by key).
+
+    ``pipeline`` is the pricing pipeline as declared (``activities.pricing.pipeline``).
+    Returns the run's workflow id.
+    """
+    workflow_id = pipeline.workflow_id(run_id)
     data = catalog.to_csv()
     async with pool.acquire() as conn, conn.transaction():
         existing = await conn.fetchrow("SELECT input FROM runs WHERE run_id = $1",
@@ -54,7 +58,7 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
                              filename="catalog.csv", content_type="text/csv")
         await append_events(conn, [NewEvent(
             run_id=run_id, key="run.submitted", type=RUN_SUBMITTED, actor=f"api:{principal.subject}",
-            data={"pipeline": PRICING.name, "workflow_id": workflow_id,
+            data={"pipeline": pipeline.name, "workflow_id": workflow_id,
                   "submitted_by": principal.subject, "idempotency_key": idempotency_key,
                   "input": {"message": body.message, "session_id": body.session_id,
                             "path": "orchestrator", "route": route.to_dict(), "scope": scope,
@@ -71,14 +75,19 @@ async def start_orchestrator(pool: Any, temporal: Any, settings: Settings, body:
         route=route.to_dict(), session_id=body.session_id, model=model, model_reason=reason,
         model_hint=hint)
     await start_or_record(pool, temporal, settings, RunRequest(
-        pipeline=PRICING, run_id=run_id, input=state, submitted_by=principal.subject,
+        pipeline=pipeline, run_id=run_id, input=state, submitted_by=principal.subject,
         snapshot=options, summary=f"pricing: {body.message[:80]}"))
+    return workflow_id
 
 
-async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_offset: int = 0,
+async def orchestrator_events(pool: Any, temporal: Any, run_id: str, workflow_id: str, *,
+                              from_offset: int = 0,
                               poll_cooldown: timedelta = timedelta(milliseconds=50),
                               max_errors: int = 5) -> AsyncIterator[dict[str, Any]]:
     """The run's stream events after the first ``from_offset``, each with its dense ``seq`` (1, 2 …).
+
+    ``workflow_id`` is the run's workflow (what :func:`start_orchestrator` returns, and the
+    run's ``workflow_id`` as stored).
 
     Two sources merged in one order (:func:`overseer.token_stream.merge_live`): the events
     the run's workflow publishes on its durable stream (the plan, the sign-off, the
@@ -93,7 +102,7 @@ async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_off
     """
     seq = 0
     merged = merge_live(
-        pool, _durable_events(temporal, run_id, poll_cooldown, max_errors), run_id,
+        pool, _durable_events(temporal, run_id, workflow_id, poll_cooldown, max_errors), run_id,
         lambda entry: bool(entry[2].get("done")))
     async for entry in merged:
         if entry[0] == "token":
@@ -110,10 +119,9 @@ async def orchestrator_events(pool: Any, temporal: Any, run_id: str, *, from_off
             return
 
 
-async def _durable_events(temporal: Any, run_id: str, poll_cooldown: timedelta,
+async def _durable_events(temporal: Any, run_id: str, workflow_id: str, poll_cooldown: timedelta,
                           max_errors: int) -> AsyncIterator[tuple[Any, ...]]:
     """The workflow's stream from offset 0: ``("item", offset, event)``, or a last error event."""
-    workflow_id = PRICING.workflow_id(run_id)
     async for entry in durable_items(
             temporal, workflow_id, events.STREAM_TOPIC,
             lambda _, data: isinstance(data, dict) and bool(data.get("done")),

@@ -19,15 +19,15 @@ from overseer.plugin import Api, Gate, Intake, NodeHooks, Pipeline, RunHooks
 def build_router() -> Any:
     """The pipeline's own routes (``Pipeline.api.router``).
 
-    The chat (``/api/v1/chat``, SSE, sign-off, cancel) and the policy check utility
-    (``/api/v1/policy/check``).
+    The chat (``/api/v1/chat``, SSE, sign-off, cancel), given :data:`PIPELINE` for the runs
+    it starts, and the policy check utility (``/api/v1/policy/check``).
     """
     from fastapi import APIRouter
 
     from activities.pricing import api, policy_api
 
     router = APIRouter()
-    router.include_router(api.router)
+    router.include_router(api.build_router(PIPELINE))
     router.include_router(policy_api.router)
     return router
 

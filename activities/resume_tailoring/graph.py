@@ -32,7 +32,13 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from activities.resume_tailoring.state import ResumeInputState, ResumeState
+from activities.resume_tailoring import nodes
+from activities.resume_tailoring.state import (
+    DEFAULT_MAX_REVISIONS,
+    DEFAULT_TARGET_ATS,
+    ResumeInputState,
+    ResumeState,
+)
 
 GRAPH_NAME = "resume_tailoring"
 
@@ -41,8 +47,6 @@ AGENTS = ("input_processing_agent", "format_strategy_agent", "resume_drafting_ag
           "finalization_agent")
 """The seed's agent nodes; each has an edge back to ``supervisor``."""
 
-DEFAULT_TARGET_ATS = 0.85
-DEFAULT_MAX_REVISIONS = 3
 MAX_DRAFT_PASSES = 8
 """Safety bound on drafting visits for one draft (a drafter that never completes)."""
 
@@ -55,8 +59,6 @@ def build_resume_tailoring_graph() -> StateGraph[Any]:
         :class:`ResumeInputState` (``base_resume``, ``job_description``, ``preferences``,
         ``run_id``, ``options``, ``metadata``).
     """
-    from activities.resume_tailoring import nodes
-
     graph = StateGraph(ResumeState, input_schema=ResumeInputState)
     graph.add_node("supervisor", supervisor, destinations=(*AGENTS, END))
     graph.add_node("input_processing_agent", nodes.input_processing_agent)

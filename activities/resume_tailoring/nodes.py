@@ -13,7 +13,6 @@ from typing import Any
 from activities.resume_tailoring import llm_drafting
 from activities.resume_tailoring.ats import score_resume
 from activities.resume_tailoring.drafting import DEFAULT_GUIDELINES, PASSES, draft_pass, start_draft
-from activities.resume_tailoring.graph import DEFAULT_MAX_REVISIONS, DEFAULT_TARGET_ATS
 from activities.resume_tailoring.honesty import find_violations
 from activities.resume_tailoring.jobs import parse_job
 from activities.resume_tailoring.reflexion import (
@@ -29,7 +28,7 @@ from activities.resume_tailoring.resume import (
     render_markdown,
     schema_errors,
 )
-from activities.resume_tailoring.state import ResumeState
+from activities.resume_tailoring.state import DEFAULT_MAX_REVISIONS, DEFAULT_TARGET_ATS, ResumeState
 
 log = logging.getLogger("overseer.resume_tailoring")
 

@@ -14,11 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from activities.resume_tailoring.graph import (
-    DEFAULT_MAX_REVISIONS,
-    DEFAULT_TARGET_ATS,
-    build_resume_tailoring_graph,
-)
+from activities.resume_tailoring.graph import build_resume_tailoring_graph
+from activities.resume_tailoring.state import DEFAULT_MAX_REVISIONS, DEFAULT_TARGET_ATS
 from overseer.plugin import DecisionRefusedError, Gate, Intake, NodeHooks, Pipeline
 
 MAX_TEXT_CHARS = 100_000

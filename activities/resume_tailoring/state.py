@@ -29,6 +29,11 @@ Phase = Literal[
 HumanDecision = Literal["approved", "revise", "rejected", "timeout", "error"]
 """Seed 001 ``human_decision`` (plus ``rejected``, which ends the run)."""
 
+DEFAULT_TARGET_ATS = 0.85
+"""Seed 001's ``target_ats_objective`` when neither the preferences nor the options set one."""
+DEFAULT_MAX_REVISIONS = 3
+"""``max_revisions`` when neither the preferences nor the options set it."""
+
 
 class ResumeInputState(TypedDict, total=False):
     """What a run starts with (the API's ``input`` plus what the runtime adds)."""

@@ -117,6 +117,7 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
     import uuid
 
     from activities.pricing.chat_fast_path import fast_path
+    from activities.pricing.pipeline import PIPELINE
     from activities.pricing.router import decide_route
     from activities.pricing.schemas import ChatRequest
     from overseer.access import Principal
@@ -127,10 +128,10 @@ async def test_the_route_records_the_attempt_and_the_fallback_with_the_run(db):
     llm.set_chat_model_factory(lambda s, m: FailingChatModel(messages=iter([]), status=429))
     try:
         out = [e async for e in fast_path(
-            db, Settings(), ChatRequest(message=MESSAGE), Principal(subject="alice",
-                                                                   role="submitter"),
-            catalog, resolve_scope(MESSAGE, catalog), decide_route(MESSAGE), run_id,
-            "gpt-4o-mini", "global_default", time.monotonic())]
+            PIPELINE, db, Settings(), ChatRequest(message=MESSAGE),
+            Principal(subject="alice", role="submitter"), catalog,
+            resolve_scope(MESSAGE, catalog), decide_route(MESSAGE), run_id, "gpt-4o-mini",
+            "global_default", time.monotonic())]
     finally:
         llm.set_chat_model_factory(None)
     assert out[-1]["fallback"]["code"] == "rate_limit"

@@ -80,7 +80,7 @@ async def read_stream(db, client: Client, run_id: str, *, until, after: int = 0
     (tool calls, summaries, tokens), as ``orchestrator_events`` gives them.
     """
     out: list[tuple[int, dict[str, Any]]] = []
-    async for event in orchestrator_events(db, client, run_id, from_offset=after,
+    async for event in orchestrator_events(db, client, run_id, f"pricing-{run_id}", from_offset=after,
                                            poll_cooldown=timedelta(milliseconds=20)):
         seq = event.pop("seq")
         out.append((seq, event))
