@@ -137,7 +137,7 @@ from overseer.store.events import (
     NewEvent,
     append_events,
 )
-from overseer.token_stream import count_own, durable_items, merge_live
+from overseer.token_reader import count_own, durable_items, merge_live
 
 if TYPE_CHECKING:
     from overseer.http_routes import (

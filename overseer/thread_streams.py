@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg
 from temporalio.client import Client
 
-from overseer import token_stream
+from overseer import token_reader
 from overseer.errors import InvalidRequestError
 from overseer.graph_codec import to_jsonable
 from overseer.registry import get_registry
@@ -92,7 +92,7 @@ async def _stream_items(temporal: Client, wid: str, run: asyncpg.Record,
         return isinstance(data, dict) and data.get("event") in RUN_ENDINGS \
             and offset >= run["from_offset"]
 
-    async for entry in token_stream.durable_items(temporal, wid, STREAM_TOPIC, ending,
+    async for entry in token_reader.durable_items(temporal, wid, STREAM_TOPIC, ending,
                                                   poll_cooldown=poll_cooldown):
         if entry[0] == "item":
             event = entry[2] if isinstance(entry[2], dict) else {}
@@ -160,7 +160,7 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    entries = token_stream.merge_live(  # chunks, tokens and custom writes come as rows
+    entries = token_reader.merge_live(  # chunks, tokens and custom writes come as rows
         pool, entries, str(run["workflow_run_id"]),
         lambda entry: entry[2] in RUN_ENDINGS and entry[1] >= first)
     async for entry in entries:
@@ -509,7 +509,7 @@ async def wait_values(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record)
         return {"__error__": failed}
     run = started
     wid = str(run["workflow_run_id"])
-    feed = token_stream.listener(pool)
+    feed = token_reader.listener(pool)
     wake = await feed.watch(wid, states_only=True)  # not woken by its live chunks
     loop = asyncio.get_running_loop()
     asked, every = loop.time(), WAIT_SYNC_SECONDS

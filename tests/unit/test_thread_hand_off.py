@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import asyncpg
 
-from overseer import thread_queue, token_stream
+from overseer import thread_queue, token_reader
 from overseer.settings import Settings
 from overseer.store.events import (
     RUN_CANCELLED,
@@ -53,7 +53,7 @@ def _ended(values: dict[str, Any], event: str = "end") -> dict[str, Any]:
 async def test_the_ending_run_leaves_its_state_and_frees_the_thread(
         pool: asyncpg.Pool, test_settings: Settings) -> None:
     tid, rid = await _thread_with_run(pool)
-    feed = token_stream.listener(pool)
+    feed = token_reader.listener(pool)
     woken = await feed.watch(str(rid))  # a runs.wait of the run
     try:
         left = await thread_queue.hand_off(pool, cast(Any, None), test_settings,

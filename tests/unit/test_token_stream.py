@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage
 
-from overseer import token_stream
+from overseer import token_reader, token_stream
 from overseer.thread_streams import StreamDeriver, parse_last_event_id
 
 RUN = {"run_id": "r-1", "thread_id": "t-1", "graph_id": "chatty", "assistant_id": "a-1",
@@ -76,22 +76,22 @@ async def test_rows_come_back_in_order_and_only_up_to_the_readers_offset(pool: a
     later = token_stream.TokenWriter(pool, run, stream_base=4)
     await later.add(_chunk("d"))
     await later.close()
-    rows = await token_stream.read_tokens(pool, run, 0, max_base=3)
+    rows = await token_reader.read_tokens(pool, run, 0, max_base=3)
     assert [r["stream_base"] for r in rows] == [1, 1, 1]  # the later segment's wait
     assert [_json(r["data"])[0]["content"] for r in rows] == ["a", "b", "c"]
-    rest = await token_stream.read_tokens(pool, run, rows[-1]["seq"], max_base=4)
+    rest = await token_reader.read_tokens(pool, run, rows[-1]["seq"], max_base=4)
     assert [_json(r["data"])[0]["content"] for r in rest] == ["d"]
 
 
 async def test_a_buffered_token_is_written_without_waiting_for_the_next(pool: asyncpg.Pool):
     run = str(uuid.uuid4())
     writer = token_stream.TokenWriter(pool, run, stream_base=1)
-    feed = token_stream.listener(pool)
+    feed = token_reader.listener(pool)
     woken = await feed.watch(run)
     try:
         await writer.add(_chunk("alone"))
         await asyncio.wait_for(woken.wait(), 5)  # NOTIFY after the timed flush
-        assert len(await token_stream.read_tokens(pool, run, 0, max_base=1)) == 1
+        assert len(await token_reader.read_tokens(pool, run, 0, max_base=1)) == 1
         await writer.close()
         assert writer.written == 1
     finally:
@@ -103,16 +103,16 @@ async def test_a_lost_listen_connection_wakes_every_reader_and_they_poll_until_i
         pool: asyncpg.Pool):
     """With ``LISTEN`` up a reader waits long (a ``NOTIFY`` wakes it); losing it wakes them all."""
     run = str(uuid.uuid4())
-    feed = token_stream.listener(pool)
+    feed = token_reader.listener(pool)
     woken = await feed.watch(run)
     try:
-        assert feed.poll_seconds == token_stream.LISTENING_POLL_SECONDS
+        assert feed.poll_seconds == token_reader.LISTENING_POLL_SECONDS
         pid = feed._conn.get_server_pid()
         await pool.execute("SELECT pg_terminate_backend($1)", pid)
         await asyncio.wait_for(woken.wait(), 5)  # woken to look again: NOTIFYs are missed now
-        assert feed.poll_seconds == token_stream.POLL_SECONDS
+        assert feed.poll_seconds == token_reader.POLL_SECONDS
         again = await feed.watch(run)  # the next reader listens again, on a new connection
-        assert feed.poll_seconds == token_stream.LISTENING_POLL_SECONDS
+        assert feed.poll_seconds == token_reader.LISTENING_POLL_SECONDS
         assert feed._conn.get_server_pid() != pid
         await feed.unwatch(run, again)
     finally:
@@ -122,7 +122,7 @@ async def test_a_lost_listen_connection_wakes_every_reader_and_they_poll_until_i
 
 async def test_a_runs_wait_wakes_on_its_runs_state_not_on_its_live_chunks(pool: asyncpg.Pool):
     run = str(uuid.uuid4())
-    feed = token_stream.listener(pool)
+    feed = token_reader.listener(pool)
     reader = await feed.watch(run)  # a stream's reader of the run's tokens
     waiting = await feed.watch(run, states_only=True)  # a runs.wait of the run
     try:
@@ -162,10 +162,10 @@ async def test_chunks_wait_for_the_next_token_and_keep_the_loops_order(pool: asy
     await writer.add(token_stream.chunk_item("values", {"n": 1}),
                      within=token_stream.CHUNK_FLUSH_SECONDS)
     await asyncio.sleep(3 * token_stream.FLUSH_SECONDS)
-    assert await token_stream.read_tokens(pool, run, 0, max_base=1) == []  # not yet
+    assert await token_reader.read_tokens(pool, run, 0, max_base=1) == []  # not yet
     await writer.add(_chunk("tok"))
     await asyncio.sleep(3 * token_stream.FLUSH_SECONDS)
-    rows = [_json(r["data"]) for r in await token_stream.read_tokens(pool, run, 0, max_base=1)]
+    rows = [_json(r["data"]) for r in await token_reader.read_tokens(pool, run, 0, max_base=1)]
     assert rows[0] == {"item": "values", "data": {"n": 1}} and rows[1][0]["content"] == "tok"
     await writer.close()
     assert writer.written == 2
@@ -180,7 +180,7 @@ async def test_closing_while_a_write_is_under_way_loses_nothing(pool: asyncpg.Po
     await writer.add(token_stream.chunk_item("updates", {"sign": {"m": 1}}),
                      within=token_stream.CHUNK_FLUSH_SECONDS)
     await writer.close()  # whatever timer is writing finishes its write first
-    rows = [_json(r["data"]) for r in await token_stream.read_tokens(pool, run, 0, max_base=1)]
+    rows = [_json(r["data"]) for r in await token_reader.read_tokens(pool, run, 0, max_base=1)]
     assert [r[0]["content"] for r in rows[:5]] == [f"t{i}" for i in range(5)]
     assert rows[5] == {"item": "updates", "data": {"sign": {"m": 1}}} and len(rows) == 6
     assert StreamDeriver(RUN, ["updates"]).token(rows[5], 1) == [  # type: ignore[arg-type]
@@ -205,7 +205,7 @@ def _reader(pool: asyncpg.Pool, run: str, got: list[tuple[Any, ...]],
                 return
 
     async def read() -> None:
-        async for entry in token_stream.merge_live(pool, durable(), run, lambda e: e[1] == 1):
+        async for entry in token_reader.merge_live(pool, durable(), run, lambda e: e[1] == 1):
             got.append(entry)
             if entry[0] == "token" and seen_row is not None:
                 seen_row.set()
@@ -221,7 +221,7 @@ async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_ne
     item that precedes them; once that item arrives they follow it at once. The poll is set
     to a minute, so a reader that dropped the wake-up would not give them within the test.
     """
-    monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
+    monkeypatch.setattr(token_reader, "POLL_SECONDS", 60.0)
     run = str(uuid.uuid4())
     got: list[tuple[Any, ...]] = []
     seen_row = asyncio.Event()
@@ -243,16 +243,16 @@ async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_ne
 
 
 def test_a_batch_carried_after_what_the_reader_gave_is_taken_a_gap_or_a_lost_notify_is_not():
-    wake = token_stream.Wake()
-    wake.batches.extend([token_stream.Batch(1, 4, [(5, "a"), (6, "b")]),
-                         token_stream.Batch(1, 6, [(7, "c")]),
-                         token_stream.Batch(2, 7, [(9, "d")])])  # the next segment's: waits
+    wake = token_reader.Wake()
+    wake.batches.extend([token_reader.Batch(1, 4, [(5, "a"), (6, "b")]),
+                         token_reader.Batch(1, 6, [(7, "c")]),
+                         token_reader.Batch(2, 7, [(9, "d")])])  # the next segment's: waits
     assert wake.take(4, bound=1) == [(5, 1, "a"), (6, 1, "b"), (7, 1, "c")]
     assert wake.take(7, bound=1) == [] and len(wake.batches) == 1
     assert wake.take(7, bound=2) == [(9, 2, "d")]
-    wake.batches.append(token_stream.Batch(2, 11, [(12, "f")]))  # row 10 was never carried
+    wake.batches.append(token_reader.Batch(2, 11, [(12, "f")]))  # row 10 was never carried
     assert wake.take(9, bound=2) is None and not wake.batches
-    wake.batches.append(token_stream.Batch(2, 12, [(13, "g")]))
+    wake.batches.append(token_reader.Batch(2, 12, [(13, "g")]))
     wake.stale = True  # a NOTIFY without its rows, or a lost connection
     assert wake.take(12, bound=2) is None and not wake.stale
 
@@ -262,15 +262,15 @@ async def test_a_streaming_reply_reaches_its_reader_in_the_notifies_not_in_a_rea
     """Every row comes once and in order; the table is read only at the start, at durable
     items and for the batch too large to ride in its ``NOTIFY``."""
     reads = 0
-    real_read = token_stream.read_tokens
+    real_read = token_reader.read_tokens
 
     async def counted(*args: Any) -> Any:
         nonlocal reads
         reads += 1
         return await real_read(*args)
 
-    monkeypatch.setattr(token_stream, "read_tokens", counted)
-    monkeypatch.setattr(token_stream, "POLL_SECONDS", 60.0)
+    monkeypatch.setattr(token_reader, "read_tokens", counted)
+    monkeypatch.setattr(token_reader, "POLL_SECONDS", 60.0)
     run = str(uuid.uuid4())
     got: list[tuple[Any, ...]] = []
     feed, reader = _reader(pool, run, got)
