@@ -1,4 +1,4 @@
-"""Agent Server assistants made through the API: a graph with its own config, context, versions (issue 26).
+"""Agent Server assistants made through the API: a graph with its own config, context, versions.
 
 Every registered graph is an assistant already (its id derived from the graph's name,
 :func:`assistant_id_of`; config and context empty; read-only). An

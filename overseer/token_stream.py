@@ -1,4 +1,4 @@
-"""Live streams for Agent Server runs that run as segments (issue 26): tokens, custom writes, state.
+"""Live streams for Agent Server runs: tokens, custom writes and LangGraph's chunks, as rows.
 
 A run segment (:func:`overseer.runtime.segments.run_segment`) runs LangGraph's own loop with its
 ``messages`` stream mode, which gives every chat-model token chunk of every node (and every

@@ -88,8 +88,8 @@ class SegmentRunWorkflow:
     Not sandboxed: no user graph code runs in this workflow (LangGraph's loop runs in the
     segment activities), only Overseer's own gate, events and bookkeeping and a pipeline's
     pure hooks (``result``, ``checked_decision``), which must be deterministic anyway. The
-    sandbox's per-activation cost was ~20 ms of worker CPU per run (docs/performance.md,
-    round 7).
+    sandbox's per-activation cost was ~20 ms of worker CPU per run
+    (docs/performance-history.md).
     """
 
     @workflow.init

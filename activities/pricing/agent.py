@@ -5,7 +5,7 @@ calls ``optimize_price`` for the items the ask names (a forced tool choice: no m
 trip to decide it) and then answers. Offline the answer is a fixed sentence built from the
 tool's result (``strategy: rules``); with a model configured the model phrases the answer
 from the tool's result, streamed token by token through the chat model's own ``astream``
-(seed 003 AC2; it replaced the deprecated ``astream_events(version="v1")``, issue 28),
+(seed 003 AC2; it replaced the deprecated ``astream_events(version="v1")``),
 and the rules sentence is the fallback when the model says nothing **or fails**.
 
 A model failure (429, 5xx, time-out, refusal, …) never fails the ask: the deterministic

@@ -80,7 +80,7 @@ async def reporter_worker(state: PricingState) -> dict[str, Any]:
     Tokens of an attempt that fails part-way are not withdrawn: a retried attempt streams
     its text again (the final ``message`` is authoritative).
 
-    A summary the model cannot give usably (issue 28 item 5) — empty, unreadable (a
+    A summary the model cannot give usably — empty, unreadable (a
     ``ValueError`` from the client), or stating a number the facts do not — is asked for once
     more with what was wrong; if that one is unusable too, or the model refuses or the
     endpoint rejects the request, the template report is streamed instead (after a blank

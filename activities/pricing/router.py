@@ -11,7 +11,7 @@ one, so the offline answer and the online answer route the same way for the seed
   proposal, and when asked) → ``explainer`` → ``sensitivity`` → ``reporter`` (always last) →
   ``approval`` (only when the ask is a proposal or report of new prices, an instruction to
   change prices however it is phrased — "set every History price to its optimum", "make
-  TB001-campus cost what it should" (:func:`asks_for_changes`, issue 28) — or
+  TB001-campus cost what it should" (:func:`asks_for_changes`) — or
   ``plan=true``; a question such as "what's the best price for X and why?" or "should I
   raise the History prices?" is answered, not signed off).
 
@@ -73,7 +73,7 @@ def _keyword_pattern(keyword: str) -> re.Pattern[str]:
 
 _PATTERNS = {intent: tuple(_keyword_pattern(k) for k in kws) for intent, kws in KEYWORDS.items()}
 _CHANGE_PATTERNS = tuple(_keyword_pattern(k) for k in CHANGE_KEYWORDS)
-# An instruction to change prices, however it is phrased (issue 28): a clause that starts,
+# An instruction to change prices, however it is phrased: a clause that starts,
 # after a courtesy ("please", "can you", "go ahead and", "I want you to" …), with a verb that
 # changes something, and names a price, a cost or an item. A question ("should I raise …?",
 # "what if I lowered …") does not start with the verb, so it is answered, not signed off.

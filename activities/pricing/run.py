@@ -196,7 +196,7 @@ def result(state: Mapping[str, Any]) -> dict[str, Any]:
     Report with the sign-off's tail, plan, scope, tools, strategy, model, change count,
     uplift, violations, approved prices, catalog hash; ``strategies`` (``rules`` for the
     workers' tools, ``llm:<model>`` when the model's summary was used) and the reporter's
-    ``fallback`` ``{code, message}`` when the model's summary was unusable (issue 28 item 5).
+    ``fallback`` ``{code, message}`` when the model's summary was unusable.
     """
     outcome = state.get("outcome") or "answered"
     message = (str(state.get("report") or "") + decision_tail(state)) or "Nothing to report."

@@ -22,7 +22,7 @@ The graph runs as segments (``SegmentRunWorkflow``): from the start, or a review
 decision, to the next interrupt or the end, LangGraph's own loop runs in one heartbeating
 activity on its Postgres checkpointer, so no node carries options of its own (a node with
 options would leave the segment as its own activity). The Temporal Web UI names the nodes
-each segment ran; docs/performance.md has the measurement that chose this.
+each segment ran; docs/performance-history.md has the measurement that chose this.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def schema_errors(resume: dict[str, Any]) -> list[str]:
     Structure only: ``format`` keywords are annotations in draft 4 (resume-schema's own
     sample has an empty profile URL and a URL without a scheme), so they are not enforced.
     """
-    import jsonschema  # ~33 MB: only where resumes are validated (worker idle RSS, issue 16)
+    import jsonschema  # ~33 MB: only where resumes are validated (keeps the worker's idle RSS low)
 
     validator = jsonschema.Draft4Validator(resume_schema())
     return sorted(f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
