@@ -69,6 +69,8 @@ def _fenced(saver_class: type) -> type:
     checkpoint whose tokens a client could not get); the write itself runs in one
     transaction that first takes a share lock on the attempt's fence row
     (:data:`overseer.fencing.FENCE_HELD`) and goes on only while the attempt holds it.
+    On a connection pool (the worker's and the API's) no lock serialises the process's
+    checkpoint reads and writes: each cursor takes a pooled connection of its own.
 
     Raises (from ``aput`` / ``aput_writes``):
         overseer.fencing.StaleAttempt: a newer attempt holds the segment.
@@ -76,6 +78,7 @@ def _fenced(saver_class: type) -> type:
     """
     from langgraph.checkpoint.postgres import _ainternal
     from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
 
     from overseer.fencing import FENCE_HELD, StaleAttempt, current
     from overseer.token_stream import current_writers
@@ -95,14 +98,30 @@ def _fenced(saver_class: type) -> type:
 
         @contextlib.asynccontextmanager
         async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+            # LangGraph's saver serialises every read and write on one lock, which a single
+            # connection needs; on a pool each cursor has a connection of its own, so the
+            # process's segments read and write their checkpoints side by side
+            pooled = isinstance(self.conn, AsyncConnectionPool)
             fence = current.get()
-            if fence is None or not pipeline:  # reads, and writes outside a segment
+            if not pooled and (fence is None or not pipeline):
                 async with super()._cursor(pipeline=pipeline) as cur:
                     yield cur
                 return
+            if fence is None or not pipeline:  # reads, and writes outside a segment
+                async with _ainternal.get_connection(self.conn) as conn:
+                    if pipeline:  # LangGraph's writes: pipeline mode, or one transaction
+                        async with (conn.pipeline() if self.supports_pipeline
+                                    else conn.transaction()), \
+                                conn.cursor(binary=True, row_factory=dict_row) as cur:
+                            yield cur
+                    else:
+                        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                            yield cur
+                return
             # a segment's write: in one transaction with a share lock on its fence row, so
             # it commits before a newer attempt's claim (which waits for it) or not at all
-            async with self.lock, _ainternal.get_connection(self.conn) as conn, \
+            async with (contextlib.nullcontext() if pooled else self.lock), \
+                    _ainternal.get_connection(self.conn) as conn, \
                     conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
                 await cur.execute(FENCE_HELD, (fence.run_id, fence.segment))
                 row = await cur.fetchone()
