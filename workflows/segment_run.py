@@ -103,8 +103,9 @@ class SegmentRunWorkflow:
         self.stream = self._out.stream
         self._gate = ApprovalGate(self._state, self._recorder, PipelineDecisions(
             self._spec, lambda: (self._out.snapshot or {}).get("values")))
-        self._budget = BudgetGate(self._state, self._gate, inp.run_settings().approval)
-        self._runner = SegmentRunner(inp.pipeline, inp.run_settings().local_seconds)
+        self._run = inp.run_settings()  # how the run runs, read once
+        self._budget = BudgetGate(self._state, self._gate, self._run.approval)
+        self._runner = SegmentRunner(inp.pipeline, self._run.local_seconds)
         self._ladders: dict[str, asyncio.Task[None]] = {}
         self._segments_run = 0
         self._denied = False
@@ -204,7 +205,7 @@ class SegmentRunWorkflow:
         local tries checkpointed when each ends (a crash reruns one, under 5 s) unless the
         run's settings already try them locally.
         """
-        spec, run = self._spec, inp.run_settings()
+        spec, run = self._spec, self._run
         self._state.budget = {"usd": run.llm_budget_usd, "tokens": run.llm_budget_tokens}
         durability = "async"
         if not self._runner.local_seconds and spec.run.local_segments is not None and \
@@ -401,7 +402,7 @@ class SegmentRunWorkflow:
             (at least one): the resume map of the next segment.
         """
         gate, out, recorder = self._gate, self._out, self._recorder
-        ladder = EscalationLadder.from_dict(self._inp.run_settings().approval)
+        ladder = EscalationLadder.from_dict(self._run.approval)
         sla = timedelta(seconds=ladder.sla_seconds or 72 * 3600)
         ids = [i.id for i in pending]
         self._state.moves += 1  # the run reached its next state
@@ -451,7 +452,7 @@ class SegmentRunWorkflow:
         Checked between segments; ``continue_as_new_after_segments`` (tests and tuning)
         continues after that many segments of this workflow run.
         """
-        limit = self._inp.run_settings().continue_as_new_after_segments
+        limit = self._run.continue_as_new_after_segments
         return workflow.info().is_continue_as_new_suggested() or \
             (limit > 0 and self._segments_run >= limit)
 
