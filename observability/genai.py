@@ -272,18 +272,28 @@ _installed: OpenTelemetryCallbackHandler | None = None
 def instrument_langchain() -> OpenTelemetryCallbackHandler:
     """Install the process-wide LangChain → OpenTelemetry handler (idempotent).
 
+    It joins every LangChain run's callbacks once this process records spans
+    (:func:`observability.tracing.when_recording`): until then each token and each runnable
+    would call it to make a span nobody records.
+
     Returns:
         The handler (tests may inspect it).
     """
-    global _installed, _handler_var
+    global _installed
     if _installed is not None:
         return _installed
-    from langchain_core.tracers.context import register_configure_hook
+    from observability.tracing import when_recording
 
-    handler = OpenTelemetryCallbackHandler()
-    _handler_var = ContextVar("overseer_otel_langchain_handler", default=handler)
-    register_configure_hook(_handler_var, inheritable=True)
-    _installed = handler
+    handler = _installed = OpenTelemetryCallbackHandler()
+
+    def register() -> None:
+        global _handler_var
+        from langchain_core.tracers.context import register_configure_hook
+
+        _handler_var = ContextVar("overseer_otel_langchain_handler", default=handler)
+        register_configure_hook(_handler_var, inheritable=True)
+
+    when_recording(register)
     return handler
 
 

@@ -9,6 +9,7 @@ activity, and its id is written on each event row.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
@@ -19,6 +20,8 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, create_tracer_provider
 
 _provider: Any = None
+_processors: Any = None
+_when_recording: list[Callable[[], None]] = []
 
 
 def setup_tracing(service_name: str) -> Any:
@@ -31,10 +34,10 @@ def setup_tracing(service_name: str) -> Any:
     in-memory exporter) turns recording on; ``OTEL_TRACES_SAMPLER`` (the OpenTelemetry
     standard variable, e.g. ``always_on``) overrides the rule.
     """
-    global _provider
+    global _provider, _processors
     if _provider is not None:
         return _provider
-    processors = _CountingSpanProcessor()
+    processors = _processors = _CountingSpanProcessor()
     sampler = None if os.environ.get("OTEL_TRACES_SAMPLER") else RecordWhenExported(processors)
     provider = create_tracer_provider(resource=service_resource(service_name), sampler=sampler,
                                       active_span_processor=processors)
@@ -44,7 +47,39 @@ def setup_tracing(service_name: str) -> Any:
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _provider = provider
+    if records():
+        _install_pending()
     return provider
+
+
+def records() -> bool:
+    """Whether this process records spans (:func:`setup_tracing`).
+
+    True once its provider has a span processor, or when ``OTEL_TRACES_SAMPLER`` says to.
+    """
+    if _provider is None:
+        return False
+    return bool(os.environ.get("OTEL_TRACES_SAMPLER")) or bool(_processors.count)
+
+
+def when_recording(install: Callable[[], None]) -> None:
+    """Run ``install`` once this process records spans: now, or when a span processor is added.
+
+    For instrumentation whose every span would be dropped unrecorded while nothing exports
+    (asyncpg's client spans, LangChain's callback handler): installed anyway, it costs each
+    SQL statement and each model token a span or a handler call for nobody (about a tenth of
+    a chat run's worker CPU). Trace context does not depend on them: it propagates through
+    the request's, the workflow's and the activity's spans.
+    """
+    if records():
+        install()
+    else:
+        _when_recording.append(install)
+
+
+def _install_pending() -> None:
+    while _when_recording:
+        _when_recording.pop(0)()
 
 
 class _CountingSpanProcessor(SynchronousMultiSpanProcessor):
@@ -57,6 +92,8 @@ class _CountingSpanProcessor(SynchronousMultiSpanProcessor):
     def add_span_processor(self, span_processor: Any) -> None:
         super().add_span_processor(span_processor)
         self.count += 1
+        if self is _processors and _provider is not None:
+            _install_pending()
 
 
 class RecordWhenExported(Sampler):
@@ -102,7 +139,14 @@ def service_resource(service_name: str) -> Resource:
 
 
 def instrument_asyncpg() -> None:
-    """Install asyncpg client spans: SQL text only, never parameters (they may hold document data)."""
+    """Install asyncpg client spans once spans are recorded (:func:`when_recording`).
+
+    SQL text only, never parameters (they may hold document data).
+    """
+    when_recording(_instrument_asyncpg)
+
+
+def _instrument_asyncpg() -> None:
     from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 
     # the instrumentor's __init__ is unannotated

@@ -48,3 +48,37 @@ def test_spans_are_recorded_only_once_a_processor_consumes_them() -> None:
 def test_the_standard_sampler_variable_overrides_the_rule() -> None:
     out = _probe(OTEL_TRACES_SAMPLER="always_on")
     assert out["before"][0] is True
+
+
+DEFERRED = """
+import json
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from langchain_core.callbacks.manager import CallbackManager
+from observability.genai import OpenTelemetryCallbackHandler, instrument_langchain
+from observability.tracing import instrument_asyncpg, setup_tracing
+import asyncpg
+
+def state():
+    handlers = CallbackManager.configure(inheritable_callbacks=None).handlers
+    return [any(isinstance(h, OpenTelemetryCallbackHandler) for h in handlers),
+            hasattr(asyncpg.connection.Connection.execute, "__wrapped__")]
+
+provider = setup_tracing("probe")
+instrument_langchain()
+instrument_asyncpg()
+out = {"before": state()}
+provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+out["after"] = state()
+print(json.dumps(out))
+"""
+
+
+def test_span_only_instrumentation_joins_once_spans_are_recorded() -> None:
+    """asyncpg's and LangChain's spans cost a call per statement / token: none while unrecorded."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT")}
+    done = subprocess.run([sys.executable, "-c", DEFERRED], env=environ, check=True,
+                          capture_output=True, text=True, timeout=60)
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"before": [False, False], "after": [True, True]}
