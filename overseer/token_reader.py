@@ -27,13 +27,15 @@ import asyncpg
 from overseer.token_stream import CHANNEL, STATE_CHANNEL
 
 POLL_SECONDS = 0.5
-"""A token reader (:func:`merge_live`) looks again after this long without a notification;
-so does a ``runs.wait`` while this process has no ``LISTEN`` connection (it could not be
+"""A token reader (:func:`merge_live`) or a ``runs.wait`` looks again after this long
+without a notification while this process has no ``LISTEN`` connection (it could not be
 had, or it was lost: its ``NOTIFY``s are missed; :attr:`TokenListener.poll_seconds`)."""
 LISTENING_POLL_SECONDS = 5.0
-"""A ``runs.wait`` looks again after this long while the process listens: a ``NOTIFY``
-wakes it, and a lost connection wakes every reader at once; this poll only bounds what a
-connection that hangs without closing would delay."""
+"""… and after this long while the process listens: a ``NOTIFY`` wakes the reader (it
+carries the rows, or says to read them), and a lost connection wakes every reader at once;
+this poll only bounds what a connection that hangs without closing would delay. (A token
+reader that polled every half second while a model thought or a tool ran read the table
+~8 times in a chat run for nothing.)"""
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +157,7 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
     Yields:
         The entries of ``items`` and ``("token", seq, stream_base, data)`` for each row
         (:func:`read_tokens`). A row is given as soon as it is written (a ``NOTIFY`` wakes
-        the reader, or a poll every :data:`POLL_SECONDS`) and the items before its
+        the reader, or a poll: :attr:`TokenListener.poll_seconds`) and the items before its
         ``stream_base`` have been given (right after the last of them, when the row was
         written first), and always before the durable item at its ``stream_base``: a
         segment commits its rows before it reports, so when item ``k`` arrives every row
@@ -185,7 +187,7 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
             notified = False
             if not look_now:
                 woken = asyncio.create_task(wake.wait())
-                await asyncio.wait({getting, woken}, timeout=POLL_SECONDS,
+                await asyncio.wait({getting, woken}, timeout=feed.poll_seconds,
                                    return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
                 notified = wake.is_set()
