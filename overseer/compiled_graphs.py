@@ -119,9 +119,12 @@ def _fenced(saver_class: type) -> type:
                             yield cur
                 return
             # a segment's write: in one transaction with a share lock on its fence row, so
-            # it commits before a newer attempt's claim (which waits for it) or not at all
+            # it commits before a newer attempt's claim (which waits for it) or not at all.
+            # In pipeline mode: BEGIN and the lock go in one round trip, LangGraph's writes
+            # and the COMMIT in another (not five: a chat run makes ~7 such writes)
             async with (contextlib.nullcontext() if pooled else self.lock), \
                     _ainternal.get_connection(self.conn) as conn, \
+                    (conn.pipeline() if self.supports_pipeline else contextlib.nullcontext()), \
                     conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
                 await cur.execute(FENCE_HELD, (fence.run_id, fence.segment))
                 row = await cur.fetchone()
