@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -34,29 +34,43 @@ from overseer.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False)
 
-def get_settings_dep(request: Request) -> Settings:
+# The dependencies are ``async def`` though none awaits: FastAPI runs a plain ``def``
+# dependency in its thread pool, a thread hop per dependency per request.
+
+
+async def get_settings_dep(request: Request) -> Settings:
     """The app's settings."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_pool(request: Request) -> asyncpg.Pool:
+async def get_pool(request: Request) -> asyncpg.Pool:
     """The app's Postgres pool."""
     pool: asyncpg.Pool = request.app.state.pool
     return pool
 
 
-def get_temporal(request: Request) -> Client:
+async def get_temporal(request: Request) -> Client:
     """The app's Temporal client (made once in the lifespan)."""
     client: Client = request.app.state.temporal
     return client
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """Resolve the bearer token.
+    """The caller, from the bearer token (:func:`principal_from`).
+
+    Raises:
+        AuthenticationError: no token, or a token that is not granted (401).
+        TokenExpiredError: a granted token past its ``expires_at`` (401).
+    """
+    return principal_from(request, credentials)
+
+
+def principal_from(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    """Resolve a bearer token against the app's grants.
 
     Raises:
         AuthenticationError: no token, or a token that is not granted (401).
@@ -75,10 +89,10 @@ def get_principal(
     raise AuthenticationError("invalid bearer token")
 
 
-def require_roles(*roles: str) -> Callable[[Principal], Principal]:
+def require_roles(*roles: str) -> Callable[[Principal], Awaitable[Principal]]:
     """A dependency admitting ``roles`` (admin always)."""
 
-    def dependency(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    async def dependency(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
         if principal.role not in roles and not principal.is_admin:
             raise PermissionDeniedError(
                 f"role {principal.role!r} may not do this", details={"needs": list(roles)}

@@ -39,7 +39,7 @@ from overseer.errors import (
     OverseerError,
     PermissionDeniedError,
 )
-from overseer.http_routes import get_principal
+from overseer.http_routes import principal_from
 from overseer.registry import get_registry
 from overseer.threads import parse_uuid
 
@@ -121,7 +121,7 @@ def _token_principal(request: Request) -> Principal:
             key = ""
     if not key:
         raise AuthenticationError("missing x-api-key")
-    return get_principal(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials=key))
+    return principal_from(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials=key))
 
 
 async def authenticate(request: Request) -> Principal:
