@@ -67,9 +67,9 @@ def when_recording(install: Callable[[], None]) -> None:
 
     For instrumentation whose every span would be dropped unrecorded while nothing exports
     (asyncpg's client spans, LangChain's callback handler): installed anyway, it costs each
-    SQL statement and each model token a span or a handler call for nobody (about a tenth of
-    a chat run's worker CPU). Trace context does not depend on them: it propagates through
-    the request's, the workflow's and the activity's spans.
+    SQL statement and each model token a span or a handler call for nobody (measured with
+    the other cuts of docs/performance.md, "What changed"). Trace context does not depend on
+    them: it propagates through the request's, the workflow's and the activity's spans.
     """
     if records():
         install()
