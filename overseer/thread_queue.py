@@ -36,7 +36,7 @@ from overseer.thread_sync import (
     write_snapshot,
 )
 from overseer.threads import ACTIVE_RUN_STATUSES, get_thread, parse_json, parse_uuid, run_view
-from overseer.token_stream import STATE_CHANNEL
+from overseer.token_stream import INSERT_ENDING_ROW, STATE_CHANNEL
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class HandedOff:
 async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
                    thread_id: str, run_id: str, snapshot: dict[str, Any],
                    pause: bool = False, events: Sequence[NewEvent] = (),
-                   claim: str | None = None) -> HandedOff:
+                   claim: str | None = None, ending: dict[str, Any] | None = None) -> HandedOff:
     """A thread's run has ended: write its final state to the thread, start the next queued run.
 
     With ``pause`` the run has stopped at an interrupt instead (its approval is being
@@ -204,6 +204,9 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
         events: appended (:func:`overseer.store.events.append_events`) in the transaction.
         claim: the key to claim the ended runs' webhooks with (:func:`claim_webhooks`);
             None claims none.
+        ending: the run's ending item as a row (:func:`overseer.token_stream.ending_item`),
+            written with the thread's state (and only then: not while the API cancels the
+            run); from the segment that ends the run.
 
     Returns:
         :class:`HandedOff`.
@@ -214,7 +217,7 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
     async with pool.acquire() as conn, conn.transaction():
         inserted = await append_events(conn, events) if events else []
         left = await _hand_over(conn, thread_id=thread_id, run_id=run_id, snapshot=snapshot,
-                                pause=pause)
+                                pause=pause, ending=ending)
         webhooks = await claim_webhooks(conn, run_id, claim) if claim is not None else []
     if left is None or pause or not left.queued:
         return HandedOff(left.status if left is not None else None, inserted, webhooks)
@@ -229,12 +232,12 @@ async def hand_off(pool: asyncpg.Pool, temporal: Client, settings: Settings, *,
 
 
 async def _hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[str, Any],
-                     pause: bool) -> Snapshotted | None:
+                     pause: bool, ending: dict[str, Any] | None = None) -> Snapshotted | None:
     """:func:`hand_off`'s writes to the thread, in its transaction.
 
     Locks the thread's row, ``NOTIFY``s :data:`overseer.token_stream.STATE_CHANNEL` (sent
     at the commit) and, while the run is attached and not being cancelled, writes its state
-    (:func:`overseer.thread_sync.write_snapshot`).
+    (:func:`overseer.thread_sync.write_snapshot`) and its ``ending`` row.
 
     Returns:
         The thread's status and whether a run is queued on it; None when the thread no
@@ -249,6 +252,10 @@ async def _hand_over(conn: Any, *, thread_id: str, run_id: str, snapshot: dict[s
     if row["cancelling"] is not None and str(row["cancelling"]) == run_id:
         return Snapshotted(str(row["status"]), False)  # the API is cancelling it: it hands on
     if row["last_run_id"] is not None and str(row["last_run_id"]) == run_id:
+        if ending is not None:
+            durable = ending["durable"]
+            await conn.execute(INSERT_ENDING_ROW, parse_uuid(run_id), int(durable["offset"]),
+                               json.dumps(ending))
         return await write_snapshot(conn, row["thread_id"], row["last_run_id"], snapshot,
                                     shown=not pause)
     queued = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 "

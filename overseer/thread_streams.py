@@ -160,9 +160,13 @@ async def run_events(pool: asyncpg.Pool, temporal: Client, run: asyncpg.Record,
     deriver = StreamDeriver(run, modes, live_messages=live)
     wid = workflow_id(run["graph_id"], str(run["workflow_run_id"]))
     entries = _stream_items(temporal, wid, run, poll_cooldown)
-    entries = token_reader.merge_live(  # chunks, tokens and custom writes come as rows
+    # chunks, tokens and custom writes come as rows; so does the ending of a run whose
+    # durable stream begins with it, written by the segment that ends it: such a run is
+    # read from Postgres alone unless it pauses, fails or is cancelled (merge_live's lazy)
+    lazy = first == 0 and get_registry().get(run["graph_id"]).run.stream is None
+    entries = token_reader.merge_live(
         pool, entries, str(run["workflow_run_id"]),
-        lambda entry: entry[2] in RUN_ENDINGS and entry[1] >= first)
+        lambda entry: entry[2] in RUN_ENDINGS and entry[1] >= first, lazy=lazy)
     async for entry in entries:
         if entry[0] == "fail":
             yield entry[1], "error", entry[2]

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -143,8 +144,8 @@ async def durable_items(temporal: Any, workflow_id: str, topic: str,
 
 
 async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
-                     workflow_run_id: str, ends: Callable[[tuple[Any, ...]], bool],
-                     ) -> AsyncIterator[tuple[Any, ...]]:
+                     workflow_run_id: str, ends: Callable[[tuple[Any, ...]], bool], *,
+                     lazy: bool = False) -> AsyncIterator[tuple[Any, ...]]:
     """``items`` (a run's durable stream) with the run's live rows between them, in one order.
 
     Args:
@@ -153,6 +154,17 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
             ``("item", offset, …)``; any other entry (an error) is passed on and ends it.
         workflow_run_id: the run whose rows are merged.
         ends: True for the entry after which the merged stream ends (the run's ending).
+        lazy: follow ``items`` only when the rows do not end the run. The segment that
+            ends an Agent Server run writes its ending item as a row
+            (:func:`overseer.token_stream.ending_item`: ``("item", offset, event, data)``
+            here, as ``items`` would give it), so a run that ends that way is read from
+            Postgres alone and its workflow is asked for nothing. ``items`` is opened once
+            the run's thread state is written without that row (a pause on an interrupt,
+            an error, a cancellation: the ``NOTIFY`` on :data:`STATE_CHANNEL`), when this
+            process does not listen, or after :data:`LISTENING_POLL_SECONDS` without a row
+            (a workflow ended without a hand-off, e.g. terminated). For a run whose durable
+            stream starts with the run (``from_offset`` 0) and holds no item but its
+            ending and its pauses, which every row-carried ending then precedes.
 
     Yields:
         The entries of ``items`` and ``("token", seq, stream_base, data)`` for each row
@@ -162,7 +174,7 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
         written first), and always before the durable item at its ``stream_base``: a
         segment commits its rows before it reports, so when item ``k`` arrives every row
         due before it can be read. Read again, the same rows and items come in the same
-        order.
+        order; an item given from its row is not given again from ``items``.
     """
     queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
 
@@ -175,26 +187,30 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
 
     feed = listener(pool)
     wake = await feed.watch(workflow_run_id)
-    pumping = asyncio.create_task(pump())
+    pumping: asyncio.Task[None] | None = None
     getting: asyncio.Task[tuple[Any, ...]] | None = None
     woken: asyncio.Task[bool] | None = None
     last_seq, offset = 0, 0  # offset: the next durable item not yet given
     look_now = True  # rows written before this reader listened: read them first
+    quiet_since = time.monotonic()
     try:
         while True:
-            if getting is None:
+            if pumping is None and (not lazy or wake.state or not feed.listening
+                                    or time.monotonic() - quiet_since >= LISTENING_POLL_SECONDS):
+                pumping = asyncio.create_task(pump())
+            if getting is None and pumping is not None:
                 getting = asyncio.create_task(queue.get())
             notified = False
             if not look_now:
                 woken = asyncio.create_task(wake.wait())
-                await asyncio.wait({getting, woken}, timeout=feed.poll_seconds,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({t for t in (getting, woken) if t is not None},
+                                   timeout=feed.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
                 notified = wake.is_set()
             look_now = False
             wake.clear()  # a NOTIFY from here on wakes the next wait: the read below misses nothing
             entry: tuple[Any, ...] | None = None
-            if getting.done():
+            if getting is not None and getting.done():
                 entry, getting = getting.result(), None
             bound = entry[1] if entry is not None and entry[0] == "item" else offset
             # Woken by a NOTIFY that carried its rows, they are given as they came; a durable
@@ -205,12 +221,24 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
                 rows = [(r["seq"], r["stream_base"], r["data"])
                         for r in await read_tokens(pool, workflow_run_id, last_seq, bound)]
             for seq, base, data in rows:
-                last_seq = seq
-                yield "token", seq, base, json.loads(data) if isinstance(data, str) else data
+                last_seq, quiet_since = seq, time.monotonic()
+                row = json.loads(data) if isinstance(data, str) else data
+                item = _ending_of(row)
+                if item is None:
+                    yield "token", seq, base, row
+                    continue
+                if item[1] < offset:
+                    continue  # given already, from the workflow's stream
+                yield item
+                if ends(item):
+                    return
+                offset = item[1] + 1
             if entry is None:
                 continue
             if entry[0] == "raise":
                 raise entry[1]
+            if entry[0] == "item" and entry[1] < offset:
+                continue  # given already, from its row
             yield entry
             if entry[0] != "item" or ends(entry):
                 return
@@ -225,6 +253,17 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
         await feed.unwatch(workflow_run_id, wake)
 
 
+def _ending_of(row: Any) -> tuple[Any, ...] | None:
+    """A run's ending item written as a row, as ``("item", offset, event, data)``; else None.
+
+    See :func:`overseer.token_stream.ending_item`.
+    """
+    durable = row.get("durable") if isinstance(row, dict) else None
+    if not isinstance(durable, dict):
+        return None
+    return "item", int(durable["offset"]), durable.get("event"), durable.get("data")
+
+
 class Wake(asyncio.Event):
     """A reader's wake-up (set by each ``NOTIFY`` of its run) and the rows those carried.
 
@@ -232,12 +271,16 @@ class Wake(asyncio.Event):
         batches: what the ``NOTIFY``s carried since the reader last took them, in order.
         stale: a ``NOTIFY`` may have been missed (the connection was lost, or one did not
             carry its rows): the reader must read the table.
+        state: the run's thread state was written (a pause or an ending handed off, a
+            ``NOTIFY`` on :data:`STATE_CHANNEL`), or the connection was lost since the
+            reader began.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.batches: deque[Batch] = deque()
         self.stale = False
+        self.state = False
 
     def take(self, last_seq: int, bound: int) -> list[tuple[int, int, Any]] | None:
         """The carried rows after ``last_seq`` with ``stream_base`` ≤ ``bound``, in order.
@@ -289,8 +332,9 @@ class TokenListener:
         self._connecting = asyncio.Lock()
 
     def _notified(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:
-        if channel != CHANNEL:
+        if channel != CHANNEL:  # the state's write may carry a row (the run's ending): read
             for event in self._waiters.get(str(payload), ()):
+                event.state = event.stale = True
                 event.set()
             return
         run, _, _ = str(payload).partition(" ")
@@ -316,8 +360,13 @@ class TokenListener:
         self._conn = None
         for waiting in self._waiters.values():
             for event in waiting:
-                event.stale = True
+                event.stale = event.state = True
                 event.set()
+
+    @property
+    def listening(self) -> bool:
+        """Whether the ``LISTEN`` connection is open (else ``NOTIFY``s are missed)."""
+        return self._conn is not None
 
     @property
     def poll_seconds(self) -> float:

@@ -121,6 +121,29 @@ def own_item(event: dict[str, Any]) -> dict[str, Any]:
     return {"own": event}
 
 
+def ending_item(offset: int, event: str, data: Any) -> dict[str, Any]:
+    """``{"durable": {"offset", "event", "data"}}``: a run's ending item, as a row too.
+
+    The segment that ends an Agent Server run writes its thread's hand-off itself
+    (:func:`overseer.runtime.segment_ending.write_ending`), and with it this row: the ``end``
+    item its workflow publishes next at ``offset`` on the run's durable stream, the same
+    ``event`` and ``data``. A reader of the run's stream (:func:`overseer.token_reader.merge_live`
+    with ``lazy``) ends on it without asking Temporal for the workflow's stream: a streamed
+    chat then costs no workflow update (one workflow task and four history events fewer).
+    Written after every token row of the run (the segment's writer is closed first), at
+    ``stream_base`` = ``offset``, once (:data:`INSERT_ENDING_ROW`).
+    """
+    return {"durable": {"offset": offset, "event": event, "data": data}}
+
+
+INSERT_ENDING_ROW = (
+    "INSERT INTO agent_run_tokens (workflow_run_id, stream_base, data) "
+    "SELECT $1, $2, $3::json WHERE NOT EXISTS (SELECT 1 FROM agent_run_tokens "
+    "WHERE workflow_run_id = $1 AND stream_base = $2 AND (data->'durable') IS NOT NULL)")
+"""Writes :func:`ending_item` ``$3`` (JSON text) of run ``$1`` at base ``$2``, unless a
+retried hand-off wrote it already; in the hand-off's transaction."""
+
+
 def event_item(event: dict[str, Any]) -> dict[str, Any]:
     """``{"item": "events", "data": event}``: one of LangChain's callback events, live.
 

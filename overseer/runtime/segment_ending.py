@@ -128,12 +128,17 @@ async def write_ending(run_id: str, thread_id: str, ending: RunEnding,
     """
     from overseer.fencing import check_current
     from overseer.runtime.events import record_events
+    from overseer.token_stream import ending_item
 
     await check_current(get_runtime().pool)  # a replaced attempt ends nothing
     event = {"run_id": run_id, "key": "run.finished", "type": RUN_COMPLETED, "data": ending.data,
              "actor": "workflow", "occurred_at": datetime.now(UTC).isoformat()}
+    # the end item the workflow publishes next, as a row: a reader of the run's stream ends
+    # on it without following the workflow's stream (overseer.token_stream.ending_item)
+    item = ending_item(int(thread_state["published"]), "end",
+                       {"status": ending.status, "outcome": ending.outcome})
     written = await record_events([event], {
         "thread_id": thread_id, "run_id": run_id, "key": "end",
-        "snapshot": ending_snapshot(thread_state, RUN_COMPLETED)})
+        "snapshot": ending_snapshot(thread_state, RUN_COMPLETED), "ending": item})
     webhooks = written.get("webhooks") if isinstance(written, dict) else None
     return {"webhooks": webhooks or []}

@@ -242,6 +242,98 @@ async def test_a_row_due_after_an_item_comes_right_after_that_item_not_at_the_ne
     assert got[1][0] == "token" and got[1][2] == 1 and got[-1][:2] == ("item", 1)
 
 
+def _lazy_reader(pool: asyncpg.Pool, run: str, got: list[tuple[Any, ...]],
+                 opened: asyncio.Event) -> tuple[asyncio.Queue[tuple[Any, ...]], asyncio.Task[None]]:
+    """A lazy :func:`merge_live` reader of ``run``; ``opened`` is set when it follows the
+    durable stream (whose items, 4-tuples as ``_stream_items`` gives them, the test feeds)."""
+    feed: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    async def durable() -> Any:
+        opened.set()
+        while True:
+            entry = await feed.get()
+            yield entry
+            if entry[2] == "end":
+                return
+
+    async def read() -> None:
+        async for entry in token_reader.merge_live(pool, durable(), run,
+                                                   lambda e: e[2] == "end", lazy=True):
+            got.append(entry)
+
+    return feed, asyncio.create_task(read())
+
+
+async def _hand_off_row(pool: asyncpg.Pool, run: str, item: dict[str, Any] | None) -> None:
+    """What a hand-off writes for a lazy reader: the ending's row (if any), then its NOTIFY."""
+    async with pool.acquire() as conn, conn.transaction():
+        if item is not None:
+            await conn.execute(token_stream.INSERT_ENDING_ROW, uuid.UUID(run), 0, json.dumps(item))
+        await conn.execute("SELECT pg_notify($1, $2)", token_stream.STATE_CHANNEL, run)
+
+
+async def test_a_run_ended_by_its_row_is_read_from_postgres_alone(pool: asyncpg.Pool):
+    """The ending row ends a lazy reader after every token, and the workflow is never asked."""
+    run = str(uuid.uuid4())
+    got: list[tuple[Any, ...]] = []
+    opened = asyncio.Event()
+    _, reader = _lazy_reader(pool, run, got, opened)
+    try:
+        writer = token_stream.TokenWriter(pool, run, stream_base=0)
+        for word in ("a", " b"):
+            await writer.add(_chunk(word))
+        await writer.close()
+        end = token_stream.ending_item(0, "end", {"status": "completed", "outcome": "done"})
+        await _hand_off_row(pool, run, end)
+        await _hand_off_row(pool, run, end)  # a retried hand-off writes it once
+        await asyncio.wait_for(reader, timeout=5)
+    finally:
+        reader.cancel()
+    assert [e[0] for e in got] == ["token", "token", "item"]
+    assert got[-1] == ("item", 0, "end", {"status": "completed", "outcome": "done"})
+    assert not opened.is_set()
+    rows = await pool.fetchval("SELECT count(*) FROM agent_run_tokens WHERE workflow_run_id = $1",
+                               uuid.UUID(run))
+    assert rows == 3
+
+
+async def test_a_run_that_pauses_is_followed_on_its_workflows_stream(pool: asyncpg.Pool):
+    """A state written without an ending row (a pause, an error) opens the durable stream;
+    an item given from a row is not given again from it."""
+    run = str(uuid.uuid4())
+    got: list[tuple[Any, ...]] = []
+    opened = asyncio.Event()
+    feed, reader = _lazy_reader(pool, run, got, opened)
+    try:
+        await asyncio.sleep(0.3)
+        assert not opened.is_set()
+        await _hand_off_row(pool, run, None)  # paused: the state, no ending row
+        await asyncio.wait_for(opened.wait(), timeout=5)
+        await feed.put(("item", 0, "interrupt", [{"id": "i-1", "value": "ok?"}]))
+        await feed.put(("item", 1, "end", {"status": "completed"}))
+        await asyncio.wait_for(reader, timeout=5)
+    finally:
+        reader.cancel()
+    assert [(e[1], e[2]) for e in got] == [(0, "interrupt"), (1, "end")]
+
+
+async def test_a_quiet_run_is_followed_on_its_workflows_stream_after_a_while(
+        pool: asyncpg.Pool, monkeypatch: Any):
+    """No row and no state for a while (a workflow ended without a hand-off): the stream opens."""
+    monkeypatch.setattr(token_reader, "LISTENING_POLL_SECONDS", 0.5)
+    run = str(uuid.uuid4())
+    got: list[tuple[Any, ...]] = []
+    opened = asyncio.Event()
+    feed, reader = _lazy_reader(pool, run, got, opened)
+    try:
+        await asyncio.wait_for(opened.wait(), timeout=5)
+        await feed.put(("item", 0, "end", {"status": "cancelled"}))
+        await asyncio.wait_for(reader, timeout=5)
+    finally:
+        reader.cancel()
+    assert got == [("item", 0, "end", {"status": "cancelled"})]
+
+
 def test_a_batch_carried_after_what_the_reader_gave_is_taken_a_gap_or_a_lost_notify_is_not():
     wake = token_reader.Wake()
     wake.batches.extend([token_reader.Batch(1, 4, [(5, "a"), (6, "b")]),
