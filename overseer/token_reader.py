@@ -162,9 +162,9 @@ async def merge_live(pool: asyncpg.Pool, items: AsyncIterator[tuple[Any, ...]],
             the run's thread state is written without that row (a pause on an interrupt,
             an error, a cancellation: the ``NOTIFY`` on :data:`STATE_CHANNEL`), when this
             process does not listen, or after :data:`LISTENING_POLL_SECONDS` without a row
-            (a workflow ended without a hand-off, e.g. terminated). For a run whose durable
-            stream starts with the run (``from_offset`` 0) and holds no item but its
-            ending and its pauses, which every row-carried ending then precedes.
+            (a workflow ended without a hand-off, e.g. terminated). Meant for a run whose
+            durable stream begins with it (``from_offset`` 0) and holds only its pauses
+            and its ending: nothing on that stream comes before a row-carried ending.
 
     Yields:
         The entries of ``items`` and ``("token", seq, stream_base, data)`` for each row

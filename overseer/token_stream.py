@@ -129,7 +129,7 @@ def ending_item(offset: int, event: str, data: Any) -> dict[str, Any]:
     item its workflow publishes next at ``offset`` on the run's durable stream, the same
     ``event`` and ``data``. A reader of the run's stream (:func:`overseer.token_reader.merge_live`
     with ``lazy``) ends on it without asking Temporal for the workflow's stream: a streamed
-    chat then costs no workflow update (one workflow task and four history events fewer).
+    chat then costs no workflow update (one workflow task and five history events fewer).
     Written after every token row of the run (the segment's writer is closed first), at
     ``stream_base`` = ``offset``, once (:data:`INSERT_ENDING_ROW`).
     """
